@@ -1,0 +1,3 @@
+from ci_onnx.cli import main
+
+main()

@@ -1,0 +1,172 @@
+"""The Bundle: one exported model with its inputs and PyTorch reference outputs, and its manifest.
+
+Layout (the ONNX test-data layout, readable by onnx.numpy_helper and ORT's test runner)::
+
+    model.onnx [+ model.onnx.data]
+    test_data_set_0/input_0.pb … output_0.pb    TensorProto; inputs and reference outputs
+    manifest.json                               Manifest, below
+
+Everything after export reads a bundle without torch, and without onnx: runners in other languages
+read the same files (see ci_onnx/schemas/manifest.schema.json).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from ci_onnx import serde
+from ci_onnx.errors import BundleError
+from ci_onnx.target import Status
+
+SCHEMA_VERSION = 1
+MANIFEST = "manifest.json"
+MODEL = "model.onnx"
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorSpec:
+    """An input or output as declared: symbolic dims are strings (``batch``), fixed ones integers."""
+
+    name: str
+    shape: tuple[int | str, ...]
+    dtype: str
+    value_range: tuple[float, float] | None = None
+    """For integer inputs such as token ids: the half-open range random values are drawn from."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Tolerance:
+    atol: float = 1e-4
+    rtol: float = 1e-3
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """A hard assertion: the top-k classes of ``output`` (along its last axis) must not change."""
+
+    output: str
+    top_k: int = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Preprocessing:
+    mean: tuple[float, ...] = ()
+    std: tuple[float, ...] = ()
+    channel_order: str = ""
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """The outcome of one export-time check; becomes a JUnit testcase in every target's report."""
+
+    name: str
+    status: Status
+    message: str = ""
+    figures: dict[str, Any] = dataclasses.field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class TestDataSet:
+    """One ``test_data_set_N`` directory: ``random`` inputs or real ``sample`` inputs, stacked on axis 0."""
+
+    __test__ = False  # not a pytest class
+
+    directory: str
+    kind: str
+    count: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Manifest:
+    """What an export produced, read back from the file itself rather than from the request."""
+
+    schema_version: int
+    model_name: str
+    exporter: str
+    requested_opset: int
+    opset: int
+    """The default-domain opset written in model.onnx."""
+    ir_version: int
+    precision: str
+    files: dict[str, str]
+    """sha256 of every file of the bundle but the manifest, by path relative to the bundle."""
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    dynamic_axes: dict[str, dict[str, str]]
+    """input or output name → axis index (as a string, JSON keys) → symbolic name."""
+    tolerance: Tolerance
+    tolerance_per_output: dict[str, Tolerance]
+    decision: Decision | None
+    batch_sizes: tuple[int, ...]
+    test_data_sets: tuple[TestDataSet, ...]
+    findings: tuple[Finding, ...]
+    node_count: int
+    op_histogram: dict[str, int]
+    versions: dict[str, str]
+    """torch, onnx, onnxruntime, onnxscript, onnx-gate: what made this bundle."""
+    preprocessing: Preprocessing | None = None
+    seed: int = 0
+
+    def tolerance_for(self, output: str) -> Tolerance:
+        return self.tolerance_per_output.get(output, self.tolerance)
+
+    @property
+    def export_failed(self) -> bool:
+        return any(f.status.blocks for f in self.findings)
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def hash_files(bundle_dir: Path) -> dict[str, str]:
+    """sha256 of every file below ``bundle_dir`` except the manifest, sorted by relative path."""
+    return {
+        p.relative_to(bundle_dir).as_posix(): sha256_of(p)
+        for p in sorted(bundle_dir.rglob("*"))
+        if p.is_file() and p.name != MANIFEST
+    }
+
+
+def write_manifest(bundle_dir: Path, manifest: Manifest) -> Path:
+    path = bundle_dir / MANIFEST
+    path.write_text(serde.dumps(manifest))
+    return path
+
+
+def read_manifest(bundle_dir: Path, *, verify_hashes: bool = True) -> Manifest:
+    """Read and check a bundle's manifest; a missing file or a sha256 mismatch is a BundleError."""
+    path = bundle_dir / MANIFEST
+    if not path.is_file():
+        raise BundleError(f"{bundle_dir}: no {MANIFEST}; is this a bundle written by `onnx-gate export`?")
+    try:
+        data: Any = json.loads(path.read_text())
+        manifest = serde.from_json(Manifest, data)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise BundleError(f"{path}: not a valid manifest ({exc}); re-run `onnx-gate export`") from None
+    if manifest.schema_version > SCHEMA_VERSION:
+        raise BundleError(
+            f"{path}: manifest schema {manifest.schema_version} is newer than this onnx-gate reads "
+            f"({SCHEMA_VERSION}); upgrade onnx-gate"
+        )
+    if verify_hashes:
+        for rel, expected in manifest.files.items():
+            f = bundle_dir / rel
+            if not f.is_file():
+                raise BundleError(f"{bundle_dir}: {rel} is listed in the manifest but missing")
+            if sha256_of(f) != expected:
+                raise BundleError(
+                    f"{bundle_dir}: {rel} does not match its sha256 in the manifest (corrupted or edited "
+                    "after export); re-run `onnx-gate export`"
+                )
+    return manifest

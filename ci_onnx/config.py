@@ -1,0 +1,339 @@
+"""Load and validate onnx-gate.yml into a frozen Config.
+
+The JSON Schema in ci_onnx/schemas/config.schema.json is the single place where keys and defaults
+are declared; this module validates against it and fills defaults from it. A bad file gets one line:
+``onnx-gate.yml:12: export.opset: unknown key; did you mean 'opsets'?``
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import functools
+import io
+from pathlib import Path
+from typing import Any
+
+from ci_onnx.bundle import Decision, Preprocessing, TensorSpec, Tolerance
+from ci_onnx.errors import ConfigError
+from ci_onnx.serde import load_schema
+
+CONFIG_SCHEMA = "config.schema.json"
+DEFAULT_NAME = "onnx-gate.yml"
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    name: str
+    factory: str = ""
+    onnx: str = ""
+    test_data: str = ""
+    inputs: tuple[TensorSpec, ...] = ()
+    outputs: tuple[str, ...] = ()
+    dynamic_axes: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+    samples: str = ""
+    preprocessing: Preprocessing | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportConfig:
+    opsets: tuple[int, ...]
+    exporters: tuple[str, ...]
+    precisions: tuple[str, ...]
+    timeout_s: float
+
+
+@dataclasses.dataclass(frozen=True)
+class VerifyConfig:
+    random_inputs: int
+    seed: int
+    tolerance: Tolerance
+    tolerance_per_output: dict[str, Tolerance]
+    decision: Decision | None
+    batch_sizes: tuple[int, ...]
+    timeout_s: float
+    strict_fallback: bool
+    latency_runs: int
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetsConfig:
+    runtimes: tuple[str, ...]
+    providers: tuple[str, ...]
+    include: tuple[dict[str, str], ...]
+    exclude: tuple[dict[str, str], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    path: Path
+    model: ModelConfig
+    export: ExportConfig
+    verify: VerifyConfig
+    targets: TargetsConfig
+    cpu_fallback_max_time_share: float
+
+    @property
+    def root(self) -> Path:
+        """Relative paths in the file are relative to the file's directory."""
+        return self.path.parent
+
+    def resolve(self, relative: str) -> Path:
+        return (self.root / relative).resolve()
+
+    @property
+    def onnx_only(self) -> bool:
+        return bool(self.model.onnx)
+
+
+@functools.cache
+def schema() -> dict[str, Any]:
+    return load_schema(CONFIG_SCHEMA)
+
+
+def load(path: Path) -> Config:
+    """Read, validate and type ``path``. Every problem is a ConfigError with file and line."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{path}: no such file; pass --config or run `onnx-gate init` to write one"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    return parse(text, path)
+
+
+def parse(text: str, path: Path) -> Config:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import MarkedYAMLError
+
+    yaml = YAML(typ="rt")
+    try:
+        doc = yaml.load(io.StringIO(text))
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}{line}: not valid YAML: {exc.problem}") from None
+    if doc is None:
+        raise ConfigError(f"{path}: the file is empty; `onnx-gate init` writes a commented example")
+    plain = _plain(doc)
+    _validate(plain, doc, path)
+    return _build(plain, doc, path)
+
+
+def _plain(node: Any) -> Any:
+    """ruamel's round-trip nodes as plain JSON-like values (mapping keys as strings)."""
+    if isinstance(node, dict):
+        return {str(k): _plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_plain(v) for v in node]
+    return node
+
+
+def _validate(plain: Any, doc: Any, path: Path) -> None:
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema())
+    errors = sorted(
+        validator.iter_errors(plain), key=lambda e: (len(e.absolute_path), list(map(str, e.path)))
+    )
+    if not errors:
+        return
+    error = jsonschema.exceptions.best_match(errors) if len(errors) > 1 else errors[0]
+    raise ConfigError(_describe(error, doc, path))
+
+
+def _describe(error: Any, doc: Any, path: Path) -> str:
+    keys = [str(k) for k in error.absolute_path]
+    where = ".".join(keys) or "(top level)"
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = list(error.schema.get("properties", {}))
+        unknown = [k for k in error.instance if k not in allowed]
+        if unknown and allowed:
+            key = unknown[0]
+            line = _line_of(doc, [*keys, key])
+            suggestion = difflib.get_close_matches(key, allowed, n=1, cutoff=0.5)
+            hint = (
+                f"did you mean {suggestion[0]!r}?" if suggestion else f"expected one of: {', '.join(allowed)}"
+            )
+            return f"{path}:{line}: {'.'.join([*keys, key])}: unknown key; {hint}"
+    line = _line_of(doc, keys)
+    if error.validator == "oneOf" and keys == ["model"]:
+        return (
+            f"{path}:{line}: model: give either `factory` with `inputs` and `outputs` (export from "
+            "PyTorch) or `onnx` (a model exported elsewhere), not both and not neither"
+        )
+    if error.validator == "required":
+        return f"{path}:{line}: {where}: {error.message}"
+    if error.validator == "enum":
+        suggestion = difflib.get_close_matches(
+            str(error.instance), [str(v) for v in error.validator_value], n=1
+        )
+        hint = f"; did you mean {suggestion[0]!r}?" if suggestion else ""
+        choices = ", ".join(str(v) for v in error.validator_value)
+        return f"{path}:{line}: {where}: {error.instance!r} is not one of: {choices}{hint}"
+    if error.validator == "pattern" and keys[:2] == ["targets", "runtimes"]:
+        return (
+            f"{path}:{line}: {where}: {error.instance!r} is not a runtime spec; use an exact version "
+            "(1.20.1), a wildcard (1.24.*) or latest"
+        )
+    return f"{path}:{line}: {where}: {error.message}"
+
+
+def _line_of(doc: Any, keys: list[str]) -> int:
+    """1-based line of the deepest node along ``keys`` that the YAML document can locate."""
+    node = doc
+    line = 1
+    for key in keys:
+        lc = getattr(node, "lc", None)
+        if isinstance(node, dict):
+            match = next((k for k in node if str(k) == key), None)
+            if match is None:
+                break
+            if lc is not None:
+                line = lc.key(match)[0] + 1
+            node = node[match]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            if lc is not None:
+                line = lc.item(int(key))[0] + 1
+            node = node[int(key)]
+        else:
+            break
+    return line
+
+
+def _defaults(*keys: str) -> dict[str, Any]:
+    """The schema's defaults for the object at ``keys``."""
+    node = schema()
+    for key in keys:
+        node = node["properties"][key]
+    return {k: v["default"] for k, v in node.get("properties", {}).items() if "default" in v}
+
+
+def _section(plain: dict[str, Any], *keys: str) -> dict[str, Any]:
+    node: Any = plain
+    for key in keys:
+        node = node.get(key, {}) if isinstance(node, dict) else {}
+    return {**_defaults(*keys), **node}
+
+
+def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
+    m = plain["model"]
+    inputs = tuple(
+        TensorSpec(
+            name=name,
+            shape=tuple(spec["shape"]),
+            dtype=spec.get("dtype", "float32"),
+            value_range=tuple(spec["range"]) if "range" in spec else None,
+        )
+        for name, spec in m.get("inputs", {}).items()
+    )
+    for spec in inputs:
+        if spec.dtype.startswith(("int", "uint")) and spec.value_range is None:
+            raise ConfigError(
+                f"{path}:{_line_of(doc, ['model', 'inputs', spec.name])}: model.inputs.{spec.name}: "
+                f"integer input needs `range: [low, high]` for its random values (token ids: [0, vocab_size])"
+            )
+    pre = m.get("preprocessing")
+    name = m.get("name") or (m.get("factory", "").split(":")[-1] or Path(m.get("onnx", "model")).stem)
+    model = ModelConfig(
+        name=name,
+        factory=m.get("factory", ""),
+        onnx=m.get("onnx", ""),
+        test_data=m.get("test_data", ""),
+        inputs=inputs,
+        outputs=tuple(m.get("outputs", ())),
+        dynamic_axes={k: {str(a): n for a, n in v.items()} for k, v in m.get("dynamic_axes", {}).items()},
+        samples=m.get("samples", ""),
+        preprocessing=Preprocessing(
+            mean=tuple(pre.get("mean", ())),
+            std=tuple(pre.get("std", ())),
+            channel_order=pre.get("channel_order", ""),
+            extra={k: v for k, v in pre.items() if k not in ("mean", "std", "channel_order")},
+        )
+        if pre
+        else None,
+    )
+    e = _section(plain, "export")
+    export = ExportConfig(
+        opsets=tuple(e["opsets"]),
+        exporters=("onnx",) if model.onnx else tuple(e["exporters"]),
+        precisions=tuple(e["precisions"]),
+        timeout_s=float(e["timeout_s"]),
+    )
+    v = _section(plain, "verify")
+    tol = {**_defaults("verify", "tolerance"), **v.get("tolerance", {})}
+    default_tol = Tolerance(atol=float(tol["atol"]), rtol=float(tol["rtol"]))
+    per_output = {
+        out: Tolerance(
+            atol=float(o.get("atol", default_tol.atol)), rtol=float(o.get("rtol", default_tol.rtol))
+        )
+        for out, o in tol.get("outputs", {}).items()
+    }
+    d = v.get("decision")
+    verify = VerifyConfig(
+        random_inputs=int(v["random_inputs"]),
+        seed=int(v["seed"]),
+        tolerance=default_tol,
+        tolerance_per_output=per_output,
+        decision=Decision(output=d["output"], top_k=int(d.get("top_k", 1))) if d else None,
+        batch_sizes=tuple(sorted(v["batch_sizes"])),
+        timeout_s=float(v["timeout_s"]),
+        strict_fallback=bool(v["strict_fallback"]),
+        latency_runs=int(v["latency_runs"]),
+    )
+    t = _section(plain, "targets")
+    targets = TargetsConfig(
+        runtimes=tuple(t["runtimes"]),
+        providers=tuple(t["providers"]),
+        include=tuple({k: str(x) for k, x in c.items()} for c in t["include"]),
+        exclude=tuple({k: str(x) for k, x in c.items()} for c in t["exclude"]),
+    )
+    budget = _section(plain, "budgets", "cpu_fallback")
+    config = Config(
+        path=path,
+        model=model,
+        export=export,
+        verify=verify,
+        targets=targets,
+        cpu_fallback_max_time_share=float(budget["max_time_share"]),
+    )
+    _check_references(config, doc, path)
+    return config
+
+
+def _check_references(config: Config, doc: Any, path: Path) -> None:
+    """Names that must refer to each other: decision and tolerance outputs, dynamic axes."""
+    m = config.model
+    if m.onnx:
+        return
+    known_outputs = set(m.outputs)
+    known_tensors = known_outputs | {s.name for s in m.inputs}
+    d = config.verify.decision
+    if d and d.output not in known_outputs:
+        raise ConfigError(_ref_error(doc, path, ["verify", "decision", "output"], d.output, known_outputs))
+    for out in config.verify.tolerance_per_output:
+        if out not in known_outputs:
+            raise ConfigError(
+                _ref_error(doc, path, ["verify", "tolerance", "outputs", out], out, known_outputs)
+            )
+    for name, axes in m.dynamic_axes.items():
+        if name not in known_tensors:
+            raise ConfigError(_ref_error(doc, path, ["model", "dynamic_axes", name], name, known_tensors))
+        for spec in m.inputs:
+            if spec.name == name:
+                for axis in axes:
+                    if int(axis) >= len(spec.shape):
+                        line = _line_of(doc, ["model", "dynamic_axes", name])
+                        raise ConfigError(
+                            f"{path}:{line}: model.dynamic_axes.{name}: axis {axis} is out of range for "
+                            f"input {name!r} of rank {len(spec.shape)}"
+                        )
+
+
+def _ref_error(doc: Any, path: Path, keys: list[str], value: str, known: set[str]) -> str:
+    line = _line_of(doc, keys)
+    suggestion = difflib.get_close_matches(value, sorted(known), n=1)
+    hint = f"did you mean {suggestion[0]!r}?" if suggestion else f"known: {', '.join(sorted(known))}"
+    return f"{path}:{line}: {'.'.join(keys)}: {value!r} is not a declared input or output; {hint}"

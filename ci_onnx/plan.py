@@ -1,0 +1,220 @@
+"""Expand the declared matrix into frozen Targets, and write it for people and for GitHub.
+
+runtimes × providers × opsets × exporters × precisions, plus ``include``, minus ``exclude``. A cell
+that cannot work is kept, as an expected skip with its reason: it is never dropped silently and
+never red.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import itertools
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ci_onnx import matrix, serde
+from ci_onnx.config import Config
+from ci_onnx.errors import ConfigError, UsageError
+from ci_onnx.resolve import Resolver, resolve
+from ci_onnx.target import Target
+
+SCHEMA_VERSION = 1
+MAX_JOBS_PER_MATRIX = 256
+"""GitHub's limit on the jobs one matrix may generate."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    schema_version: int
+    config: str
+    model: str
+    targets: tuple[Target, ...]
+
+    @property
+    def runnable(self) -> tuple[Target, ...]:
+        return tuple(t for t in self.targets if not t.expected_skip)
+
+    def bundle_keys(self) -> list[str]:
+        return sorted({t.bundle_key for t in self.runnable})
+
+    def get(self, target_id: str) -> Target:
+        for t in self.targets:
+            if t.id == target_id:
+                return t
+        raise UsageError(f"target {target_id!r} is not in the plan; `onnx-gate plan` lists the ids")
+
+
+def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = None) -> Plan:
+    """The plan for ``config``; ``opsets`` overrides the configured ones (an ONNX-only model's own)."""
+    t = config.targets
+    cells: dict[str, Target] = {}
+    providers = matrix.providers()
+    for spec, provider in itertools.product(t.runtimes, t.providers):
+        info = providers[provider]
+        version = resolve(spec, info.package, resolver)
+        for opset, exporter, precision in itertools.product(
+            opsets or config.export.opsets, config.export.exporters, config.export.precisions
+        ):
+            target = Target(
+                runtime=version,
+                provider=provider,
+                opset=opset,
+                exporter=exporter,
+                precision=precision,
+                runtime_spec="" if spec == version else spec,
+            )
+            if not _excluded(target, t.exclude):
+                cells.setdefault(target.id, target)
+    for i, cell in enumerate(t.include):
+        target = _included(cell, i, config, resolver)
+        cells.setdefault(target.id, target)
+    targets = tuple(sorted((_with_skip_reason(c) for c in cells.values()), key=sort_key))
+    return Plan(SCHEMA_VERSION, str(config.path), config.model.name, targets)
+
+
+def sort_key(t: Target) -> tuple[Any, ...]:
+    return (matrix.version_key(t.runtime), t.provider, t.opset, t.exporter, t.precision)
+
+
+def _included(cell: dict[str, str], index: int, config: Config, resolver: Resolver) -> Target:
+    missing = [k for k in ("runtime", "provider", "opset", "exporter") if k not in cell]
+    if missing:
+        raise ConfigError(
+            f"{config.path}: targets.include[{index}]: a cell to include needs {', '.join(missing)} too"
+        )
+    provider = cell["provider"]
+    if provider not in matrix.providers():
+        raise ConfigError(
+            f"{config.path}: targets.include[{index}].provider: unknown provider {provider!r}; "
+            f"known: {', '.join(matrix.providers())}"
+        )
+    version = resolve(cell["runtime"], matrix.providers()[provider].package, resolver)
+    try:
+        return Target(
+            runtime=version,
+            provider=provider,
+            opset=int(cell["opset"]),
+            exporter=cell["exporter"],
+            precision=cell.get("precision", "fp32"),
+            runtime_spec="" if version == cell["runtime"] else cell["runtime"],
+        )
+    except ValueError as exc:
+        raise ConfigError(f"{config.path}: targets.include[{index}]: {exc}") from None
+
+
+def _excluded(target: Target, rules: Iterable[dict[str, str]]) -> bool:
+    fields = {
+        "runtime": (target.runtime, target.runtime_spec),
+        "provider": (target.provider,),
+        "opset": (str(target.opset),),
+        "exporter": (target.exporter,),
+        "precision": (target.precision,),
+    }
+    return any(
+        all(any(v and fnmatch.fnmatchcase(v, pattern) for v in fields[key]) for key, pattern in rule.items())
+        for rule in rules
+    )
+
+
+def _with_skip_reason(target: Target) -> Target:
+    reason = matrix.caps_for(target.runtime).cannot_load(target.opset)
+    info = matrix.providers()[target.provider]
+    if (
+        not reason
+        and info.min_runtime
+        and matrix.version_key(target.runtime) < matrix.version_key(info.min_runtime)
+    ):
+        reason = f"{info.package} has no release {target.runtime}; the oldest is {info.min_runtime}"
+    if not reason and target.precision != "fp32":
+        reason = f"{target.precision} verification is planned but not built in this onnx-gate release"
+    return dataclasses.replace(target, expected_skip=reason) if reason else target
+
+
+def select(plan: Plan, only: Sequence[str]) -> Plan:
+    """Keep the targets whose id matches any of the ``only`` globs; a pattern matching none is an error."""
+    if not only:
+        return plan
+    for pattern in only:
+        if not any(fnmatch.fnmatchcase(t.id, pattern) for t in plan.targets):
+            ids = ", ".join(t.id for t in plan.targets[:6])
+            raise UsageError(f"--only {pattern!r} matches no target; the plan has: {ids}…")
+    kept = tuple(t for t in plan.targets if any(fnmatch.fnmatchcase(t.id, p) for p in only))
+    return dataclasses.replace(plan, targets=kept)
+
+
+def matrix_entry(target: Target) -> dict[str, Any]:
+    info = matrix.providers()[target.provider]
+    return {
+        "id": target.id,
+        "runtime": target.runtime,
+        "provider": target.provider,
+        "opset": target.opset,
+        "exporter": target.exporter,
+        "precision": target.precision,
+        "bundle": target.bundle_key,
+        "package": info.package,
+        "runs-on": list(info.runs_on),
+        "container": info.container,
+    }
+
+
+def github_matrices(plan: Plan) -> list[dict[str, Any]]:
+    """The runnable cells as GitHub ``strategy.matrix`` objects of at most 256 jobs each."""
+    entries = [matrix_entry(t) for t in plan.runnable]
+    chunks = [entries[i : i + MAX_JOBS_PER_MATRIX] for i in range(0, len(entries), MAX_JOBS_PER_MATRIX)]
+    return [{"include": chunk} for chunk in chunks] or [{"include": []}]
+
+
+def github_outputs(plan: Plan) -> dict[str, str]:
+    """Step outputs: ``matrix`` (the first 256 cells), ``matrix-2``… (the rest), ``bundles``, counts."""
+    matrices = github_matrices(plan)
+    out = {"matrix": json.dumps(matrices[0], separators=(",", ":"))}
+    for n, m in enumerate(matrices[1:], start=2):
+        out[f"matrix-{n}"] = json.dumps(m, separators=(",", ":"))
+    out["matrices"] = str(len(matrices))
+    out["bundles"] = json.dumps(plan.bundle_keys(), separators=(",", ":"))
+    out["targets"] = str(len(plan.runnable))
+    out["expected-skips"] = str(len(plan.targets) - len(plan.runnable))
+    return out
+
+
+def write_github_output(path: Path, outputs: dict[str, str]) -> None:
+    """Append to $GITHUB_OUTPUT in the heredoc form, safe for any value."""
+    with path.open("a") as fh:
+        for key, value in outputs.items():
+            delimiter = "ghadelim_onnx_gate"
+            fh.write(f"{key}<<{delimiter}\n{value}\n{delimiter}\n")
+
+
+def render_table(plan: Plan) -> str:
+    rows = [("target", "runs on", "note")]
+    for t in plan.targets:
+        info = matrix.providers()[t.provider]
+        where = ("container: " if info.container else "runner: ") + ",".join(info.runs_on)
+        note = f"expected skip: {t.expected_skip}" if t.expected_skip else ""
+        if t.runtime_spec:
+            note = f"{t.runtime_spec} → {t.runtime}" + (f"; {note}" if note else "")
+        rows.append((t.id, where, note))
+    widths = [max(len(r[i]) for r in rows) for i in range(2)]
+    lines = [f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]}".rstrip() for r in rows]
+    lines.insert(1, "-" * min(120, max(len(x) for x in lines)))
+    n_skip = len(plan.targets) - len(plan.runnable)
+    lines.append(
+        f"\n{len(plan.runnable)} target(s) to verify, {n_skip} expected skip(s), "
+        f"{len(plan.bundle_keys())} bundle(s) to export"
+    )
+    return "\n".join(lines)
+
+
+def to_json(plan: Plan) -> str:
+    return serde.dumps(plan)
+
+
+def read_plan(path: Path) -> Plan:
+    try:
+        return serde.from_json(Plan, json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise UsageError(f"{path}: not a plan written by `onnx-gate plan --format json` ({exc})") from None

@@ -1,0 +1,163 @@
+"""What a runner observed, and the verdict onnx-gate draws from it.
+
+A runner (onnxruntime in Python, and later Node, the browser, Android) only observes: it writes an
+Observation (JSON, plus raw outputs as TensorProto files). Comparison and verdicts live once, in
+Python, and produce a TargetResult; both are language-neutral files with JSON Schemas in
+ci_onnx/schemas/.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from ci_onnx import serde
+from ci_onnx.errors import UsageError
+from ci_onnx.target import Status, Target
+
+SCHEMA_VERSION = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Environment:
+    runtime_version: str
+    providers_available: tuple[str, ...]
+    """What the installed package offers (onnxruntime.get_available_providers())."""
+    providers_registered: tuple[str, ...]
+    """What the session actually registered (InferenceSession.get_providers())."""
+    platform: str
+    runner: str = "ort-python"
+    runner_version: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class PlacedNode:
+    name: str
+    op_type: str
+    provider: str
+    time_us: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    """Where every node ran, and how the time split between providers."""
+
+    source: str
+    """How it was learnt: ``assignment-info``, ``profile`` or ``verbose-log``."""
+    nodes_by_provider: dict[str, int]
+    time_us_by_provider: dict[str, float]
+    fallback_nodes: tuple[PlacedNode, ...]
+    """Nodes that ran on CPUExecutionProvider although another provider was asked for."""
+
+    @property
+    def cpu_time_share(self) -> float:
+        total = sum(self.time_us_by_provider.values())
+        return self.time_us_by_provider.get("CPUExecutionProvider", 0.0) / total if total else 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class LatencyStat:
+    batch_size: int
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    runs: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Observation:
+    """A runner's raw report for one target, before any verdict (written as observation.json)."""
+
+    schema_version: int
+    target_id: str
+    environment: Environment | None
+    load_error: str = ""
+    outputs: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+    """test_data_set directory → output name → observed TensorProto file (relative path)."""
+    batch_outputs: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+    """Served batch size (as a string) → output name → file holding the outputs at that batch size."""
+    batch_errors: dict[str, str] = dataclasses.field(default_factory=dict)
+    placement: Placement | None = None
+    latency: tuple[LatencyStat, ...] = ()
+    session_create_ms: float | None = None
+    peak_rss_mb: float | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckResult:
+    """One check of one target; one JUnit testcase."""
+
+    name: str
+    status: Status
+    message: str = ""
+    figures: dict[str, Any] = dataclasses.field(default_factory=dict)
+    duration_s: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputParity:
+    output: str
+    max_abs: float
+    max_rel: float
+    out_of_tolerance: int
+    elements: int
+    atol: float
+    rtol: float
+
+    @property
+    def passed(self) -> bool:
+        return self.out_of_tolerance == 0
+
+
+@dataclasses.dataclass(frozen=True)
+class DecisionStats:
+    output: str
+    top_k: int
+    changed: int
+    total: int
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetResult:
+    """The verdict for one target (written as results/<target-id>.json)."""
+
+    schema_version: int
+    target: Target
+    status: Status
+    summary: str
+    """One line: why the target failed, errored or was skipped; empty when it passed."""
+    checks: tuple[CheckResult, ...] = ()
+    environment: Environment | None = None
+    parity: tuple[OutputParity, ...] = ()
+    decisions: DecisionStats | None = None
+    placement: Placement | None = None
+    latency: tuple[LatencyStat, ...] = ()
+    session_create_ms: float | None = None
+    peak_rss_mb: float | None = None
+    bundle: str = ""
+    """The bundle's model sha256, so results from different exports are never compared."""
+    started_at: str = ""
+    duration_s: float = 0.0
+    reproduce: str = ""
+    """The command that reproduces this one target locally."""
+
+    def check(self, name: str) -> CheckResult | None:
+        return next((c for c in self.checks if c.name == name), None)
+
+
+def write_result(out_dir: Path, result: TargetResult) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{result.target.id}.json"
+    path.write_text(serde.dumps(result))
+    return path
+
+
+def read_result(path: Path) -> TargetResult:
+    try:
+        data = json.loads(path.read_text())
+        return serde.from_json(TargetResult, data)
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise UsageError(f"{path}: not a TargetResult written by onnx-gate ({exc})") from None

@@ -1,0 +1,91 @@
+"""One cell of the matrix, and the vocabulary of verdicts.
+
+A Target is frozen and named by a readable id that holds everything needed to rebuild it
+(``ort1.20.1-cpu-op17-dynamo``, ``ort1.24.1-openvino-op18-torchscript-fp16``), so a single cell can
+be reproduced from its id alone: ``onnx-gate verify --target ID``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import re
+
+from ci_onnx.errors import UsageError
+
+SCHEMA_VERSION = 1
+
+EXPORTERS = ("dynamo", "torchscript", "onnx")
+"""``onnx`` is the exporter of a model that arrived as ONNX (no torch involved)."""
+
+PRECISIONS = ("fp32", "fp16", "int8")
+
+
+class Status(enum.StrEnum):
+    """The verdict of a check or a target."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"  # the target could not be judged: a crash, a hang, an environment that failed
+    SKIPPED = "skipped"  # not run, with the reason why
+    EXPECTED = "expected"  # planned as unable to work (opset too new for the runtime); not a failure
+
+    @property
+    def blocks(self) -> bool:
+        return self in (Status.FAILED, Status.ERROR)
+
+
+_ID = re.compile(
+    r"^ort(?P<runtime>\d+\.\d+\.\d+(?:[.+\-_a-zA-Z0-9]*?)?)-(?P<provider>[a-z0-9]+)-op(?P<opset>\d+)"
+    r"-(?P<exporter>[a-z]+)(?:-(?P<precision>fp16|int8))?$"
+)
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class Target:
+    """One cell of the matrix: a runtime release, an execution provider, an opset, an exporter."""
+
+    runtime: str
+    """The resolved onnxruntime release (the flavour package's version for e.g. openvino)."""
+    provider: str
+    """A key of ci_onnx/matrix/providers.toml: cpu, openvino, cuda, tensorrt, …"""
+    opset: int
+    exporter: str
+    precision: str = "fp32"
+    runtime_spec: str = ""
+    """What the config asked for (``1.24.*``, ``latest``); empty when it was an exact version."""
+    expected_skip: str = ""
+    """Why this cell cannot work, when the plan knows it in advance; empty otherwise."""
+
+    def __post_init__(self) -> None:
+        if self.exporter not in EXPORTERS:
+            raise ValueError(f"unknown exporter {self.exporter!r}; expected one of {EXPORTERS}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"unknown precision {self.precision!r}; expected one of {PRECISIONS}")
+
+    @property
+    def id(self) -> str:
+        suffix = "" if self.precision == "fp32" else f"-{self.precision}"
+        return f"ort{self.runtime}-{self.provider}-op{self.opset}-{self.exporter}{suffix}"
+
+    @property
+    def bundle_key(self) -> str:
+        """The bundle this target verifies: one export per (opset, exporter, precision)."""
+        suffix = "" if self.precision == "fp32" else f"-{self.precision}"
+        return f"op{self.opset}-{self.exporter}{suffix}"
+
+    @classmethod
+    def from_id(cls, target_id: str) -> Target:
+        m = _ID.match(target_id)
+        if not m:
+            raise UsageError(
+                f"target id {target_id!r} is not of the form ort<version>-<provider>-op<opset>-<exporter>"
+                "[-fp16|-int8]; `onnx-gate plan` lists the ids"
+            )
+        return cls(
+            runtime=m["runtime"],
+            provider=m["provider"],
+            opset=int(m["opset"]),
+            exporter=m["exporter"],
+            precision=m["precision"] or "fp32",
+        )

@@ -18,7 +18,7 @@ from typing import Any
 from ci_onnx import matrix, serde
 from ci_onnx.config import Config
 from ci_onnx.errors import ConfigError, UsageError
-from ci_onnx.resolve import Resolver, resolve
+from ci_onnx.resolve import NoRelease, Resolver, resolve
 from ci_onnx.target import Target
 
 SCHEMA_VERSION = 1
@@ -52,9 +52,16 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
     t = config.targets
     cells: dict[str, Target] = {}
     providers = matrix.providers()
+    unmatched: dict[str, list[NoRelease]] = {}
     for spec, provider in itertools.product(t.runtimes, t.providers):
         info = providers[provider]
-        version = resolve(spec, info.package, resolver)
+        skip = ""
+        try:
+            version = resolve(spec, info.package, resolver)
+        except NoRelease as exc:
+            unmatched.setdefault(spec, []).append(exc)
+            version = spec.removesuffix(".*")
+            skip = f"{info.package} has no release matching {spec}"
         for opset, exporter, precision in itertools.product(
             opsets or config.export.opsets, config.export.exporters, config.export.precisions
         ):
@@ -65,9 +72,13 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
                 exporter=exporter,
                 precision=precision,
                 runtime_spec="" if spec == version else spec,
+                expected_skip=skip,
             )
             if not _excluded(target, t.exclude):
                 cells.setdefault(target.id, target)
+    for errors in unmatched.values():
+        if len(errors) == len(t.providers):  # the spec matches nothing at all: a mistake, not a cell
+            raise errors[0]
     for i, cell in enumerate(t.include):
         target = _included(cell, i, config, resolver)
         cells.setdefault(target.id, target)
@@ -120,6 +131,8 @@ def _excluded(target: Target, rules: Iterable[dict[str, str]]) -> bool:
 
 
 def _with_skip_reason(target: Target) -> Target:
+    if target.expected_skip:
+        return target
     reason = matrix.caps_for(target.runtime).cannot_load(target.opset)
     info = matrix.providers()[target.provider]
     if (

@@ -19,6 +19,10 @@ _EXACT = re.compile(r"^\d+\.\d+\.\d+$")
 _RELEASE = re.compile(r"^\d+(\.\d+)*$")
 
 
+class NoRelease(ConfigError):
+    """A spec that matches no release of one package (it may match another provider's package)."""
+
+
 class Resolver(Protocol):
     def versions(self, package: str) -> list[str]:
         """Every final release of ``package`` the index offers for this Python, newest first."""
@@ -41,7 +45,7 @@ def resolve(spec: str, package: str, resolver: Resolver) -> str:
         candidates = [v for v in available if v.startswith(prefix)]
     if not candidates:
         known = ", ".join(available[:8]) or "none"
-        raise ConfigError(
+        raise NoRelease(
             f"targets.runtimes: {spec!r} matches no release of {package} on the configured package index "
             f"(newest: {known})"
         )

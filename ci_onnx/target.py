@@ -36,7 +36,7 @@ class Status(enum.StrEnum):
 
 
 _ID = re.compile(
-    r"^ort(?P<runtime>\d+\.\d+\.\d+(?:[.+\-_a-zA-Z0-9]*?)?)-(?P<provider>[a-z0-9]+)-op(?P<opset>\d+)"
+    r"^ort(?P<runtime>\d+\.\d+(?:\.\d+)?(?:[.+_a-zA-Z0-9]*?)?)-(?P<provider>[a-z0-9]+)-op(?P<opset>\d+)"
     r"-(?P<exporter>[a-z]+)(?:-(?P<precision>fp16|int8))?$"
 )
 
@@ -82,10 +82,13 @@ class Target:
                 f"target id {target_id!r} is not of the form ort<version>-<provider>-op<opset>-<exporter>"
                 "[-fp16|-int8]; `onnx-gate plan` lists the ids"
             )
-        return cls(
-            runtime=m["runtime"],
-            provider=m["provider"],
-            opset=int(m["opset"]),
-            exporter=m["exporter"],
-            precision=m["precision"] or "fp32",
-        )
+        try:
+            return cls(
+                runtime=m["runtime"],
+                provider=m["provider"],
+                opset=int(m["opset"]),
+                exporter=m["exporter"],
+                precision=m["precision"] or "fp32",
+            )
+        except ValueError as exc:
+            raise UsageError(f"target id {target_id!r}: {exc}") from None

@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE_CONFIG = REPO / "examples" / "tinycnn" / "onnx-gate.yml"
+
+
+class FakeIndex:
+    """A Resolver with a fixed release list per package, newest first."""
+
+    def __init__(self, releases: dict[str, list[str]]) -> None:
+        self.releases = releases
+        self.asked: list[str] = []
+
+    def versions(self, package: str) -> list[str]:
+        self.asked.append(package)
+        return self.releases.get(package, [])
+
+
+@pytest.fixture
+def fake_index() -> FakeIndex:
+    return FakeIndex(
+        {
+            "onnxruntime": ["1.32.0", "1.31.1", "1.24.4", "1.24.3", "1.20.1", "1.17.3", "1.16.3"],
+            "onnxruntime-openvino": ["1.24.1", "1.23.0", "1.20.0"],
+            "onnxruntime-gpu": ["1.31.1", "1.24.4"],
+        }
+    )

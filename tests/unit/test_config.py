@@ -131,3 +131,11 @@ def test_onnx_only_model_needs_no_inputs() -> None:
     )
     cfg = config.parse(text, Path("x.yml"))
     assert cfg.onnx_only and cfg.export.exporters == ("onnx",)
+
+
+def test_readme_config_reference_is_generated_from_the_schema() -> None:
+    from ci_onnx import config_reference
+
+    readme = (EXAMPLE_CONFIG.parents[2] / "README.md").read_text()
+    assert config_reference.render() in readme, "run `python -m ci_onnx.config_reference --write README.md`"
+    assert "`verify.tolerance.atol` | number | `0.0001`" in readme

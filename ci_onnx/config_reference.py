@@ -1,0 +1,71 @@
+"""Render the configuration reference (README's "Configuration" table) from the config schema.
+
+The schema is the one place that declares keys and defaults; ``python -m ci_onnx.config_reference``
+prints the table, ``--write README.md`` updates it there, and a test keeps README.md in step with it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ci_onnx.config import schema
+
+BEGIN = "<!-- config-reference:begin (python -m ci_onnx.config_reference --write README.md) -->"
+END = "<!-- config-reference:end -->"
+
+
+def rows(node: dict[str, Any], prefix: str = "") -> list[tuple[str, str, str, str]]:
+    out = []
+    for key, sub in node.get("properties", {}).items():
+        path = f"{prefix}{key}"
+        kind = _kind(sub)
+        default = json.dumps(sub["default"]) if "default" in sub and sub.get("type") != "object" else ""
+        desc = sub.get("description", "")
+        out.append((path, kind, default, desc))
+        if sub.get("type") == "object" and "properties" in sub:
+            out.extend(rows(sub, path + "."))
+        extra = sub.get("additionalProperties")
+        if isinstance(extra, dict) and "properties" in extra:
+            out.extend(rows(extra, path + ".<name>."))
+    return out
+
+
+def _kind(sub: dict[str, Any]) -> str:
+    if "enum" in sub:
+        return " \\| ".join(str(v) for v in sub["enum"])
+    if "const" in sub:
+        return str(sub["const"])
+    t = sub.get("type", "")
+    if t == "array":
+        items = sub.get("items", {})
+        inner = " \\| ".join(str(v) for v in items["enum"]) if "enum" in items else items.get("type", "")
+        inner = " \\| ".join(inner) if isinstance(inner, list) else inner
+        return f"list of {inner or 'object'}"
+    return " \\| ".join(t) if isinstance(t, list) else str(t)
+
+
+def render() -> str:
+    lines = [BEGIN, "", "| key | type | default | meaning |", "|---|---|---|---|"]
+    for path, kind, default, desc in rows(schema()):
+        lines.append(f"| `{path}` | {kind} | {f'`{default}`' if default else ''} | {desc} |")
+    lines += ["", END]
+    return "\n".join(lines)
+
+
+def splice(text: str) -> str:
+    """``text`` with the block between the markers replaced by the current reference."""
+    head, _, rest = text.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    return head + render() + tail
+
+
+if __name__ == "__main__":
+    import sys
+    from pathlib import Path
+
+    if sys.argv[1:2] == ["--write"]:
+        readme = Path(sys.argv[2])
+        readme.write_text(splice(readme.read_text()))
+    else:
+        print(render())

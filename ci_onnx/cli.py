@@ -100,7 +100,8 @@ def plan(config_path: Path, only: Sequence[str], fmt: str, out: Path | None) -> 
     from ci_onnx.resolve import PipIndex
 
     cfg = config.load(config_path)
-    the_plan = planning.select(planning.expand(cfg, PipIndex()), only)
+    index = PipIndex(extra_index_urls=[cfg.targets.nightly_index] if cfg.targets.nightly_index else [])
+    the_plan = planning.select(planning.expand(cfg, index), only)
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(planning.to_json(the_plan))

@@ -62,6 +62,7 @@ class TargetsConfig:
     providers: tuple[str, ...]
     include: tuple[dict[str, str], ...]
     exclude: tuple[dict[str, str], ...]
+    nightly_index: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,7 +177,7 @@ def _describe(error: Any, doc: Any, path: Path) -> str:
     if error.validator == "pattern" and keys[:2] == ["targets", "runtimes"]:
         return (
             f"{path}:{line}: {where}: {error.instance!r} is not a runtime spec; use an exact version "
-            "(1.20.1), a wildcard (1.24.*) or latest"
+            "(1.20.1), a wildcard (1.24.*), latest, latest-N or nightly"
         )
     return f"{path}:{line}: {where}: {error.message}"
 
@@ -289,7 +290,13 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         providers=tuple(t["providers"]),
         include=tuple({k: str(x) for k, x in c.items()} for c in t["include"]),
         exclude=tuple({k: str(x) for k, x in c.items()} for c in t["exclude"]),
+        nightly_index=t.get("nightly_index", ""),
     )
+    if "nightly" in targets.runtimes and not targets.nightly_index:
+        raise ConfigError(
+            f"{path}:{_line_of(doc, ['targets', 'runtimes'])}: targets.runtimes: 'nightly' needs "
+            "targets.nightly_index, the extra index URL that serves onnxruntime's pre-release builds"
+        )
     budget = _section(plain, "budgets", "cpu_fallback")
     config = Config(
         path=path,

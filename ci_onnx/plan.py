@@ -18,7 +18,7 @@ from typing import Any
 from ci_onnx import matrix, serde
 from ci_onnx.config import Config
 from ci_onnx.errors import ConfigError, UsageError
-from ci_onnx.resolve import NoRelease, Resolver, resolve
+from ci_onnx.resolve import NoRelease, Resolver, resolve, resolve_all
 from ci_onnx.target import Target
 
 SCHEMA_VERSION = 1
@@ -55,15 +55,13 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
     unmatched: dict[str, list[NoRelease]] = {}
     for spec, provider in itertools.product(t.runtimes, t.providers):
         info = providers[provider]
-        skip = ""
         try:
-            version = resolve(spec, info.package, resolver)
+            versions = [(v, "") for v in resolve_all(spec, info.package, resolver)]
         except NoRelease as exc:
             unmatched.setdefault(spec, []).append(exc)
-            version = spec.removesuffix(".*")
-            skip = f"{info.package} has no release matching {spec}"
-        for opset, exporter, precision in itertools.product(
-            opsets or config.export.opsets, config.export.exporters, config.export.precisions
+            versions = [(spec.removesuffix(".*"), f"{info.package} has no release matching {spec}")]
+        for (version, skip), opset, exporter, precision in itertools.product(
+            versions, opsets or config.export.opsets, config.export.exporters, config.export.precisions
         ):
             target = Target(
                 runtime=version,

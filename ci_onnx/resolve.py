@@ -1,4 +1,8 @@
-"""Resolve runtime specs (``1.20.1``, ``1.24.*``, ``1.24``, ``latest``) to released versions.
+"""Resolve runtime specs to released versions.
+
+Specs: an exact release (``1.20.1``, taken as written, no index asked), a wildcard (``1.24.*`` or
+``1.24``: the newest matching release), ``latest``, ``latest-N`` (the N newest releases) and
+``nightly`` (the newest pre-release on the extra index that the config names).
 
 Versions come from the package index that pip is configured with (pip.conf, PIP_INDEX_URL,
 PIP_EXTRA_INDEX_URL), through pip itself: no index host is written in onnx-gate.
@@ -8,15 +12,17 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
+
+from packaging.version import InvalidVersion, Version
 
 from ci_onnx import proc
 from ci_onnx.errors import ConfigError, EnvironmentProblem
 from ci_onnx.matrix import version_key
 
 _EXACT = re.compile(r"^\d+\.\d+\.\d+$")
-_RELEASE = re.compile(r"^\d+(\.\d+)*$")
+_LATEST_N = re.compile(r"^latest-(\d+)$")
 
 
 class NoRelease(ConfigError):
@@ -24,8 +30,9 @@ class NoRelease(ConfigError):
 
 
 class Resolver(Protocol):
-    def versions(self, package: str) -> list[str]:
-        """Every final release of ``package`` the index offers for this Python, newest first."""
+    def versions(self, package: str, *, pre: bool = False) -> list[str]:
+        """Every release of ``package`` the index offers for this Python, newest first; with ``pre``,
+        pre-releases too (from the nightly index as well, when one is configured)."""
         ...
 
 
@@ -34,11 +41,24 @@ def is_exact(spec: str) -> bool:
 
 
 def resolve(spec: str, package: str, resolver: Resolver) -> str:
-    """The release ``spec`` names for ``package``. Exact versions are taken as written (no index)."""
+    """The one release a single-valued spec names (everything but ``latest-N``)."""
+    return resolve_all(spec, package, resolver)[0]
+
+
+def resolve_all(spec: str, package: str, resolver: Resolver) -> list[str]:
+    """The releases ``spec`` names for ``package``, newest first."""
     if is_exact(spec):
-        return spec
+        return [spec]
+    if spec == "nightly":
+        pre = [v for v in resolver.versions(package, pre=True) if _is_pre(v)]
+        if not pre:
+            raise NoRelease(
+                f"targets.runtimes: 'nightly' found no pre-release of {package}; check targets.nightly_index"
+            )
+        return [max(pre, key=version_key)]
     available = resolver.versions(package)
-    if spec == "latest":
+    latest_n = _LATEST_N.match(spec)
+    if spec == "latest" or latest_n:
         candidates = available
     else:
         prefix = spec.removesuffix(".*").removesuffix("*").rstrip(".") + "."
@@ -49,28 +69,65 @@ def resolve(spec: str, package: str, resolver: Resolver) -> str:
             f"targets.runtimes: {spec!r} matches no release of {package} on the configured package index "
             f"(newest: {known})"
         )
-    return max(candidates, key=version_key)
+    ordered = sorted(candidates, key=version_key, reverse=True)
+    return ordered[: int(latest_n.group(1))] if latest_n else ordered[:1]
+
+
+def releases_between(good: str, bad: str, package: str, resolver: Resolver) -> list[str]:
+    """The final releases after ``good`` up to and including ``bad``, oldest first (for bisecting)."""
+    lo, hi = version_key(good), version_key(bad)
+    inside = [v for v in resolver.versions(package) if lo < version_key(v) <= hi]
+    return sorted(inside, key=version_key)
+
+
+def _is_pre(version: str) -> bool:
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return False
+    return v.is_prerelease or v.is_devrelease
+
+
+def _is_final(version: str) -> bool:
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return False
+    return not (v.is_prerelease or v.is_devrelease or v.local)
 
 
 class PipIndex:
-    """Asks ``pip index versions`` (the configured index) once per package, and remembers."""
+    """Asks ``pip index versions`` (the configured index) once per package, and remembers.
 
-    def __init__(self, python: str = sys.executable, env: Mapping[str, str] | None = None) -> None:
+    ``extra_index_urls`` are added only for pre-release look-ups (the nightly feed), so a nightly index
+    can never shadow a final release.
+    """
+
+    def __init__(
+        self,
+        python: str = sys.executable,
+        env: Mapping[str, str] | None = None,
+        extra_index_urls: Sequence[str] = (),
+    ) -> None:
         self._python = python
         self._env = env
-        self._cache: dict[str, list[str]] = {}
+        self._extra = tuple(extra_index_urls)
+        self._cache: dict[tuple[str, bool], list[str]] = {}
 
-    def versions(self, package: str) -> list[str]:
-        if package not in self._cache:
-            self._cache[package] = self._ask(package)
-        return self._cache[package]
+    def versions(self, package: str, *, pre: bool = False) -> list[str]:
+        if (package, pre) not in self._cache:
+            found = self._ask(package, pre)
+            keep = found if pre else [v for v in found if _is_final(v)]
+            self._cache[package, pre] = sorted(keep, key=version_key, reverse=True)
+        return self._cache[package, pre]
 
-    def _ask(self, package: str) -> list[str]:
-        done = proc.run(
-            [self._python, "-m", "pip", "index", "versions", package, "--disable-pip-version-check"],
-            timeout=120,
-            env=self._env,
-        )
+    def _ask(self, package: str, pre: bool) -> list[str]:
+        args = [self._python, "-m", "pip", "index", "versions", package, "--disable-pip-version-check"]
+        if pre:
+            args.append("--pre")
+            for url in self._extra:
+                args += ["--extra-index-url", url]
+        done = proc.run(args, timeout=120, env=self._env)
         match = re.search(r"^Available versions:\s*(.+)$", done.stdout, re.MULTILINE)
         if not done.ok or not match:
             raise EnvironmentProblem(
@@ -78,5 +135,4 @@ class PipIndex:
                 f"({done.describe_failure() if not done.ok else 'pip printed no versions'}); check pip's "
                 "index settings (pip config list), or pin exact versions in targets.runtimes"
             )
-        found = [v.strip() for v in match.group(1).split(",")]
-        return sorted((v for v in found if _RELEASE.match(v)), key=version_key, reverse=True)
+        return [v.strip() for v in match.group(1).split(",") if v.strip()]

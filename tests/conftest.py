@@ -15,9 +15,10 @@ class FakeIndex:
         self.releases = releases
         self.asked: list[str] = []
 
-    def versions(self, package: str) -> list[str]:
+    def versions(self, package: str, *, pre: bool = False) -> list[str]:
         self.asked.append(package)
-        return self.releases.get(package, [])
+        found = self.releases.get(package, [])
+        return found if pre else [v for v in found if "dev" not in v and "rc" not in v]
 
 
 @pytest.fixture

@@ -10,6 +10,8 @@ import functools
 import tomllib
 from pathlib import Path
 
+from packaging.version import InvalidVersion, Version
+
 _HERE = Path(__file__).parent
 
 
@@ -47,15 +49,12 @@ def minor_of(version: str) -> str:
     return ".".join(parts[:2])
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    """Numeric ordering of release numbers; a pre-release suffix sorts by its numeric prefix."""
-    key = []
-    for part in version.split("."):
-        digits = "".join(ch for ch in part if ch.isdigit()) if not part.isdigit() else part
-        key.append(int(digits or 0))
-        if not part.isdigit():
-            break
-    return tuple(key)
+def version_key(version: str) -> Version:
+    """PEP 440 ordering (1.24.0.dev20260101 < 1.24.0 < 1.24.1); an unparsable string sorts first."""
+    try:
+        return Version(version)
+    except InvalidVersion:
+        return Version("0")
 
 
 @functools.cache

@@ -246,7 +246,11 @@ def report(
         click.echo(f"onnx-gate: {msg}")
 
     def warn(msg: str) -> None:
-        click.echo(workflow.annotation("warning", msg, title="onnx-gate") if ctx.in_actions else f"onnx-gate: warning: {msg}")
+        click.echo(
+            workflow.annotation("warning", msg, title="onnx-gate")
+            if ctx.in_actions
+            else f"onnx-gate: warning: {msg}"
+        )
 
     if ctx.in_actions:
         for f in the_view.failures[:10]:  # GitHub shows at most 10 error annotations per step

@@ -59,7 +59,10 @@ def publish_check_run(
     details_url: str = "",
 ) -> CheckRunResult:
     """Create a completed check run; annotations past the first 50 go in follow-up updates."""
-    chunks = [annotations[i : i + ANNOTATIONS_PER_REQUEST] for i in range(0, len(annotations), ANNOTATIONS_PER_REQUEST)]
+    chunks = [
+        annotations[i : i + ANNOTATIONS_PER_REQUEST]
+        for i in range(0, len(annotations), ANNOTATIONS_PER_REQUEST)
+    ]
     output: dict[str, Any] = {"title": title[:MAX_TITLE], "summary": summary}
     if chunks:
         output["annotations"] = [a.to_api() for a in chunks[0]]
@@ -77,13 +80,26 @@ def publish_check_run(
         client.request(
             "PATCH",
             f"{repo.path}/check-runs/{run['id']}",
-            json={"output": {"title": output["title"], "summary": summary, "annotations": [a.to_api() for a in chunk]}},
+            json={
+                "output": {
+                    "title": output["title"],
+                    "summary": summary,
+                    "annotations": [a.to_api() for a in chunk],
+                }
+            },
         )
     return CheckRunResult(int(run["id"]), str(run.get("html_url", "")), max(1, len(chunks)))
 
 
 def publish_status(
-    client: Client, repo: Repo, *, sha: str, context: str, success: bool, description: str, target_url: str = ""
+    client: Client,
+    repo: Repo,
+    *,
+    sha: str,
+    context: str,
+    success: bool,
+    description: str,
+    target_url: str = "",
 ) -> None:
     """A commit status, where the token may not create check runs."""
     if len(description) > STATUS_DESCRIPTION:

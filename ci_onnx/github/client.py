@@ -107,7 +107,9 @@ class Client:
                 return self._result(r, what)
             if last:
                 if r.status_code in (403, 429):
-                    raise RateLimited(f"GitHub still rate-limits {what} after {attempt} attempts", r.status_code)
+                    raise RateLimited(
+                        f"GitHub still rate-limits {what} after {attempt} attempts", r.status_code
+                    )
                 return self._result(r, what)
             self._wait(wait, f"{what}: GitHub answered {r.status_code}", attempt)
         raise AssertionError("unreachable: the last attempt returns or raises")

@@ -57,10 +57,14 @@ def _delete(client: Client, repo: Repo, comment_id: int) -> bool:
 
 
 def _update(client: Client, repo: Repo, comment_id: int, body: str) -> dict[str, Any]:
-    return dict(client.request("PATCH", f"{repo.path}/issues/comments/{comment_id}", json={"body": body}).data)
+    return dict(
+        client.request("PATCH", f"{repo.path}/issues/comments/{comment_id}", json={"body": body}).data
+    )
 
 
-def upsert(client: Client, repo: Repo, number: int, body: str, marker: str, login: str | None = None) -> CommentResult:
+def upsert(
+    client: Client, repo: Repo, number: int, body: str, marker: str, login: str | None = None
+) -> CommentResult:
     """Edit this token's marked comment on pull request ``number`` to ``body``, or create it."""
     if marker not in body:
         raise ValueError("the body must carry the marker, or the next run cannot find the comment")

@@ -53,7 +53,11 @@ class GitHubContext:
 
     @property
     def run_url(self) -> str:
-        return f"{self.server_url}/{self.repository}/actions/runs/{self.run_id}" if self.run_id and self.repo else ""
+        return (
+            f"{self.server_url}/{self.repository}/actions/runs/{self.run_id}"
+            if self.run_id and self.repo
+            else ""
+        )
 
     @property
     def commit_url(self) -> str:

@@ -51,7 +51,10 @@ def annotations_for(view: ReportView, config_path: str) -> list[Annotation]:
         for case in view.junit.failing:
             out.append(
                 Annotation(
-                    path=case.file, message=case.message or case.result, title=case.label, raw_details=case.content or ""
+                    path=case.file,
+                    message=case.message or case.result,
+                    title=case.label,
+                    raw_details=case.content or "",
                 )
             )
     return out
@@ -113,7 +116,12 @@ def _status(view: ReportView, ctx: GitHubContext, client: Client, name: str, inf
     assert repo is not None
     try:
         publish_status(
-            client, repo, sha=ctx.sha, context=name, success=not view.blocks, description=view.headline,
+            client,
+            repo,
+            sha=ctx.sha,
+            context=name,
+            success=not view.blocks,
+            description=view.headline,
             target_url=ctx.run_url,
         )
     except Forbidden:

@@ -17,6 +17,8 @@ MARKER = "<!-- onnx-gate:report -->"
 def marker(key: str = "") -> str:
     """The marker of one report; a key tells apart the reports of several configs on one PR."""
     return f"<!-- onnx-gate:report:{key} -->" if key else MARKER
+
+
 FOLD_LEVELS = (0, 1, 2, 3)
 JUNIT_LIMIT = 20
 
@@ -42,8 +44,10 @@ def environment() -> jinja2.Environment:
 
 
 def render(view: Any, *, template: str = "report.md.j2", fold: int = 0, marker: str = "") -> str:
-    text = environment().get_template(template).render(
-        view=view, fold=fold, marker=marker, junit_limit=JUNIT_LIMIT
+    text = (
+        environment()
+        .get_template(template)
+        .render(view=view, fold=fold, marker=marker, junit_limit=JUNIT_LIMIT)
     )
     return _tidy(text)
 

@@ -173,7 +173,9 @@ def _parity_row(entry: Entry, r: TargetResult) -> ParityRow:
     d = r.decisions
     decisions = f"{d.changed} / {d.total}" if d else "—"
     failed = parity_failed or bool(d and d.changed)
-    why = [w for w, bad in (("out of tolerance", parity_failed), ("decisions changed", d and d.changed)) if bad]
+    why = [
+        w for w, bad in (("out of tolerance", parity_failed), ("decisions changed", d and d.changed)) if bad
+    ]
     verdict = "❌ " + ", ".join(why) if failed else "✅"
     return ParityRow(
         target=entry.target.id,
@@ -288,8 +290,10 @@ def headline(counts: Counts, problems: int, junit_failed: int, kinds: Sequence[s
         if kinds:
             text += f" ({', '.join(kinds)})"
     else:
-        text = f"all {counts.passed} targets passed" if counts.passed == counts.judged else (
-            f"{counts.passed} of {counts.judged} targets passed, none failed"
+        text = (
+            f"all {counts.passed} targets passed"
+            if counts.passed == counts.judged
+            else (f"{counts.passed} of {counts.judged} targets passed, none failed")
         )
     if problems:
         text += f"; {problems} unreadable result file(s)"
@@ -325,7 +329,9 @@ def build(
         parity=tuple(_parity_row(e, e.result) for e in judged if e.result and e.result.parity),
         fallback=fallback,
         latency=_latency(judged),
-        skips=tuple(Skip(e.target.id, e.reason) for e in entries if e.outcome in (Outcome.EXPECTED, Outcome.SKIPPED)),
+        skips=tuple(
+            Skip(e.target.id, e.reason) for e in entries if e.outcome in (Outcome.EXPECTED, Outcome.SKIPPED)
+        ),
         junit=junit,
         report_file=report_file,
     )

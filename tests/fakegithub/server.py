@@ -74,7 +74,13 @@ class State:
 
     def add_comment(self, issue: int, body: str, login: str) -> dict[str, Any]:
         cid = self.new_id()
-        c = {"id": cid, "issue": issue, "body": body, "login": login, "created_at": f"2026-11-29T21:{cid % 60:02d}:00Z"}
+        c = {
+            "id": cid,
+            "issue": issue,
+            "body": body,
+            "login": login,
+            "created_at": f"2026-11-29T21:{cid % 60:02d}:00Z",
+        }
         self.comments[cid] = c
         return c
 
@@ -83,7 +89,9 @@ def _user(login: str) -> dict[str, Any]:
     schema = spec.match("GET", "/repos/o/r/issues/1/comments")
     assert schema is not None
     user_schema = schema.responses["200"]["items"]["properties"]["user"]
-    return spec.example(user_schema["anyOf"][0] if "anyOf" in user_schema else user_schema, {"login": login, "type": "Bot"})
+    return spec.example(
+        user_schema["anyOf"][0] if "anyOf" in user_schema else user_schema, {"login": login, "type": "Bot"}
+    )
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -139,20 +147,28 @@ class Handler(BaseHTTPRequestHandler):
         if problems:
             state.violations.extend(f"{method} {url.path}: {p}" for p in problems)
             rec.status = 400
-            return self._send(400, {"message": "fake: request does not match the OpenAPI description", "errors": problems})
+            return self._send(
+                400, {"message": "fake: request does not match the OpenAPI description", "errors": problems}
+            )
         with state.lock:
-            fault = next((f for f in state.faults if f.method == method and re.search(f.path, url.path)), None)
+            fault = next(
+                (f for f in state.faults if f.method == method and re.search(f.path, url.path)), None
+            )
             if fault:
                 fault.times -= 1
                 if fault.times <= 0:
                     state.faults.remove(fault)
         if fault:
             rec.status = fault.status
-            return self._send(fault.status, fault.body or {"message": f"fake fault {fault.status}"}, fault.headers)
+            return self._send(
+                fault.status, fault.body or {"message": f"fake fault {fault.status}"}, fault.headers
+            )
         status, data, headers = self.server.route(op.id, url.path, query, body)
         rec.status = status
         if status < 300:
-            state.violations.extend(f"{method} {url.path} → {status}: {p}" for p in op.check_response(status, data))
+            state.violations.extend(
+                f"{method} {url.path} → {status}: {p}" for p in op.check_response(status, data)
+            )
         self._send(status, data, headers)
 
 
@@ -174,7 +190,11 @@ class FakeGitHub(ThreadingHTTPServer):
     def route(self, op: str, path: str, query: dict[str, str], body: Any) -> tuple[int, Any, dict[str, str]]:
         s = self.state
         parts = path.strip("/").split("/")
-        forbidden = (403, {"message": "Resource not accessible by integration"}, {})
+        forbidden: tuple[int, Any, dict[str, str]] = (
+            403,
+            {"message": "Resource not accessible by integration"},
+            {},
+        )
         if op == "users/get-authenticated":
             if not s.user_endpoint_allowed:
                 return forbidden
@@ -188,21 +208,28 @@ class FakeGitHub(ThreadingHTTPServer):
                 c = s.add_comment(int(parts[4]), body["body"], s.login)
                 return 201, self._comment(c), {}
             if op in ("issues/update-comment", "issues/delete-comment"):
-                c = s.comments.get(int(parts[5]))
-                if c is None:
+                found = s.comments.get(int(parts[5]))
+                if found is None:
                     return 404, {"message": "Not Found"}, {}
                 if op == "issues/delete-comment":
-                    del s.comments[c["id"]]
+                    del s.comments[found["id"]]
                     return 204, None, {}
-                c["body"] = body["body"]
-                return 200, self._comment(c), {}
+                found["body"] = body["body"]
+                return 200, self._comment(found), {}
             if op in ("checks/create", "checks/update"):
                 if s.checks_forbidden:
                     return forbidden
                 return self._check_run(op, parts, body)
             if op == "repos/create-commit-status":
                 s.statuses.append({"sha": parts[4], **body})
-                return 201, spec.example(self._schema(op, "201"), {"state": body["state"], "context": body.get("context", "default")}), {}
+                return (
+                    201,
+                    spec.example(
+                        self._schema(op, "201"),
+                        {"state": body["state"], "context": body.get("context", "default")},
+                    ),
+                    {},
+                )
         return 501, {"message": f"fake: {op} is not played"}, {}
 
     def _schema(self, op: str, status: str) -> Any:

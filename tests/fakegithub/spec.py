@@ -70,7 +70,10 @@ class Operation:
 
 def _errors(schema: dict[str, Any], data: Any) -> list[str]:
     validator = jsonschema.Draft202012Validator(schema)
-    return [f"{'/'.join(map(str, e.absolute_path)) or '(body)'}: {e.message[:300]}" for e in validator.iter_errors(data)]
+    return [
+        f"{'/'.join(map(str, e.absolute_path)) or '(body)'}: {e.message[:300]}"
+        for e in validator.iter_errors(data)
+    ]
 
 
 @functools.cache

@@ -33,7 +33,9 @@ def missing_view() -> view.ReportView:
         suites=1,
         cases=(
             JUnitCase("pytest.xml", "tests", "tests.test_preprocessing", "test_mean", "success"),
-            JUnitCase("pytest.xml", "tests", "tests.test_preprocessing", "test_std", "failure", "assert 6.1 == 6.02"),
+            JUnitCase(
+                "pytest.xml", "tests", "tests.test_preprocessing", "test_std", "failure", "assert 6.1 == 6.02"
+            ),
         ),
     )
     return view.build(merge({r.target.id: r for r in results}, plan), commit=COMMIT, run_url="", junit=junit)

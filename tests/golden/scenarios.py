@@ -36,7 +36,11 @@ FALLBACK_FAIL = "ort1.24.1-openvino-op18-dynamo"
 
 def tinycnn_targets() -> list[Target]:
     out = []
-    for runtime, provider, spec in (("1.20.1", "cpu", ""), ("1.24.1", "openvino", "latest"), ("1.32.0", "cpu", "latest")):
+    for runtime, provider, spec in (
+        ("1.20.1", "cpu", ""),
+        ("1.24.1", "openvino", "latest"),
+        ("1.32.0", "cpu", "latest"),
+    ):
         for opset in (17, 18):
             for exporter in ("dynamo", "torchscript"):
                 out.append(Target(runtime, provider, opset, exporter, runtime_spec=spec))
@@ -64,7 +68,9 @@ def _placement(target: Target, cpu_share: float) -> Placement:
     if target.provider == "cpu":
         return Placement("profile", {CPU: 11}, {CPU: 412.0}, ())
     total = 380.0
-    fallback = (PlacedNode("/pool/ReduceMean", "ReduceMean", CPU, round(total * cpu_share, 1)),)
+    fallback: tuple[PlacedNode, ...] = (
+        PlacedNode("/pool/ReduceMean", "ReduceMean", CPU, round(total * cpu_share, 1)),
+    )
     if cpu_share > BUDGET:
         fallback += (PlacedNode("/head/Softmax", "Softmax", CPU, 0.0),)
     return Placement(
@@ -75,10 +81,20 @@ def _placement(target: Target, cpu_share: float) -> Placement:
     )
 
 
-def result_for(target: Target, rng: random.Random, *, parity_fail: bool = False, cpu_share: float = 0.0) -> TargetResult:
+def result_for(
+    target: Target, rng: random.Random, *, parity_fail: bool = False, cpu_share: float = 0.0
+) -> TargetResult:
     ep = OV if target.provider == "openvino" else CPU
     max_abs = 3.07e-2 if parity_fail else round(rng.uniform(1e-7, 4e-6), 9)
-    parity = OutputParity("logits", max_abs, 2.4e-1 if parity_fail else max_abs * 12, 37 if parity_fail else 0, ELEMENTS, 1e-4, 1e-3)
+    parity = OutputParity(
+        "logits",
+        max_abs,
+        2.4e-1 if parity_fail else max_abs * 12,
+        37 if parity_fail else 0,
+        ELEMENTS,
+        1e-4,
+        1e-3,
+    )
     decisions = DecisionStats("logits", 1, 2 if parity_fail else 0, 48)
     checks = [
         CheckResult("load", Status.PASSED, duration_s=0.04),
@@ -87,7 +103,11 @@ def result_for(target: Target, rng: random.Random, *, parity_fail: bool = False,
             "parity[logits]",
             Status.FAILED if parity_fail else Status.PASSED,
             "37 of 480 elements out of tolerance (atol 1e-4, rtol 1e-3)" if parity_fail else "",
-            {"max_abs": parity.max_abs, "max_rel": parity.max_rel, "out_of_tolerance": parity.out_of_tolerance},
+            {
+                "max_abs": parity.max_abs,
+                "max_rel": parity.max_rel,
+                "out_of_tolerance": parity.out_of_tolerance,
+            },
         ),
         CheckResult(
             "decision",
@@ -105,17 +125,24 @@ def result_for(target: Target, rng: random.Random, *, parity_fail: bool = False,
                 "fallback",
                 Status.FAILED if over else Status.PASSED,
                 f"{placement.cpu_time_share:.1%} of node time on CPUExecutionProvider, budget {BUDGET:.0%} "
-                "(budgets.cpu_fallback.max_time_share)" if over else "",
+                "(budgets.cpu_fallback.max_time_share)"
+                if over
+                else "",
                 {"cpu_time_share": round(placement.cpu_time_share, 4), "max_time_share": BUDGET},
             )
         )
-    checks += [CheckResult("latency", Status.PASSED), CheckResult("memory", Status.PASSED, figures={"peak_rss_mb": 148.2})]
+    checks += [
+        CheckResult("latency", Status.PASSED),
+        CheckResult("memory", Status.PASSED, figures={"peak_rss_mb": 148.2}),
+    ]
     failed = parity_fail or cpu_share > BUDGET
     summary = ""
     if parity_fail:
         summary = "parity[logits]: 37 of 480 elements out of tolerance; decision changed on 2 of 48 inputs"
     elif cpu_share > BUDGET:
-        summary = f"fallback: {placement.cpu_time_share:.1%} of node time on CPU, over the {BUDGET:.0%} budget"
+        summary = (
+            f"fallback: {placement.cpu_time_share:.1%} of node time on CPU, over the {BUDGET:.0%} budget"
+        )
     return TargetResult(
         schema_version=1,
         target=target,
@@ -156,7 +183,8 @@ def all_passing(seed: int = 0) -> tuple[Plan, list[TargetResult]]:
     plan, results = tinycnn(seed)
     rng = random.Random(seed)
     fixed = [
-        result_for(r.target, rng, cpu_share=0.012 if r.target.provider == "openvino" else 0.0) for r in results
+        result_for(r.target, rng, cpu_share=0.012 if r.target.provider == "openvino" else 0.0)
+        for r in results
     ]
     return plan, fixed
 
@@ -189,4 +217,6 @@ def without(results: list[TargetResult], target_id: str) -> list[TargetResult]:
 
 
 def errored(result: TargetResult, why: str) -> TargetResult:
-    return dataclasses.replace(result, status=Status.ERROR, summary=why, checks=(CheckResult("load", Status.ERROR, why),))
+    return dataclasses.replace(
+        result, status=Status.ERROR, summary=why, checks=(CheckResult("load", Status.ERROR, why),)
+    )

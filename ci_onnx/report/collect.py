@@ -124,7 +124,10 @@ def merge(by_id: dict[str, TargetResult], plan: Plan | None, problems: Sequence[
     for target in plan.targets:
         result = by_id.pop(target.id, None)
         if target.expected_skip:
-            entries.append(Entry(target, Outcome.EXPECTED, result, target.expected_skip))
+            reason = target.expected_skip
+            if result is not None and result.status is Status.PASSED:
+                reason += " (yet it ran and passed: the expected skip may be stale)"
+            entries.append(Entry(target, Outcome.EXPECTED, result, reason))
         elif result is None:
             entries.append(
                 Entry(

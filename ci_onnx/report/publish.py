@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from pathlib import PurePath
 
 from ci_onnx.github.checks import Annotation, CheckRunResult, publish_check_run, publish_status
 from ci_onnx.github.client import Client, Forbidden, GitHubError
@@ -35,7 +36,12 @@ class Published:
 
 
 def annotations_for(view: ReportView, config_path: str) -> list[Annotation]:
-    """One failure annotation per blocking target, on the config that declares it."""
+    """One failure annotation per blocking target, on the config that declares it.
+
+    GitHub wants a path relative to the repository; an absolute one is reduced to its file name.
+    """
+    if PurePath(config_path).is_absolute():
+        config_path = PurePath(config_path).name
     out = []
     for f in view.failures:
         details = "\n".join(f"{c.name}: {c.message} {c.figures}".rstrip() for c in f.checks)
@@ -91,23 +97,31 @@ def publish(
     if ctx.sha:
         summary = render_within(view, limits.CHECK_SUMMARY)
         title = ("❌ " if view.blocks else "✅ ") + view.headline
-        try:
-            check = publish_check_run(
-                client,
-                repo,
-                sha=ctx.sha,
-                name=check_name,
-                success=not view.blocks,
-                title=title,
-                summary=summary,
-                annotations=annotations_for(view, config_path),
-                details_url=ctx.run_url,
-            )
-            info(f"check run {check_name!r}: {check.url}")
-        except Forbidden:
-            status = _status(view, ctx, client, check_name, info, warn)
-        except GitHubError as exc:
-            warn(f"could not create the check run: {exc.message}")
+        notes = annotations_for(view, config_path)
+        for attempt_notes in (notes, []) if notes else ([],):
+            try:
+                check = publish_check_run(
+                    client,
+                    repo,
+                    sha=ctx.sha,
+                    name=check_name,
+                    success=not view.blocks,
+                    title=title,
+                    summary=summary,
+                    annotations=attempt_notes,
+                    details_url=ctx.run_url,
+                )
+                info(f"check run {check_name!r}: {check.url}")
+                break
+            except Forbidden:
+                status = _status(view, ctx, client, check_name, info, warn)
+                break
+            except GitHubError as exc:
+                if exc.status == 422 and attempt_notes:  # GitHub refused an annotation: keep the check
+                    warn(f"GitHub refused the check run's annotations ({exc.message}); retrying without them")
+                    continue
+                warn(f"could not create the check run: {exc.message}")
+                break
     return Published(comment, check, status)
 
 

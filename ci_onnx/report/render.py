@@ -19,7 +19,8 @@ def marker(key: str = "") -> str:
     return f"<!-- onnx-gate:report:{key} -->" if key else MARKER
 
 
-FOLD_LEVELS = (0, 1, 2, 3)
+FOLD_ROWS = 24
+"""Tables longer than this fold their passing rows into <details>."""
 JUNIT_LIMIT = 20
 
 
@@ -70,12 +71,18 @@ def pointer(view: Any, limit: Limit) -> str:
     )
 
 
+def first_fold(view: Any) -> int:
+    """Long tables read better with passing rows folded into <details>, limit or not."""
+    longest = max(len(view.parity), len(view.fallback), len(view.latency.rows))
+    return 1 if longest > FOLD_ROWS else 0
+
+
 def render_within(
     view: Any, limit: Limit = UNLIMITED, *, template: str = "report.md.j2", marker: str = ""
 ) -> str:
-    """The fullest rendering that fits: fold passing rows first, then truncate with a pointer."""
+    """The fullest rendering that fits: leave passing rows out first, then truncate with a pointer."""
     text = ""
-    for fold in FOLD_LEVELS:
+    for fold in (first_fold(view), 2, 3):
         text = render(view, template=template, fold=fold, marker=marker)
         if limit.fits(text):
             return text

@@ -135,7 +135,9 @@ def test_a_commit_status_where_check_runs_are_not_allowed(tmp_path: Path, gh: Fa
     assert status["state"] == "failure" and status["context"] == "onnx-gate" and status["sha"] == SHA
 
 
-def test_a_github_outage_is_a_warning_and_the_verdict_still_counts(tmp_path: Path, gh: FakeGitHub) -> None:
+def test_a_refused_check_run_is_a_warning_and_the_verdict_still_counts(
+    tmp_path: Path, gh: FakeGitHub
+) -> None:
     gh.state.faults.append(server.Fault("POST", "/check-runs$", 422, body={"message": "Validation Failed"}))
     ws = workspace(tmp_path, "passing")
     result = report(ws, actions_env(ws, gh))
@@ -164,3 +166,13 @@ def test_junit_failures_from_other_tools_block(tmp_path: Path) -> None:
 def test_a_results_directory_that_does_not_exist_is_a_usage_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["report", "--results", str(tmp_path / "nope")])
     assert result.exit_code == 2 and "no such file or directory" in result.output
+
+
+def test_a_refused_annotation_still_leaves_a_check(tmp_path: Path, gh: FakeGitHub) -> None:
+    gh.state.faults.append(server.Fault("POST", "/check-runs$", 422, body={"message": "Invalid path"}))
+    ws = workspace(tmp_path)
+    result = report(ws, actions_env(ws, gh))
+    assert result.exit_code == 1
+    (run_id, run) = next(iter(gh.state.check_runs.items()))
+    assert run["conclusion"] == "failure" and gh.state.annotations[run_id] == []
+    assert "retrying without them" in result.output

@@ -71,3 +71,13 @@ def test_results_the_plan_lacks_are_kept() -> None:
     small = dataclasses.replace(plan, targets=plan.targets[:2])
     got = merge({r.target.id: r for r in results}, small)
     assert len(got.entries) == len(results)
+
+
+def test_an_expected_skip_that_ran_and_passed_is_flagged_as_stale() -> None:
+    plan, results = scenarios.all_passing()
+    skip = plan.targets[-1]
+    assert skip.expected_skip
+    ran = dataclasses.replace(results[0], target=dataclasses.replace(skip, expected_skip=""))
+    got = merge({r.target.id: r for r in [*results, ran]}, plan)
+    entry = next(e for e in got.entries if e.target.id == skip.id)
+    assert entry.outcome is Outcome.EXPECTED and "may be stale" in entry.reason

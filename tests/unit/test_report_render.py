@@ -84,3 +84,16 @@ def test_a_baseline_adds_a_column_to_every_table() -> None:
     text = render.render(v)
     assert "Compared with the base branch at `0123456`" in text
     assert text.count("| vs base |") == 3
+
+
+def test_long_tables_fold_passing_rows_into_details() -> None:
+    v = cases.many_view(64)
+    text = render.render_within(v, limits.COMMENT)
+    assert text == render.render(v, fold=1)
+    assert "60 passing row(s)</summary>" in text and "left out" not in text
+    assert all(f"`{r.target}`" in text for r in v.parity)  # folded, not dropped
+
+
+def test_short_tables_are_not_folded() -> None:
+    text = render.render_within(cases.tinycnn_view(), limits.COMMENT)
+    assert "passing row(s)</summary>" not in text

@@ -278,6 +278,10 @@ def report(
                 "report": str(report_file),
             },
         )
+    for f in the_view.failures[:20]:
+        click.echo(f"  {f.icon} {f.target}: {f.reason}")
+    if len(the_view.failures) > 20:
+        click.echo(f"  … and {len(the_view.failures) - 20} more")
     mark = "❌" if the_view.blocks else "✅"
     click.echo(f"{mark} {the_view.headline}; the full report: {report_file}")
     if the_view.blocks:

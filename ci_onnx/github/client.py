@@ -19,6 +19,7 @@ from ci_onnx.errors import EnvironmentProblem
 Log = Callable[[str], None]
 API_VERSION = "2022-11-28"
 _NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
+SECONDARY_RATE_LIMIT_WAIT_S = 60.0
 
 
 class GitHubError(EnvironmentProblem):
@@ -142,6 +143,8 @@ class Client:
         if after is None and r.headers.get("x-ratelimit-remaining") == "0":
             reset = r.headers.get("x-ratelimit-reset", "")
             after = max(0.0, float(reset) - time.time()) if reset.isdigit() else self._backoff(attempt)
+        if after is None and "rate limit" in _message(r).lower():
+            after = SECONDARY_RATE_LIMIT_WAIT_S  # GitHub's advice when a secondary limit names no time
         if after is None:
             return None  # a plain 403: not allowed, retrying will not help
         if after > self._retry.max_wait_s:
@@ -173,6 +176,14 @@ class Client:
         if r.status_code == 404:
             raise NotFound(text, r.status_code)
         raise GitHubError(text, r.status_code)
+
+
+def _message(r: requests.Response) -> str:
+    try:
+        data = r.json()
+    except ValueError:
+        return ""
+    return str(data.get("message", "")) if isinstance(data, dict) else ""
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -58,6 +58,16 @@ def test_a_rate_limit_403_waits_for_retry_after(gh: FakeGitHub, client: Client, 
     assert sleeps == [7.0]
 
 
+def test_a_secondary_rate_limit_without_retry_after_waits_a_minute(
+    gh: FakeGitHub, client: Client, sleeps: list[float]
+) -> None:
+    gh.state.faults.append(
+        Fault("GET", "/comments$", 403, body={"message": "You have exceeded a secondary rate limit."})
+    )
+    assert client.request("GET", COMMENTS).status == 200
+    assert sleeps == [60.0]
+
+
 def test_an_exhausted_primary_rate_limit_waits_for_its_reset(
     gh: FakeGitHub, client: Client, sleeps: list[float]
 ) -> None:

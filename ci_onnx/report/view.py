@@ -153,6 +153,10 @@ def fmt_num(x: float | None) -> str:
     return f"{x:.2e}" if abs(x) < 1e-3 or abs(x) >= 1e4 else f"{x:.4g}"
 
 
+def fmt_ms(x: float) -> str:
+    return "—" if math.isnan(x) else (f"{x:.2f}" if x < 100 else f"{x:.0f}")
+
+
 def fmt_share(x: float) -> str:
     return f"{100 * x:.1f} %"
 
@@ -222,7 +226,7 @@ def _latency(entries: Sequence[Entry]) -> LatencyTable:
             continue
         by_size = {s.batch_size: s for s in e.result.latency}
         cells = tuple(
-            f"{fmt_num(by_size[b].p50_ms)} / {fmt_num(by_size[b].p90_ms)}" if b in by_size else "—"
+            f"{fmt_ms(by_size[b].p50_ms)} / {fmt_ms(by_size[b].p90_ms)}" if b in by_size else "—"
             for b in sizes
         )
         check = e.result.check("latency")

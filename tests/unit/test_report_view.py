@@ -96,3 +96,4 @@ def test_number_formatting() -> None:
     assert view.fmt_num(3.07e-6) == "3.07e-06"
     assert view.fmt_num(0.0307) == "0.0307"
     assert view.fmt_share(0.41211) == "41.2 %"
+    assert (view.fmt_ms(4.96), view.fmt_ms(0.353), view.fmt_ms(1234.5)) == ("4.96", "0.35", "1234")

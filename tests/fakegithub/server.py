@@ -57,6 +57,8 @@ class State:
         self.annotations: dict[int, list[dict[str, Any]]] = {}
         self.statuses: list[dict[str, Any]] = []
         self.issues: dict[int, dict[str, Any]] = {}
+        self.pulls: set[int] = set()
+        """Issue numbers that are pull requests (the issues API lists those too)."""
         self.faults: list[Fault] = []
         self.requests: list[Recorded] = []
         self.violations: list[str] = []
@@ -203,6 +205,8 @@ class FakeGitHub(ThreadingHTTPServer):
             return forbidden
         if op == "issues/list-comments":
             return self._list_comments(int(parts[4]), query)
+        if op.startswith("issues/") and "comment" not in op:
+            return self._issues(op, parts, query, body)
         with s.lock:
             if op == "issues/create-comment":
                 c = s.add_comment(int(parts[4]), body["body"], s.login)
@@ -252,6 +256,62 @@ class FakeGitHub(ThreadingHTTPServer):
                 "updated_at": c["created_at"],
             },
         )
+
+    def _issue(self, i: dict[str, Any]) -> dict[str, Any]:
+        shaped = spec.example(
+            self._schema("issues/create", "201"),
+            {
+                "id": 500_000 + i["number"],
+                "number": i["number"],
+                "title": i["title"],
+                "body": i.get("body"),
+                "state": i["state"],
+                "labels": [
+                    spec.example({"type": "object", "required": ["name"]}, {"name": n}) for n in i["labels"]
+                ],
+                "user": _user(self.state.login),
+                "html_url": f"https://github.com/{self.repo}/issues/{i['number']}",
+                "closed_at": None,
+                "assignee": None,
+                "milestone": None,
+            },
+        )
+        if i["number"] in self.state.pulls:
+            shaped["pull_request"] = {"url": None, "html_url": None, "diff_url": None, "patch_url": None}
+        return shaped
+
+    def _issues(
+        self, op: str, parts: list[str], query: dict[str, str], body: Any
+    ) -> tuple[int, Any, dict[str, str]]:
+        s = self.state
+        with s.lock:
+            if op == "issues/create":
+                number = len(s.issues) + 1
+                labels = [x if isinstance(x, str) else x.get("name", "") for x in body.get("labels", [])]
+                s.issues[number] = {
+                    "number": number,
+                    "title": body["title"],
+                    "body": body.get("body"),
+                    "state": "open",
+                    "labels": labels,
+                }
+                return 201, self._issue(s.issues[number]), {}
+            if op == "issues/update":
+                issue = s.issues.get(int(parts[4]))
+                if issue is None:
+                    return 404, {"message": "Not Found"}, {}
+                issue.update({k: v for k, v in body.items() if k in ("title", "body", "state")})
+                return 200, self._issue(issue), {}
+            state = query.get("state", "open")
+            label = query.get("labels", "")
+            found = [
+                i
+                for _, i in sorted(s.issues.items())
+                if (state == "all" or i["state"] == state) and (not label or label in i["labels"])
+            ]
+        per_page = min(int(query.get("per_page", 30)), 100)
+        page = int(query.get("page", 1))
+        return 200, [self._issue(i) for i in found[(page - 1) * per_page : page * per_page]], {}
 
     def _list_comments(self, issue: int, query: dict[str, str]) -> tuple[int, Any, dict[str, str]]:
         s = self.state

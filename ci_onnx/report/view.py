@@ -1,19 +1,29 @@
-"""The view model: every figure of the report, already judged and formatted, built in Python.
+"""Building the view model (ci_onnx/report/model.py) from a Collection: verdicts, counts, figures.
 
-Templates only lay this out. The view is built from a Collection; a later base-branch comparison fills
-``baseline`` and each row's ``delta`` (the templates already show them when present), so rows are
-keyed by target id and keep raw figures next to the formatted ones.
+Templates only lay the view out. A later base-branch comparison fills ``baseline`` and each row's
+``delta``; the templates already show them when present.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import Counter
 from collections.abc import Sequence
 
 from ci_onnx.report.collect import Collection, Entry, Outcome
 from ci_onnx.report.junit_reader import JUnitSummary
+from ci_onnx.report.model import (
+    Commit,
+    Counts,
+    FailedCheck,
+    Failure,
+    FallbackRow,
+    LatencyRow,
+    LatencyTable,
+    ParityRow,
+    ReportView,
+    Skip,
+)
 from ci_onnx.results import TargetResult
 
 ICON = {
@@ -25,124 +35,6 @@ ICON = {
     Outcome.SKIPPED: "⏭️",
 }
 CPU_EP = "CPUExecutionProvider"
-
-
-@dataclasses.dataclass(frozen=True)
-class Commit:
-    sha: str = ""
-    url: str = ""
-
-    @property
-    def short(self) -> str:
-        return self.sha[:7]
-
-
-@dataclasses.dataclass(frozen=True)
-class ParityRow:
-    target: str
-    runtime: str
-    provider: str
-    opset: int
-    exporter: str
-    max_abs: str
-    max_rel: str
-    decisions: str
-    verdict: str
-    failed: bool
-    delta: str = ""
-
-
-@dataclasses.dataclass(frozen=True)
-class FallbackRow:
-    target: str
-    provider: str
-    on_provider: int
-    on_cpu: int
-    cpu_share: str
-    ops: str
-    verdict: str
-    failed: bool
-    delta: str = ""
-
-
-@dataclasses.dataclass(frozen=True)
-class LatencyRow:
-    target: str
-    cells: tuple[str, ...]
-    """One "p50 / p90" per batch size of LatencyTable.batch_sizes; "—" where not measured."""
-    failed: bool
-    delta: str = ""
-
-
-@dataclasses.dataclass(frozen=True)
-class LatencyTable:
-    batch_sizes: tuple[int, ...]
-    rows: tuple[LatencyRow, ...]
-
-
-@dataclasses.dataclass(frozen=True)
-class FailedCheck:
-    name: str
-    status: str
-    message: str
-    figures: str
-
-
-@dataclasses.dataclass(frozen=True)
-class Failure:
-    target: str
-    icon: str
-    outcome: str
-    reason: str
-    checks: tuple[FailedCheck, ...]
-    reproduce: str
-
-
-@dataclasses.dataclass(frozen=True)
-class Skip:
-    target: str
-    reason: str
-
-
-@dataclasses.dataclass(frozen=True)
-class Counts:
-    total: int
-    passed: int
-    failed: int
-    error: int
-    missing: int
-    expected: int
-    skipped: int
-
-    @property
-    def blocking(self) -> int:
-        return self.failed + self.error + self.missing
-
-    @property
-    def judged(self) -> int:
-        """The targets that were to run: everything but expected skips."""
-        return self.total - self.expected
-
-
-@dataclasses.dataclass(frozen=True)
-class ReportView:
-    title: str
-    headline: str
-    blocks: bool
-    counts: Counts
-    commit: Commit
-    run_url: str
-    failures: tuple[Failure, ...]
-    problems: tuple[str, ...]
-    parity: tuple[ParityRow, ...]
-    fallback: tuple[FallbackRow, ...]
-    latency: LatencyTable
-    skips: tuple[Skip, ...]
-    junit: JUnitSummary | None = None
-    baseline: str = ""
-    """The base-branch commit rows are compared with; empty until comparison is built."""
-    report_file: str = "report.md"
-    """Where the full report is written; what a truncated body points to."""
 
 
 def fmt_num(x: float | None) -> str:
@@ -309,7 +201,7 @@ def headline(counts: Counts, problems: int, junit_failed: int, kinds: Sequence[s
 def build(
     collection: Collection,
     *,
-    commit: Commit = Commit(),
+    commit: Commit | None = None,
     run_url: str = "",
     junit: JUnitSummary | None = None,
     title: str = "onnx-gate",
@@ -326,7 +218,7 @@ def build(
         headline=headline(counts, len(collection.problems), junit_failed, failing_kinds(entries)),
         blocks=blocks,
         counts=counts,
-        commit=commit,
+        commit=commit or Commit(),
         run_url=run_url,
         failures=tuple(_failure(e) for e in entries if e.outcome.blocks),
         problems=collection.problems,

@@ -97,3 +97,15 @@ def test_number_formatting() -> None:
     assert view.fmt_num(0.0307) == "0.0307"
     assert view.fmt_share(0.41211) == "41.2 %"
     assert (view.fmt_ms(4.96), view.fmt_ms(0.353), view.fmt_ms(1234.5)) == ("4.96", "0.35", "1234")
+
+
+def test_an_export_finding_names_its_check_in_the_headline() -> None:
+    plan, results = scenarios.all_passing()
+    r = results[5]
+    finding = CheckResult("train-mode", Status.FAILED, "Dropout with training_mode=True at /drop/Dropout")
+    results[5] = dataclasses.replace(
+        r, status=Status.FAILED, summary="train-mode", checks=(finding, *r.checks)
+    )
+    v = build(plan, results)
+    assert v.headline == "1 of 12 targets failed (train-mode)"
+    assert [c.name for c in v.failures[0].checks] == ["train-mode"]

@@ -1,0 +1,6 @@
+"""The report stage: collect every target's result, judge the gate, render it for people.
+
+``collect`` gathers TargetResults (and the plan, so a target that never reported is missing),
+``view`` turns them into a view model that holds every figure already formatted, ``render`` lays the
+view out with jinja2 templates within GitHub's size limits. Publishing lives in ``ci_onnx.github``.
+"""

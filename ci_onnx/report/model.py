@@ -1,0 +1,129 @@
+"""The view model's types: every figure of the report, already judged and formatted.
+
+Rows are keyed by target id and carry a ``delta`` that a base-branch comparison will fill; the
+templates show a "vs base" column once ``ReportView.baseline`` is set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ci_onnx.report.junit_reader import JUnitSummary
+
+
+@dataclasses.dataclass(frozen=True)
+class Commit:
+    sha: str = ""
+    url: str = ""
+
+    @property
+    def short(self) -> str:
+        return self.sha[:7]
+
+
+@dataclasses.dataclass(frozen=True)
+class ParityRow:
+    target: str
+    runtime: str
+    provider: str
+    opset: int
+    exporter: str
+    max_abs: str
+    max_rel: str
+    decisions: str
+    verdict: str
+    failed: bool
+    delta: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class FallbackRow:
+    target: str
+    provider: str
+    on_provider: int
+    on_cpu: int
+    cpu_share: str
+    ops: str
+    verdict: str
+    failed: bool
+    delta: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class LatencyRow:
+    target: str
+    cells: tuple[str, ...]
+    """One "p50 / p90" per batch size of LatencyTable.batch_sizes; "—" where not measured."""
+    failed: bool
+    delta: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class LatencyTable:
+    batch_sizes: tuple[int, ...]
+    rows: tuple[LatencyRow, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class FailedCheck:
+    name: str
+    status: str
+    message: str
+    figures: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    target: str
+    icon: str
+    outcome: str
+    reason: str
+    checks: tuple[FailedCheck, ...]
+    reproduce: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Skip:
+    target: str
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Counts:
+    total: int
+    passed: int
+    failed: int
+    error: int
+    missing: int
+    expected: int
+    skipped: int
+
+    @property
+    def blocking(self) -> int:
+        return self.failed + self.error + self.missing
+
+    @property
+    def judged(self) -> int:
+        """The targets that were to run: everything but expected skips."""
+        return self.total - self.expected
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportView:
+    title: str
+    headline: str
+    blocks: bool
+    counts: Counts
+    commit: Commit
+    run_url: str
+    failures: tuple[Failure, ...]
+    problems: tuple[str, ...]
+    parity: tuple[ParityRow, ...]
+    fallback: tuple[FallbackRow, ...]
+    latency: LatencyTable
+    skips: tuple[Skip, ...]
+    junit: JUnitSummary | None = None
+    baseline: str = ""
+    """The base-branch commit rows are compared with; empty until comparison is built."""
+    report_file: str = "report.md"
+    """Where the full report is written; what a truncated body points to."""

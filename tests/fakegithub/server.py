@@ -1,0 +1,392 @@
+"""A local stand-in for the GitHub REST API, for tests.
+
+Every request must match an operation of the vendored OpenAPI subset (method and path), carry the
+token, and send a body valid against that operation's request schema; every answer is shaped by and
+checked against the operation's response schema. Anything off is recorded in ``violations`` (tests
+assert it stays empty) and answered 400. It plays pagination (Link headers), scripted faults (a 500,
+a rate-limit 403 with Retry-After, a 422), a read-only token, and a barrier that makes two reporters
+race. It binds 127.0.0.1 on an ephemeral port, serves from a thread, and stops by itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from tests.fakegithub import spec
+
+TOKEN = "ghs_fake0123456789abcdefTOKEN"
+ACTIONS_BOT = "github-actions[bot]"
+
+
+@dataclasses.dataclass
+class Fault:
+    """Answer the next ``times`` requests matching ``method`` and ``path`` (a regex) with this."""
+
+    method: str
+    path: str
+    status: int
+    headers: dict[str, str] = dataclasses.field(default_factory=dict)
+    body: dict[str, Any] = dataclasses.field(default_factory=dict)
+    times: int = 1
+
+
+@dataclasses.dataclass
+class Recorded:
+    method: str
+    path: str
+    query: dict[str, str]
+    body: Any
+    operation: str
+    status: int = 0
+
+
+class State:
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.next_id = 1000
+        self.comments: dict[int, dict[str, Any]] = {}
+        self.check_runs: dict[int, dict[str, Any]] = {}
+        self.annotations: dict[int, list[dict[str, Any]]] = {}
+        self.statuses: list[dict[str, Any]] = []
+        self.issues: dict[int, dict[str, Any]] = {}
+        self.pulls: set[int] = set()
+        """Issue numbers that are pull requests (the issues API lists those too)."""
+        self.faults: list[Fault] = []
+        self.requests: list[Recorded] = []
+        self.violations: list[str] = []
+        self.login = ACTIONS_BOT
+        self.user_endpoint_allowed = False  # GITHUB_TOKEN is an installation token: GET /user is 403
+        self.read_only = False
+        self.checks_forbidden = False
+        self.list_barrier: threading.Barrier | None = None
+        self.barrier_uses = 0
+
+    def new_id(self) -> int:
+        with self.lock:
+            self.next_id += 1
+            return self.next_id
+
+    def add_comment(self, issue: int, body: str, login: str) -> dict[str, Any]:
+        cid = self.new_id()
+        c = {
+            "id": cid,
+            "issue": issue,
+            "body": body,
+            "login": login,
+            "created_at": f"2026-11-29T21:{cid % 60:02d}:00Z",
+        }
+        self.comments[cid] = c
+        return c
+
+
+def _user(login: str) -> dict[str, Any]:
+    schema = spec.match("GET", "/repos/o/r/issues/1/comments")
+    assert schema is not None
+    user_schema = schema.responses["200"]["items"]["properties"]["user"]
+    return spec.example(
+        user_schema["anyOf"][0] if "anyOf" in user_schema else user_schema, {"login": login, "type": "Bot"}
+    )
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: FakeGitHub
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def do_PATCH(self) -> None:
+        self._handle("PATCH")
+
+    def do_DELETE(self) -> None:
+        self._handle("DELETE")
+
+    def _send(self, status: int, data: Any = None, headers: dict[str, str] | None = None) -> None:
+        payload = b"" if data is None else json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(payload)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _handle(self, method: str) -> None:
+        state = self.server.state
+        url = urlsplit(self.path)
+        query = dict(parse_qsl(url.query))
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = "<not JSON>"
+        op = spec.match(method, url.path)
+        rec = Recorded(method, url.path, query, body, op.id if op else "")
+        with state.lock:
+            state.requests.append(rec)
+        if op is None:
+            state.violations.append(f"{method} {url.path}: no such operation in the OpenAPI subset")
+            rec.status = 404
+            return self._send(404, {"message": "Not Found (fake: no such operation)"})
+        if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+            rec.status = 401
+            return self._send(401, {"message": "Bad credentials"})
+        problems = op.check_request(query, body)
+        if problems:
+            state.violations.extend(f"{method} {url.path}: {p}" for p in problems)
+            rec.status = 400
+            return self._send(
+                400, {"message": "fake: request does not match the OpenAPI description", "errors": problems}
+            )
+        with state.lock:
+            fault = next(
+                (f for f in state.faults if f.method == method and re.search(f.path, url.path)), None
+            )
+            if fault:
+                fault.times -= 1
+                if fault.times <= 0:
+                    state.faults.remove(fault)
+        if fault:
+            rec.status = fault.status
+            return self._send(
+                fault.status, fault.body or {"message": f"fake fault {fault.status}"}, fault.headers
+            )
+        status, data, headers = self.server.route(op.id, url.path, query, body)
+        rec.status = status
+        if status < 300:
+            state.violations.extend(
+                f"{method} {url.path} → {status}: {p}" for p in op.check_response(status, data)
+            )
+        self._send(status, data, headers)
+
+
+class FakeGitHub(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, owner: str = "acme", repo: str = "digits") -> None:
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.state = State()
+        self.repo = f"{owner}/{repo}"
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    # --- routing -------------------------------------------------------------------------------
+
+    def route(self, op: str, path: str, query: dict[str, str], body: Any) -> tuple[int, Any, dict[str, str]]:
+        s = self.state
+        parts = path.strip("/").split("/")
+        forbidden: tuple[int, Any, dict[str, str]] = (
+            403,
+            {"message": "Resource not accessible by integration"},
+            {},
+        )
+        if op == "users/get-authenticated":
+            if not s.user_endpoint_allowed:
+                return forbidden
+            return 200, spec.example(self._schema(op, "200"), {"login": s.login}), {}
+        if s.read_only and op != "issues/list-comments" and op != "issues/list-for-repo":
+            return forbidden
+        if op == "issues/list-comments":
+            return self._list_comments(int(parts[4]), query)
+        if op.startswith("issues/") and "comment" not in op:
+            return self._issues(op, parts, query, body)
+        with s.lock:
+            if op == "issues/create-comment":
+                c = s.add_comment(int(parts[4]), body["body"], s.login)
+                return 201, self._comment(c), {}
+            if op in ("issues/update-comment", "issues/delete-comment"):
+                found = s.comments.get(int(parts[5]))
+                if found is None:
+                    return 404, {"message": "Not Found"}, {}
+                if op == "issues/delete-comment":
+                    del s.comments[found["id"]]
+                    return 204, None, {}
+                found["body"] = body["body"]
+                return 200, self._comment(found), {}
+            if op in ("checks/create", "checks/update"):
+                if s.checks_forbidden:
+                    return forbidden
+                return self._check_run(op, parts, body)
+            if op == "repos/create-commit-status":
+                s.statuses.append({"sha": parts[4], **body})
+                return (
+                    201,
+                    spec.example(
+                        self._schema(op, "201"),
+                        {"state": body["state"], "context": body.get("context", "default")},
+                    ),
+                    {},
+                )
+        return 501, {"message": f"fake: {op} is not played"}, {}
+
+    def _schema(self, op: str, status: str) -> Any:
+        found = next(o for o in spec.load()[1] if o.id == op)
+        return found.responses[status]
+
+    def _comment(self, c: dict[str, Any]) -> dict[str, Any]:
+        base = f"{self.url}/repos/{self.repo}"
+        return spec.example(
+            self._schema("issues/create-comment", "201"),
+            {
+                "id": c["id"],
+                "node_id": f"IC_{c['id']}",
+                "body": c["body"],
+                "user": _user(c["login"]),
+                "url": f"{base}/issues/comments/{c['id']}",
+                "html_url": f"https://github.com/{self.repo}/pull/{c['issue']}#issuecomment-{c['id']}",
+                "issue_url": f"{base}/issues/{c['issue']}",
+                "created_at": c["created_at"],
+                "updated_at": c["created_at"],
+            },
+        )
+
+    def _issue(self, i: dict[str, Any]) -> dict[str, Any]:
+        shaped = spec.example(
+            self._schema("issues/create", "201"),
+            {
+                "id": 500_000 + i["number"],
+                "number": i["number"],
+                "title": i["title"],
+                "body": i.get("body"),
+                "state": i["state"],
+                "labels": [
+                    spec.example({"type": "object", "required": ["name"]}, {"name": n}) for n in i["labels"]
+                ],
+                "user": _user(self.state.login),
+                "html_url": f"https://github.com/{self.repo}/issues/{i['number']}",
+                "closed_at": None,
+                "assignee": None,
+                "milestone": None,
+            },
+        )
+        if i["number"] in self.state.pulls:
+            shaped["pull_request"] = {"url": None, "html_url": None, "diff_url": None, "patch_url": None}
+        return shaped
+
+    def _issues(
+        self, op: str, parts: list[str], query: dict[str, str], body: Any
+    ) -> tuple[int, Any, dict[str, str]]:
+        s = self.state
+        with s.lock:
+            if op == "issues/create":
+                number = len(s.issues) + 1
+                labels = [x if isinstance(x, str) else x.get("name", "") for x in body.get("labels", [])]
+                s.issues[number] = {
+                    "number": number,
+                    "title": body["title"],
+                    "body": body.get("body"),
+                    "state": "open",
+                    "labels": labels,
+                }
+                return 201, self._issue(s.issues[number]), {}
+            if op == "issues/update":
+                issue = s.issues.get(int(parts[4]))
+                if issue is None:
+                    return 404, {"message": "Not Found"}, {}
+                issue.update({k: v for k, v in body.items() if k in ("title", "body", "state")})
+                return 200, self._issue(issue), {}
+            state = query.get("state", "open")
+            label = query.get("labels", "")
+            found = [
+                i
+                for _, i in sorted(s.issues.items())
+                if (state == "all" or i["state"] == state) and (not label or label in i["labels"])
+            ]
+        per_page = min(int(query.get("per_page", 30)), 100)
+        page = int(query.get("page", 1))
+        return 200, [self._issue(i) for i in found[(page - 1) * per_page : page * per_page]], {}
+
+    def _list_comments(self, issue: int, query: dict[str, str]) -> tuple[int, Any, dict[str, str]]:
+        s = self.state
+        barrier = None
+        with s.lock:
+            if s.list_barrier is not None and s.barrier_uses < s.list_barrier.parties:
+                s.barrier_uses += 1
+                barrier = s.list_barrier
+        if barrier is not None:
+            barrier.wait(timeout=10)
+        with s.lock:
+            items = sorted((c for c in s.comments.values() if c["issue"] == issue), key=lambda c: c["id"])
+        per_page = min(int(query.get("per_page", 30)), 100)
+        page = int(query.get("page", 1))
+        chunk = items[(page - 1) * per_page : page * per_page]
+        headers = {}
+        if page * per_page < len(items):
+            nxt = f"{self.url}/repos/{self.repo}/issues/{issue}/comments?per_page={per_page}&page={page + 1}"
+            headers["Link"] = f'<{nxt}>; rel="next"'
+        return 200, [self._comment(c) for c in chunk], headers
+
+    def _check_run(self, op: str, parts: list[str], body: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+        s = self.state
+        if op == "checks/create":
+            rid = s.new_id()
+            s.check_runs[rid] = dict(body)
+            s.annotations[rid] = []
+        else:
+            rid = int(parts[4])
+            if rid not in s.check_runs:
+                return 404, {"message": "Not Found"}, {}
+            s.check_runs[rid].update({k: v for k, v in body.items() if k != "output"})
+        output = body.get("output", {})
+        s.annotations[rid].extend(output.get("annotations", []))
+        if output:
+            s.check_runs[rid]["output"] = {k: v for k, v in output.items() if k != "annotations"}
+        run = s.check_runs[rid]
+        schema = self._schema(op, "201" if op == "checks/create" else "200")
+        out_schema = schema["properties"]["output"]
+        shaped = spec.example(
+            schema,
+            {
+                "id": rid,
+                "name": run["name"],
+                "head_sha": run.get("head_sha", "0" * 40),
+                "status": run.get("status", "queued"),
+                "conclusion": run.get("conclusion"),
+                "html_url": f"https://github.com/{self.repo}/runs/{rid}",
+                "output": spec.example(
+                    out_schema,
+                    {
+                        "title": run.get("output", {}).get("title"),
+                        "summary": run.get("output", {}).get("summary"),
+                        "text": None,
+                        "annotations_count": len(s.annotations[rid]),
+                    },
+                ),
+            },
+        )
+        return (201 if op == "checks/create" else 200), shaped, {}
+
+
+@contextmanager
+def running(lifetime_s: float = 60.0) -> Iterator[FakeGitHub]:
+    """A fake GitHub serving in a thread; it shuts down on exit, or after ``lifetime_s`` regardless."""
+    server = FakeGitHub()
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    watchdog = threading.Timer(lifetime_s, server.shutdown)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        yield server
+    finally:
+        watchdog.cancel()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

@@ -1,0 +1,60 @@
+"""The renderings kept as golden files, by file name; shared by the golden test and tests.golden.regen."""
+
+from __future__ import annotations
+
+from ci_onnx.report import limits, render, view
+from ci_onnx.report.collect import merge
+from ci_onnx.report.junit_reader import JUnitCase, JUnitSummary
+from tests.golden import scenarios
+
+COMMIT = view.Commit(
+    "4f1d2c3b9a8e7f6d5c4b3a29180706f5e4d3c2b1",
+    "https://github.com/acme/digits/commit/4f1d2c3b9a8e7f6d5c4b3a29180706f5e4d3c2b1",
+)
+RUN_URL = "https://github.com/acme/digits/actions/runs/7001"
+
+
+def tinycnn_view() -> view.ReportView:
+    plan, results = scenarios.tinycnn()
+    return view.build(merge({r.target.id: r for r in results}, plan), commit=COMMIT, run_url=RUN_URL)
+
+
+def missing_view() -> view.ReportView:
+    plan, results = scenarios.all_passing()
+    results = scenarios.without(results, "ort1.32.0-cpu-op18-dynamo")
+    results = [
+        scenarios.errored(r, "onnxruntime crashed with SIGSEGV while creating the session")
+        if r.target.id == "ort1.24.1-openvino-op17-dynamo"
+        else r
+        for r in results
+    ]
+    junit = JUnitSummary(
+        files=1,
+        suites=1,
+        cases=(
+            JUnitCase("pytest.xml", "tests", "tests.test_preprocessing", "test_mean", "success"),
+            JUnitCase(
+                "pytest.xml", "tests", "tests.test_preprocessing", "test_std", "failure", "assert 6.1 == 6.02"
+            ),
+        ),
+    )
+    return view.build(merge({r.target.id: r for r in results}, plan), commit=COMMIT, run_url="", junit=junit)
+
+
+def passing_view() -> view.ReportView:
+    plan, results = scenarios.all_passing()
+    return view.build(merge({r.target.id: r for r in results}, plan), commit=COMMIT, run_url=RUN_URL)
+
+
+def many_view(n: int = 256) -> view.ReportView:
+    plan, results = scenarios.many(n)
+    return view.build(merge({r.target.id: r for r in results}, plan), commit=COMMIT, run_url=RUN_URL)
+
+
+def rendered() -> dict[str, str]:
+    return {
+        "tinycnn-comment.md": render.render_within(tinycnn_view(), limits.COMMENT, marker=render.MARKER),
+        "missing-and-error.md": render.render_within(missing_view(), limits.COMMENT),
+        "all-passed.md": render.render_within(passing_view(), limits.COMMENT),
+        "many-256-comment.md": render.render_within(many_view(), limits.COMMENT, marker=render.MARKER),
+    }

@@ -1,0 +1,83 @@
+"""Collecting TargetResults from nested artifact folders and lining them up with the plan."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from ci_onnx.report.collect import Outcome, collect, merge
+from ci_onnx.results import write_result
+from tests.golden import scenarios
+
+
+def write_artifacts(root: Path, results: list) -> None:
+    """As `actions/download-artifact` leaves them: one folder per job, results/ inside."""
+    for r in results:
+        write_result(root / f"onnx-gate-{r.target.id}" / "results", r)
+
+
+def test_every_planned_target_is_found_recursively(tmp_path: Path) -> None:
+    plan, results = scenarios.tinycnn()
+    write_artifacts(tmp_path, results)
+    (tmp_path / "plan.json").write_text(json.dumps({"schema_version": 1, "targets": []}))  # ignored
+    got = collect([tmp_path], plan)
+    outcomes = {e.target.id: e.outcome for e in got.entries}
+    assert len(outcomes) == 14 and not got.problems
+    assert outcomes[scenarios.PARITY_FAIL] is Outcome.FAILED
+    assert outcomes[scenarios.FALLBACK_FAIL] is Outcome.FAILED
+    assert sum(o is Outcome.EXPECTED for o in outcomes.values()) == 2
+    assert sum(o is Outcome.PASSED for o in outcomes.values()) == 10
+
+
+def test_a_target_without_result_is_missing_and_blocks(tmp_path: Path) -> None:
+    plan, results = scenarios.all_passing()
+    write_artifacts(tmp_path, scenarios.without(results, "ort1.32.0-cpu-op18-dynamo"))
+    got = collect([tmp_path], plan)
+    missing = [e for e in got.entries if e.outcome is Outcome.MISSING]
+    assert [e.target.id for e in missing] == ["ort1.32.0-cpu-op18-dynamo"]
+    assert missing[0].outcome.blocks and "cancelled or crashed" in missing[0].reason
+
+
+def test_without_a_plan_missing_targets_cannot_be_known(tmp_path: Path) -> None:
+    _, results = scenarios.all_passing()
+    write_artifacts(tmp_path, results[:3])
+    got = collect([tmp_path])
+    assert [e.outcome for e in got.entries] == [Outcome.PASSED] * 3
+
+
+def test_an_unreadable_result_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    plan, results = scenarios.all_passing()
+    write_artifacts(tmp_path, results)
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({"schema_version": 1, "target": {"runtime": "1"}, "status": "passed"}))
+    got = collect([tmp_path], plan)
+    assert len(got.problems) == 1 and "broken.json" in got.problems[0]
+
+
+def test_the_later_of_two_results_for_one_target_wins(tmp_path: Path) -> None:
+    plan, results = scenarios.all_passing()
+    first = results[0]
+    rerun = dataclasses.replace(first, started_at="2026-11-29T22:00:00Z", summary="rerun")
+    write_result(tmp_path / "a", first)
+    write_result(tmp_path / "b", rerun)
+    got = collect([tmp_path], plan)
+    entry = next(e for e in got.entries if e.target.id == first.target.id)
+    assert entry.reason == "rerun"
+
+
+def test_results_the_plan_lacks_are_kept() -> None:
+    plan, results = scenarios.all_passing()
+    small = dataclasses.replace(plan, targets=plan.targets[:2])
+    got = merge({r.target.id: r for r in results}, small)
+    assert len(got.entries) == len(results)
+
+
+def test_an_expected_skip_that_ran_and_passed_is_flagged_as_stale() -> None:
+    plan, results = scenarios.all_passing()
+    skip = plan.targets[-1]
+    assert skip.expected_skip
+    ran = dataclasses.replace(results[0], target=dataclasses.replace(skip, expected_skip=""))
+    got = merge({r.target.id: r for r in [*results, ran]}, plan)
+    entry = next(e for e in got.entries if e.target.id == skip.id)
+    assert entry.outcome is Outcome.EXPECTED and "may be stale" in entry.reason

@@ -1,0 +1,99 @@
+"""Rendered Markdown: golden files, GitHub's size limits, folding and truncation."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from ci_onnx.report import limits, render
+from tests.golden import cases
+
+GOLDEN = Path(__file__).parent.parent / "golden"
+
+
+@pytest.mark.parametrize("name", sorted(cases.rendered()))
+def test_golden(name: str) -> None:
+    expected = (GOLDEN / name).read_text()
+    assert cases.rendered()[name] == expected, (
+        f"{name} changed; run `python -m tests.golden.regen` and review"
+    )
+
+
+def test_the_comment_reads_headline_first_then_failures_then_tables() -> None:
+    text = cases.rendered()["tinycnn-comment.md"]
+    lines = text.splitlines()
+    assert lines[0] == render.MARKER
+    assert lines[1] == "## ❌ onnx-gate: 2 of 12 targets failed (decision, fallback, parity)"
+    order = [
+        text.index(h)
+        for h in ("### Failures", "### Parity", "### CPU fallback", "### Latency", "### Expected skips")
+    ]
+    assert order == sorted(order)
+    assert text.count("<details>") == text.count("</details>") == 2
+
+
+@pytest.mark.parametrize("limit", [limits.COMMENT, limits.CHECK_SUMMARY, limits.JOB_SUMMARY])
+def test_256_targets_render_within_every_limit(limit: limits.Limit) -> None:
+    v = cases.many_view(256)
+    text = render.render_within(v, limit, marker=render.MARKER)
+    assert limit.fits(text)
+    assert "36 of 256 targets failed" in text
+    assert all(f"<code>{f.target}</code>" in text or f"`{f.target}`" in text for f in v.failures)
+
+
+def test_passing_rows_fold_before_anything_is_cut() -> None:
+    v = cases.many_view(256)
+    full = render.render(v)
+    assert not limits.COMMENT.fits(full)  # the premise: 256 rows do not fit a comment
+    text = render.render_within(v, limits.COMMENT)
+    assert "passing row(s) left out" in text and "✂️" not in text
+
+
+def test_past_every_fold_the_body_is_cut_with_a_pointer_and_closed_tags() -> None:
+    v = cases.many_view(256)
+    tiny = limits.Limit("test body", 3000, limits.Unit.CHARS)
+    text = render.render_within(v, tiny)
+    assert tiny.fits(text)
+    assert "✂️ Cut to fit" in text and v.report_file in text
+    assert text.count("<details>") == text.count("</details>")
+    assert text.count("```") % 2 == 0
+
+
+def test_byte_limits_count_bytes() -> None:
+    lim = limits.Limit("b", 10, limits.Unit.BYTES)
+    assert not lim.fits("✅✅✅✅")  # 4 characters, 12 bytes
+    assert limits.Limit("c", 10, limits.Unit.CHARS).fits("✅✅✅✅")
+
+
+def test_cells_cannot_break_a_table_or_inject_html() -> None:
+    assert render.cell("a | b\nc <img src=x>") == "a \\| b c &lt;img src=x&gt;"
+
+
+def test_a_failure_message_with_pipes_stays_in_its_cell() -> None:
+    v = cases.tinycnn_view()
+    f = v.failures[0]
+    odd = dataclasses.replace(f, checks=(dataclasses.replace(f.checks[0], message="x | y\nz"),))
+    text = render.render(dataclasses.replace(v, failures=(odd,)))
+    assert "| x \\| y z |" in text
+
+
+def test_a_baseline_adds_a_column_to_every_table() -> None:
+    v = dataclasses.replace(cases.tinycnn_view(), baseline="0123456789abcdef")
+    text = render.render(v)
+    assert "Compared with the base branch at `0123456`" in text
+    assert text.count("| vs base |") == 3
+
+
+def test_long_tables_fold_passing_rows_into_details() -> None:
+    v = cases.many_view(64)
+    text = render.render_within(v, limits.COMMENT)
+    assert text == render.render(v, fold=1)
+    assert "60 passing row(s)</summary>" in text and "left out" not in text
+    assert all(f"`{r.target}`" in text for r in v.parity)  # folded, not dropped
+
+
+def test_short_tables_are_not_folded() -> None:
+    text = render.render_within(cases.tinycnn_view(), limits.COMMENT)
+    assert "passing row(s)</summary>" not in text

@@ -156,3 +156,11 @@ def test_flag_inputs_reject_anything_but_true_or_false() -> None:
     with pytest.raises(UsageError, match="install-runtime"):
         inputs.flag("install-runtime", default=True)
     assert action.Inputs.from_env({}).flag("install-runtime", default=True) is True
+
+
+def test_both_actions_have_the_same_outputs() -> None:
+    container = set(_load(ROOT / "action.yml")["outputs"])
+    composite = _load(ROOT / "runner/action.yml")["outputs"]
+    assert set(composite) == container
+    for name, spec in composite.items():
+        assert spec["value"] == f"${{{{ steps.gate.outputs.{name} }}}}"

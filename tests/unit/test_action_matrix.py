@@ -37,7 +37,7 @@ def test_every_runnable_cell_is_in_exactly_one_matrix() -> None:
     plan = _plan(_targets())
     out = planning.github_outputs(plan)
     container, runner = _cells(out, "matrix"), _cells(out, "matrix-runner")
-    ids = [c["id"] for c in container + runner]
+    ids = [str(c["id"]) for c in container + runner]
     assert sorted(ids) == sorted(t.id for t in plan.runnable)
     assert all(c["container"] is True for c in container)
     assert all(c["container"] is False for c in runner)

@@ -167,8 +167,9 @@ def test_artifact_names_are_unique_per_matrix_cell(generated: list[Path]) -> Non
 
 def test_pull_requests_share_a_concurrency_group(generated: list[Path]) -> None:
     for path in _all_workflows(generated):
-        data = _load(path)
-        if "pull_request" in (data.get(True) or data.get("on") or {}):
+        data: dict[Any, Any] = _load(path)
+        triggers = data.get(True) or data.get("on") or {}  # a YAML 1.1 reader makes `on` True
+        if "pull_request" in triggers:
             assert "github.event.pull_request.number" in data["concurrency"]["group"], path.name
 
 

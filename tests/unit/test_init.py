@@ -70,6 +70,8 @@ def test_fork_safe_writes_the_pair(empty: Path) -> None:
     assert "pull-requests: write" not in gate
     assert "workflow_run:" in comment and "pull-requests: write" in comment
     assert "actions/checkout" not in comment, "the trusted job must never check out the pull request"
+    assert "onnx-gate-out/collected/pr-number" in gate and "onnx-gate-in/collected/pr-number" in comment
+    assert "name: onnx-gate-comment" in gate and "name: onnx-gate-comment" in comment
 
 
 @pytest.mark.parametrize("bad", ["onnx-gate", "a/b", "a@v1", "a/b/c@v1"])

@@ -302,9 +302,37 @@ def run(config_path: Path, only: Sequence[str], out: Path) -> None:
 
 @cli.command()
 @click.argument("directory", type=click.Path(path_type=Path, file_okay=False), default=".")
-def init(directory: Path) -> None:
-    """Write a commented onnx-gate.yml and starter GitHub workflows into DIRECTORY."""
-    raise NotBuiltError("`onnx-gate init` is not built yet in this release")
+@click.option(
+    "--action",
+    default="onnx-gate/onnx-gate@v1",
+    show_default=True,
+    metavar="OWNER/REPO@REF",
+    help="The action the workflows use (a fork, a pinned tag or commit).",
+)
+@click.option(
+    "--fork-safe",
+    is_flag=True,
+    help="For pull requests from forks: an untrusted gate run plus a workflow_run job that comments.",
+)
+@click.option("--force", is_flag=True, help="Overwrite files that are already there.")
+def init(directory: Path, action: str, fork_safe: bool, force: bool) -> None:
+    """Write a commented onnx-gate.yml and starter GitHub workflows into DIRECTORY.
+
+    \b
+    onnx-gate.yml                          the configuration, every key commented
+    .github/workflows/onnx-gate.yml        the pull-request gate (plan, export, verify, report)
+    .github/workflows/onnx-gate-nightly.yml  the same plan nightly, against the newest runtimes
+    With --fork-safe, onnx-gate.yml posts nothing and onnx-gate-comment.yml comments from workflow_run.
+    """
+    from ci_onnx import scaffold
+
+    files = scaffold.starter_files(scaffold.Settings(action=action), fork_safe=fork_safe)
+    for path in scaffold.write(directory, files, force=force):
+        click.echo(f"wrote {path}")
+    click.echo(
+        "next: point model.factory in onnx-gate.yml at your model, run `onnx-gate plan`, commit, and make "
+        "the check 'onnx-gate / report' required for pull requests"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:

@@ -172,20 +172,43 @@ def matrix_entry(target: Target) -> dict[str, Any]:
     }
 
 
-def github_matrices(plan: Plan) -> list[dict[str, Any]]:
-    """The runnable cells as GitHub ``strategy.matrix`` objects of at most 256 jobs each."""
-    entries = [matrix_entry(t) for t in plan.runnable]
+def _chunks(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     chunks = [entries[i : i + MAX_JOBS_PER_MATRIX] for i in range(0, len(entries), MAX_JOBS_PER_MATRIX)]
     return [{"include": chunk} for chunk in chunks] or [{"include": []}]
 
 
+def github_matrices(plan: Plan, container: bool | None = None) -> list[dict[str, Any]]:
+    """The runnable cells as GitHub ``strategy.matrix`` objects of at most 256 jobs each.
+
+    ``container`` keeps only the cells the container action can serve (True) or only those that need
+    the composite action on their own runner labels (False); None keeps every cell.
+    """
+    entries = [matrix_entry(t) for t in plan.runnable]
+    if container is not None:
+        entries = [e for e in entries if e["container"] is container]
+    return _chunks(entries)
+
+
 def github_outputs(plan: Plan) -> dict[str, str]:
-    """Step outputs: ``matrix`` (the first 256 cells), ``matrix-2``… (the rest), ``bundles``, counts."""
-    matrices = github_matrices(plan)
-    out = {"matrix": json.dumps(matrices[0], separators=(",", ":"))}
-    for n, m in enumerate(matrices[1:], start=2):
-        out[f"matrix-{n}"] = json.dumps(m, separators=(",", ":"))
-    out["matrices"] = str(len(matrices))
+    """Step outputs for a workflow; every runnable cell lands in exactly one matrix.
+
+    ``matrix`` (``matrix-2``…) holds the cells the container action serves, ``matrix-runner``
+    (``matrix-runner-2``…) those that must run on their ``runs-on`` labels through the composite
+    action (macOS, Windows, a GPU). An empty matrix is ``{"include":[]}``: a workflow guards its job
+    with the ``container-targets`` / ``runner-targets`` counts, since GitHub rejects an empty matrix.
+    """
+    out: dict[str, str] = {}
+    counts: dict[str, tuple[int, int]] = {}
+    for name, container in (("matrix", True), ("matrix-runner", False)):
+        matrices = github_matrices(plan, container)
+        out[name] = json.dumps(matrices[0], separators=(",", ":"))
+        for n, m in enumerate(matrices[1:], start=2):
+            out[f"{name}-{n}"] = json.dumps(m, separators=(",", ":"))
+        counts[name] = (len(matrices), sum(len(m["include"]) for m in matrices))
+    out["matrices"] = str(counts["matrix"][0])
+    out["runner-matrices"] = str(counts["matrix-runner"][0])
+    out["container-targets"] = str(counts["matrix"][1])
+    out["runner-targets"] = str(counts["matrix-runner"][1])
     out["bundles"] = json.dumps(plan.bundle_keys(), separators=(",", ":"))
     out["targets"] = str(len(plan.runnable))
     out["expected-skips"] = str(len(plan.targets) - len(plan.runnable))

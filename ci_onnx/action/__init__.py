@@ -1,0 +1,119 @@
+"""The GitHub Action's side of onnx-gate: action inputs become CLI arguments.
+
+GitHub hands a container action its ``with:`` values as ``INPUT_<NAME>`` environment variables (the
+composite action under ``runner/`` sets the same variables itself). Nothing from a workflow is ever
+spliced into a shell script: ``python -m ci_onnx.action`` reads the variables at this edge, turns them
+into an argument list for the ``onnx-gate`` command, and runs it in-process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from ci_onnx.errors import UsageError
+
+COMMANDS = ("plan", "export", "verify", "report")
+
+OPTIONS: dict[str, dict[str, str]] = {
+    "plan": {"config": "--config", "only": "--only", "out": "--out"},
+    "export": {"config": "--config", "only": "--only", "out": "--out"},
+    "verify": {"bundle": "--bundle", "target": "--target", "out": "--out"},
+    "report": {"results": "--results", "plan": "--plan", "out": "--out", "github-token": "--github-token"},
+}
+"""For each command, the action input that feeds each of its options. tests/unit keeps this table,
+action.yml and the click commands in step."""
+
+FIXED: dict[str, dict[str, str]] = {"plan": {"--format": "github"}}
+"""Options the action sets itself: in a workflow the plan is always written to $GITHUB_OUTPUT."""
+
+MULTI = frozenset({"only", "results"})
+"""Inputs that take several values, one per line (or separated by commas), each a repeated option."""
+
+ACTION_ONLY = frozenset(
+    {"command", "working-directory", "install-runtime", "pull-request", "head-sha", "python-version"}
+)
+"""Inputs that steer the action itself rather than an option of the command."""
+
+SECRET = frozenset({"github-token"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Inputs:
+    """The action's inputs, as GitHub passed them (empty string: not given)."""
+
+    values: Mapping[str, str]
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Inputs:
+        """``INPUT_GITHUB-TOKEN`` (container actions) and ``INPUT_GITHUB_TOKEN`` both name github-token."""
+        values: dict[str, str] = {}
+        for key, value in environ.items():
+            if key.startswith("INPUT_"):
+                name = key.removeprefix("INPUT_").lower().replace("_", "-")
+                if value.strip() or name not in values:
+                    values[name] = value.strip()
+        return cls(values)
+
+    def get(self, name: str) -> str:
+        return self.values.get(name, "")
+
+    def flag(self, name: str, default: bool) -> bool:
+        raw = self.get(name).lower()
+        if not raw:
+            return default
+        if raw in ("true", "1", "yes"):
+            return True
+        if raw in ("false", "0", "no"):
+            return False
+        raise UsageError(f"input {name}: {raw!r} is not true or false")
+
+    @property
+    def command(self) -> str:
+        command = self.get("command")
+        if command not in COMMANDS:
+            raise UsageError(
+                f"input command: {command!r} is not one of {', '.join(COMMANDS)}; set `with: command: plan`"
+            )
+        return command
+
+
+def split_multi(value: str) -> list[str]:
+    return [part.strip() for line in value.splitlines() for part in line.split(",") if part.strip()]
+
+
+def to_argv(inputs: Inputs) -> list[str]:
+    """The ``onnx-gate`` arguments for these inputs. An input the command does not take is an error."""
+    command = inputs.command
+    options = OPTIONS[command]
+    unused = sorted(
+        name
+        for name, value in inputs.values.items()
+        if value and name not in options and name not in ACTION_ONLY and name not in SECRET
+    )
+    if unused:
+        takes = ", ".join(options)
+        raise UsageError(
+            f"input {unused[0]}: `{command}` does not take it (it takes {takes}); remove it from `with:`"
+        )
+    argv = [command]
+    for option, value in FIXED.get(command, {}).items():
+        argv += [option, value]
+    for name, option in options.items():
+        value = inputs.get(name)
+        if not value:
+            continue
+        for item in split_multi(value) if name in MULTI else [value]:
+            argv += [option, item]
+    return argv
+
+
+def redact(argv: list[str]) -> list[str]:
+    """``argv`` fit for a log line: secret values replaced."""
+    secret_options = {opt for cmd in OPTIONS.values() for name, opt in cmd.items() if name in SECRET}
+    return ["***" if i and argv[i - 1] in secret_options else a for i, a in enumerate(argv)]
+
+
+def verdict(exit_code: int) -> str:
+    """The ``verdict`` output: pass (0), fail (1), or error (bad usage, environment, a bug)."""
+    return {0: "pass", 1: "fail"}.get(exit_code, "error")

@@ -1,0 +1,61 @@
+"""``python -m ci_onnx.action``: the entry point of the container action and of the composite one.
+
+This is an edge, like cli.py: it reads the environment GitHub gives a step, changes directory, and
+exits with the CLI's exit code after writing the ``verdict`` output.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import MutableMapping
+from pathlib import Path
+
+import click
+
+from ci_onnx import action
+from ci_onnx.action import pr_context, runtime
+from ci_onnx.errors import GateError
+
+
+def run(environ: MutableMapping[str, str]) -> int:
+    """Run the command the inputs ask for; returns its exit code."""
+    from ci_onnx.cli import EXIT_INTERNAL, cli
+
+    try:
+        inputs = action.Inputs.from_env(environ)
+        argv = action.to_argv(inputs)
+        workdir = inputs.get("working-directory")
+        if workdir:
+            os.chdir(workdir)
+        if inputs.command == "verify" and inputs.flag("install-runtime", default=True):
+            change = runtime.plan_change(inputs.get("target"))
+            if change.needed:
+                click.echo(f"::group::onnx-gate: installing {' '.join(change.requirements)}")
+                runtime.apply(change)
+                click.echo("::endgroup::")
+        if inputs.command == "report":
+            pr_context.apply(inputs.get("pull-request"), inputs.get("head-sha"), environ)
+    except GateError as exc:
+        click.echo(f"::error title=onnx-gate::{exc.message}", err=True)
+        return exc.exit_code
+    click.echo(f"onnx-gate {' '.join(action.redact(argv))}")
+    try:
+        cli.main(args=argv, prog_name="onnx-gate", standalone_mode=True)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_INTERNAL)
+        return code
+    return 0
+
+
+def main() -> None:
+    code = run(os.environ)
+    github_output = os.environ.get("GITHUB_OUTPUT")
+    if github_output:
+        with Path(github_output).open("a") as fh:
+            fh.write(f"verdict={action.verdict(code)}\n")
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

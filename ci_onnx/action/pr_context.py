@@ -1,0 +1,54 @@
+"""The pull request a report belongs to, when the report runs outside the pull request's own run.
+
+In the fork-safe pair of workflows, the report that posts the comment runs on ``workflow_run``, whose
+event names no pull request for a fork. The trusted job reads the number from the untrusted run's
+artifact, checks it against the run's head commit, and passes ``pull-request`` and ``head-sha``; this
+writes the ``pull_request`` event the report command reads, so the report posts where it belongs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from collections.abc import MutableMapping
+from pathlib import Path
+
+from ci_onnx.errors import UsageError
+
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+def event(number: int, head_sha: str, original: dict[str, object]) -> dict[str, object]:
+    """A minimal ``pull_request`` event payload: the number, the head commit, the repository."""
+    payload: dict[str, object] = {
+        "action": "synchronize",
+        "number": number,
+        "pull_request": {"number": number, "head": {"sha": head_sha}},
+    }
+    if "repository" in original:
+        payload["repository"] = original["repository"]
+    return payload
+
+
+def apply(pull_request: str, head_sha: str, environ: MutableMapping[str, str]) -> None:
+    """With ``pull_request`` set, point GITHUB_EVENT_NAME/GITHUB_EVENT_PATH at that pull request."""
+    if not pull_request and not head_sha:
+        return
+    if not pull_request.isdigit() or int(pull_request) < 1:
+        raise UsageError(f"input pull-request: {pull_request!r} is not a pull request number")
+    if not _SHA.match(head_sha):
+        raise UsageError(f"input head-sha: {head_sha!r} is not a full 40-character commit sha")
+    original: dict[str, object] = {}
+    if environ.get("GITHUB_EVENT_PATH"):
+        try:
+            loaded = json.loads(Path(environ["GITHUB_EVENT_PATH"]).read_text())
+            original = loaded if isinstance(loaded, dict) else {}
+        except (OSError, ValueError):
+            original = {}
+    folder = Path(tempfile.mkdtemp(prefix="onnx-gate-event-", dir=environ.get("RUNNER_TEMP") or None))
+    path = folder / "event.json"
+    path.write_text(json.dumps(event(int(pull_request), head_sha, original)))
+    environ["GITHUB_EVENT_NAME"] = "pull_request"
+    environ["GITHUB_EVENT_PATH"] = str(path)
+    environ["GITHUB_SHA"] = head_sha

@@ -1,0 +1,152 @@
+"""What ``onnx-gate init`` writes: a commented onnx-gate.yml and starter GitHub workflows.
+
+The files are Jinja templates under ci_onnx/templates/ with ``[[ ]]`` / ``[% %]`` delimiters, so the
+``${{ }}`` expressions of GitHub workflows pass through untouched. The project's own self-test
+workflow is rendered from the same templates (with ``uses: ./``), so what users get is what runs here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import sys
+from pathlib import Path
+
+from ci_onnx.errors import UsageError
+
+DEFAULT_ACTION = "onnx-gate/onnx-gate@v1"
+"""The action as a workflow names it: ``owner/repo@ref``."""
+
+CONFIG_FILE = "onnx-gate.yml"
+WORKFLOWS = Path(".github/workflows")
+SELF_TEST = WORKFLOWS / "self-test.yml"
+EXAMPLE_CONFIG = "examples/tinycnn/onnx-gate.yml"
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """What the starter files are written for."""
+
+    action: str = DEFAULT_ACTION
+    config: str = CONFIG_FILE
+    name: str = "onnx-gate"
+    branches: tuple[str, ...] = ("main",)
+    cron: str = "17 3 * * *"
+    self_test: bool = False
+
+    @property
+    def local(self) -> bool:
+        """``uses: ./``: the action comes from the checked-out repository, so every job checks out."""
+        return self.action.startswith("./")
+
+    @property
+    def runner_action(self) -> str:
+        """The composite action in runner/ of the same repository and ref."""
+        if self.local:
+            return self.action.rstrip("/") + "/runner"
+        repo, _, ref = self.action.partition("@")
+        return f"{repo}/runner@{ref}"
+
+    def check(self) -> None:
+        repo, at, ref = self.action.partition("@")
+        if not self.local and (not at or not ref or repo.count("/") != 1):
+            raise UsageError(f"--action {self.action!r}: expected owner/repo@ref, e.g. {DEFAULT_ACTION}")
+
+
+@functools.cache
+def _environment() -> object:
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("ci_onnx", "templates"),
+        block_start_string="[%",
+        block_end_string="%]",
+        variable_start_string="[[",
+        variable_end_string="]]",
+        comment_start_string="[#",
+        comment_end_string="#]",
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+    )
+
+
+def render(template: str, **context: object) -> str:
+    import jinja2
+
+    env = _environment()
+    assert isinstance(env, jinja2.Environment)
+    return env.get_template(template).render(**context)
+
+
+def _flow(items: tuple[str, ...]) -> str:
+    """A YAML flow sequence of quoted strings (JSON is valid YAML)."""
+    return json.dumps(list(items))
+
+
+def workflow(template: str, settings: Settings, name: str | None = None) -> str:
+    return render(
+        f"workflows/{template}",
+        action=settings.action,
+        runner_action=settings.runner_action,
+        config=settings.config,
+        name=name or settings.name,
+        branches=_flow(settings.branches),
+        cron=settings.cron,
+        local=settings.local,
+        self_test=settings.self_test,
+        comment_file=str(WORKFLOWS / f"{settings.name}-comment.yml"),
+    )
+
+
+def config_file(model_name: str = "model", factory: str = "model.py:build") -> str:
+    return render(
+        "onnx-gate.yml.j2",
+        model_name=model_name,
+        factory=factory,
+        runtimes=_flow(("1.20.1", "latest")),
+    )
+
+
+def starter_files(settings: Settings, fork_safe: bool = False) -> dict[Path, str]:
+    """Relative path → content of every file ``onnx-gate init`` writes."""
+    settings.check()
+    files = {Path(CONFIG_FILE): config_file()}
+    if fork_safe:
+        files[WORKFLOWS / f"{settings.name}.yml"] = workflow("fork-untrusted.yml.j2", settings)
+        files[WORKFLOWS / f"{settings.name}-comment.yml"] = workflow("fork-comment.yml.j2", settings)
+    else:
+        files[WORKFLOWS / f"{settings.name}.yml"] = workflow("pr-gate.yml.j2", settings)
+    files[WORKFLOWS / f"{settings.name}-nightly.yml"] = workflow(
+        "nightly.yml.j2", settings, name=f"{settings.name} nightly"
+    )
+    return files
+
+
+def self_test_workflow() -> str:
+    """The project's own self-test: the PR gate, run with ``uses: ./`` on the example model."""
+    settings = Settings(action="./", config=EXAMPLE_CONFIG, name="self-test", self_test=True)
+    return workflow("pr-gate.yml.j2", settings)
+
+
+def write(directory: Path, files: dict[Path, str], force: bool = False) -> list[Path]:
+    """Write ``files`` under ``directory``; existing files are an error unless ``force``."""
+    existing = [directory / rel for rel in files if (directory / rel).exists()]
+    if existing and not force:
+        names = ", ".join(str(p) for p in existing)
+        raise UsageError(f"{names}: already there; pass --force to overwrite, or remove them first")
+    written = []
+    for rel, content in files.items():
+        path = directory / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    # Regenerates the committed self-test workflow: python -m ci_onnx.scaffold
+    Path(sys.argv[1] if len(sys.argv) > 1 else SELF_TEST).write_text(self_test_workflow())

@@ -1,0 +1,80 @@
+"""``onnx-gate init`` in an empty directory, then ``onnx-gate plan`` there, works."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ci_onnx import config
+from ci_onnx.cli import cli
+
+
+class FakeIndex:
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    def versions(self, package: str) -> list[str]:
+        return ["1.32.0", "1.20.1"]
+
+
+@pytest.fixture
+def empty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("ci_onnx.resolve.PipIndex", FakeIndex)
+    return tmp_path
+
+
+def test_init_then_plan(empty: Path) -> None:
+    runner = CliRunner()
+    done = runner.invoke(cli, ["init"])
+    assert done.exit_code == 0, done.output
+    assert sorted(str(p.relative_to(empty)) for p in empty.rglob("*") if p.is_file()) == [
+        ".github/workflows/onnx-gate-nightly.yml",
+        ".github/workflows/onnx-gate.yml",
+        "onnx-gate.yml",
+    ]
+    planned = runner.invoke(cli, ["plan"])
+    assert planned.exit_code == 0, planned.output
+    assert "ort1.20.1-cpu-op17-dynamo" in planned.output
+    assert "ort1.32.0-cpu-op17-dynamo" in planned.output
+
+
+def test_the_written_config_is_commented_and_valid(empty: Path) -> None:
+    CliRunner().invoke(cli, ["init"])
+    text = (empty / "onnx-gate.yml").read_text()
+    assert sum(line.lstrip().startswith("#") for line in text.splitlines()) >= 15
+    cfg = config.load(empty / "onnx-gate.yml")
+    assert cfg.targets.runtimes == ("1.20.1", "latest")
+
+
+def test_init_refuses_to_overwrite_without_force(empty: Path) -> None:
+    runner = CliRunner()
+    (empty / "onnx-gate.yml").write_text("mine\n")
+    done = runner.invoke(cli, ["init"])
+    assert done.exit_code == 2
+    assert "onnx-gate.yml" in done.output and "--force" in done.output
+    assert (empty / "onnx-gate.yml").read_text() == "mine\n"
+    assert not (empty / ".github").exists()
+    assert runner.invoke(cli, ["init", "--force"]).exit_code == 0
+    assert (empty / "onnx-gate.yml").read_text() != "mine\n"
+
+
+def test_fork_safe_writes_the_pair(empty: Path) -> None:
+    done = CliRunner().invoke(cli, ["init", "sub", "--fork-safe", "--action", "me/onnx-gate@v1.2.0"])
+    assert done.exit_code == 0, done.output
+    gate = (empty / "sub/.github/workflows/onnx-gate.yml").read_text()
+    comment = (empty / "sub/.github/workflows/onnx-gate-comment.yml").read_text()
+    assert "uses: me/onnx-gate@v1.2.0" in gate and "uses: me/onnx-gate/runner@v1.2.0" in gate
+    assert "pull-requests: write" not in gate
+    assert "workflow_run:" in comment and "pull-requests: write" in comment
+    assert "actions/checkout" not in comment, "the trusted job must never check out the pull request"
+    assert "onnx-gate-out/collected/pr-number" in gate and "onnx-gate-in/collected/pr-number" in comment
+    assert "name: onnx-gate-comment" in gate and "name: onnx-gate-comment" in comment
+
+
+@pytest.mark.parametrize("bad", ["onnx-gate", "a/b", "a@v1", "a/b/c@v1"])
+def test_a_malformed_action_reference_is_refused(empty: Path, bad: str) -> None:
+    done = CliRunner().invoke(cli, ["init", "--action", bad])
+    assert done.exit_code == 2 and "owner/repo@ref" in done.output

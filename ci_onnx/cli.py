@@ -165,7 +165,9 @@ def export(config_path: Path, only: Sequence[str], out: Path) -> None:
     type=click.Path(path_type=Path, dir_okay=False),
     help="The interpreter of the environment to verify in (default: this one).",
 )
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), help="Seconds before the runner is stopped.")
+@click.option(
+    "--timeout", "timeout_s", type=click.FloatRange(min=1), help="Seconds before the runner is stopped."
+)
 def verify(
     bundle_dir: Path,
     target_id: str,

@@ -108,7 +108,9 @@ def _create(env: RuntimeEnv, uv: str | None, base_python: str, what: str) -> Non
     reqs = requirements(env.package, env.version)
     try:
         if uv:
-            proc.run([uv, "venv", "-q", "--python", base_python, env.path], timeout=120, check=True, what=what)
+            proc.run(
+                [uv, "venv", "-q", "--python", base_python, env.path], timeout=120, check=True, what=what
+            )
             done = proc.run(
                 [uv, "pip", "install", "-q", "--python", env.python, *reqs], timeout=INSTALL_TIMEOUT_S
             )
@@ -131,9 +133,7 @@ def _create(env: RuntimeEnv, uv: str | None, base_python: str, what: str) -> Non
             f"{sys.version_info.major}.{sys.version_info.minor}; pick a released version (`onnx-gate plan` "
             "resolves specs such as 1.24.* or latest)"
         )
-    raise EnvironmentProblem(
-        f"{what}: installing {' '.join(reqs)} failed, {done.describe_failure()}"
-    )
+    raise EnvironmentProblem(f"{what}: installing {' '.join(reqs)} failed, {done.describe_failure()}")
 
 
 @contextmanager

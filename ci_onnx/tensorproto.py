@@ -119,10 +119,7 @@ def loads(data: bytes) -> tuple[str, np.ndarray]:
         raise TensorProtoError(f"TensorProto data type {code} is not supported")
     dtype = _DTYPES[code]
     shape = tuple(dims)
-    if raw is not None:
-        values = np.frombuffer(raw, dtype=dtype).copy()
-    else:
-        values = _typed_values(code, typed)
+    values = np.frombuffer(raw, dtype=dtype).copy() if raw is not None else _typed_values(code, typed)
     count = int(np.prod(shape, dtype=np.int64))
     if values.size != count:
         raise TensorProtoError(f"{name or 'tensor'}: {values.size} values for shape {shape}")

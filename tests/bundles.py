@@ -112,7 +112,7 @@ class BundleSpec:
     dynamic_axes: dict[str, dict[str, str]]
     decision: Decision | None = None
     batch_sizes: tuple[int, ...] = (1, 8)
-    tolerance: Tolerance = Tolerance()
+    tolerance: Tolerance = dataclasses.field(default_factory=Tolerance)
     exporter: str = "onnx"
     requested_opset: int | None = None
     findings: tuple[Finding, ...] = ()
@@ -136,7 +136,9 @@ def write_bundle(
         ds = directory / f"test_data_set_{s}"
         ds.mkdir(exist_ok=True)
         for i, inp in enumerate(spec.inputs):
-            (ds / f"input_{i}.pb").write_bytes(numpy_helper.from_array(feeds[inp.name], inp.name).SerializeToString())
+            (ds / f"input_{i}.pb").write_bytes(
+                numpy_helper.from_array(feeds[inp.name], inp.name).SerializeToString()
+            )
         for i, (out, value) in enumerate(zip(spec.outputs, ref(feeds), strict=True)):
             value = perturb(s, i, value) if perturb else value
             (ds / f"output_{i}.pb").write_bytes(numpy_helper.from_array(value, out.name).SerializeToString())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 import platform
@@ -80,10 +81,11 @@ def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observ
     obs = _parity_runs(sess, manifest, bundle, out, obs)
     obs, working = _batch_runs(sess, manifest, bundle, out, obs)
     obs = _placement(ort, model, providers, manifest, bundle, out, obs)
-    feeds_by_n = {n: _first(_read_inputs(manifest, bundle, manifest.test_data_sets[0].directory), n)
-                  for n in working}
+    feeds_by_n = {
+        n: _first(_read_inputs(manifest, bundle, manifest.test_data_sets[0].directory), n) for n in working
+    }
     stats = tuple(
-        measure.latency(n, lambda f=feeds: sess.run(None, f), options.latency_runs)
+        measure.latency(n, functools.partial(sess.run, None, feeds), options.latency_runs)
         for n, feeds in sorted(feeds_by_n.items())
     )
     obs = dataclasses.replace(obs, latency=stats)
@@ -187,7 +189,9 @@ def _batch_runs(
     except Exception as exc:
         ref_error = f"single-sample runs failed: {_message(exc)}"
     reference = (
-        _save(out, "batch_reference", manifest, {k: np.concatenate([s[k] for s in singles]) for k in singles[0]})
+        _save(
+            out, "batch_reference", manifest, {k: np.concatenate([s[k] for s in singles]) for k in singles[0]}
+        )
         if singles
         else {}
     )
@@ -199,8 +203,8 @@ def _batch_runs(
         if frozen:
             name, d = next(iter(frozen.items()))
             errors[str(n)] = (
-                f"the batch axis of input {name!r} is fixed at {d} in the model, so it cannot serve batch {n}; "
-                "export it with a dynamic batch axis (dynamic_axes)"
+                f"the batch axis of input {name!r} is fixed at {d} in the model, so it cannot serve "
+                f"batch {n}; export it with a dynamic batch axis (dynamic_axes)"
             )
             continue
         try:
@@ -211,7 +215,11 @@ def _batch_runs(
         files[str(n)] = _save(out, f"batch_{n}", manifest, got)
         working.append(n)
     obs = dataclasses.replace(
-        obs, batch_outputs=files, batch_errors=errors, batch_reference=reference, batch_reference_error=ref_error
+        obs,
+        batch_outputs=files,
+        batch_errors=errors,
+        batch_reference=reference,
+        batch_reference_error=ref_error,
     )
     return obs, working
 
@@ -235,7 +243,9 @@ def _placement(
         trace.unlink()
     except Exception as exc:
         return dataclasses.replace(obs, placement_error=_message(exc))
-    return dataclasses.replace(obs, placement=summarise(providers[0], profile_nodes(events), assigned or None))
+    return dataclasses.replace(
+        obs, placement=summarise(providers[0], profile_nodes(events), assigned or None)
+    )
 
 
 def _message(exc: BaseException) -> str:

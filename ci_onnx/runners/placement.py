@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ci_onnx.results import Placement, PlacedNode
+from ci_onnx.results import PlacedNode, Placement
 
 CPU = "CPUExecutionProvider"
 _KERNEL = "_kernel_time"

@@ -69,12 +69,17 @@ def decisions(output: str, got: np.ndarray, ref: np.ndarray, k: int) -> Decision
         return DecisionStats(output, k, rows, rows)
     got_sets, ref_sets = top_k(got, k), top_k(ref, k)
     width = ref.shape[-1] if ref.ndim else 1
-    got_nan = np.isnan(np.asarray(got, dtype=np.float64).reshape(-1, width)).any(axis=1)
-    ref_nan = np.isnan(np.asarray(ref, dtype=np.float64).reshape(-1, width)).any(axis=1)
+    got_nan = _nan_rows(got, width)
+    ref_nan = _nan_rows(ref, width)
     changed = sum(
         1 for g, r, gn, rn in zip(got_sets, ref_sets, got_nan, ref_nan, strict=True) if g != r or gn != rn
     )
     return DecisionStats(output, k, changed, len(ref_sets))
+
+
+def _nan_rows(values: np.ndarray, width: int) -> list[bool]:
+    rows = np.isnan(np.asarray(values, dtype=np.float64).reshape(-1, width))
+    return [bool(row.any()) for row in rows]
 
 
 def merge_decisions(parts: list[DecisionStats]) -> DecisionStats | None:

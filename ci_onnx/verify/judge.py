@@ -80,7 +80,9 @@ def judge(
         )
     if obs.load_error:
         if expected_skip:
-            checks.append(CheckResult("load", Status.EXPECTED, f"{expected_skip}; the runtime says: {obs.load_error}"))
+            checks.append(
+                CheckResult("load", Status.EXPECTED, f"{expected_skip}; the runtime says: {obs.load_error}")
+            )
         else:
             checks.append(CheckResult("load", Status.FAILED, obs.load_error))
         return result(target, manifest, checks, environment=env)
@@ -190,14 +192,12 @@ def _merge(name: str, parts: list[OutputParity], atol: float, rtol: float) -> Ou
 def describe(p: OutputParity) -> str:
     nonfinite = f" ({p.nonfinite_mismatches} NaN/Inf mismatches)" if p.nonfinite_mismatches else ""
     return (
-        f"{p.out_of_tolerance} of {p.elements} elements out of tolerance{nonfinite}; max abs {p.max_abs:.3g}, "
-        f"max rel {p.max_rel:.3g} (atol {p.atol:g}, rtol {p.rtol:g})"
+        f"{p.out_of_tolerance} of {p.elements} elements out of tolerance{nonfinite}; "
+        f"max abs {p.max_abs:.3g}, max rel {p.max_rel:.3g} (atol {p.atol:g}, rtol {p.rtol:g})"
     )
 
 
-def _decisions(
-    manifest: Manifest, obs: Observation, bundle_dir: Path, obs_dir: Path
-) -> DecisionStats | None:
+def _decisions(manifest: Manifest, obs: Observation, bundle_dir: Path, obs_dir: Path) -> DecisionStats | None:
     d = manifest.decision
     if d is None:
         return None
@@ -217,7 +217,9 @@ def _decisions(
 def _decision_check(d: DecisionStats) -> CheckResult:
     figures = serde.to_json(d)
     if d.total == 0:
-        return CheckResult("decision", Status.FAILED, f"no output {d.output!r} to compare decisions on", figures)
+        return CheckResult(
+            "decision", Status.FAILED, f"no output {d.output!r} to compare decisions on", figures
+        )
     text = f"{d.changed} of {d.total} top-{d.top_k} decisions on {d.output!r} changed"
     return CheckResult("decision", Status.FAILED if d.changed else Status.PASSED, text, figures)
 
@@ -240,12 +242,16 @@ def _batch_checks(manifest: Manifest, obs: Observation, obs_dir: Path) -> list[C
             if got_rel is None or ref_rel is None:
                 continue
             ref = _load(obs_dir / ref_rel)[:n]
-            parts.append(compare.parity(spec.name, _load(obs_dir / got_rel), ref, manifest.tolerance_for(spec.name)))
+            parts.append(
+                compare.parity(spec.name, _load(obs_dir / got_rel), ref, manifest.tolerance_for(spec.name))
+            )
         bad = [p for p in parts if not p.passed]
         figures = {p.output: serde.to_json(p) for p in parts}
         if bad:
             detail = "; ".join(f"{p.output}: {p.shape_mismatch or describe(p)}" for p in bad)
-            checks.append(CheckResult(name, Status.FAILED, f"batch {n} differs from {n} single runs: {detail}", figures))
+            checks.append(
+                CheckResult(name, Status.FAILED, f"batch {n} differs from {n} single runs: {detail}", figures)
+            )
         else:
             worst = max((p.max_abs for p in parts), default=0.0)
             text = f"one run of batch {n} matches {n} single runs (max abs {worst:.3g})"
@@ -259,7 +265,9 @@ def _fallback(obs: Observation, accelerator: bool, options: VerifyOptions) -> Ch
     p = obs.placement
     if p is None:
         return CheckResult(
-            "fallback", Status.ERROR, f"where nodes ran could not be learnt: {obs.placement_error or 'no data'}"
+            "fallback",
+            Status.ERROR,
+            f"where nodes ran could not be learnt: {obs.placement_error or 'no data'}",
         )
     status, text = compare.fallback_verdict(
         p, accelerator=accelerator, max_time_share=options.max_cpu_time_share, strict=options.strict_fallback
@@ -283,14 +291,27 @@ def _timing(obs: Observation) -> list[CheckResult]:
             for s in obs.latency
         )
         created = f"; session created in {obs.session_create_ms:.0f} ms" if obs.session_create_ms else ""
-        figures = {"latency": [serde.to_json(s) for s in obs.latency], "session_create_ms": obs.session_create_ms}
+        figures = {
+            "latency": [serde.to_json(s) for s in obs.latency],
+            "session_create_ms": obs.session_create_ms,
+        }
         checks.append(CheckResult("latency", Status.PASSED, per + created, figures))
     else:
-        checks.append(CheckResult("latency", Status.SKIPPED, "no served batch size ran, so nothing was timed"))
+        checks.append(
+            CheckResult("latency", Status.SKIPPED, "no served batch size ran, so nothing was timed")
+        )
     if obs.peak_rss_mb is not None:
-        text = f"peak RSS {obs.peak_rss_mb:.0f} MB while {obs.memory_threads} threads served the largest batch"
-        figures = {"peak_rss_mb": obs.peak_rss_mb, "rss_before_mb": obs.rss_before_mb, "threads": obs.memory_threads}
+        text = (
+            f"peak RSS {obs.peak_rss_mb:.0f} MB while {obs.memory_threads} threads served the largest batch"
+        )
+        figures = {
+            "peak_rss_mb": obs.peak_rss_mb,
+            "rss_before_mb": obs.rss_before_mb,
+            "threads": obs.memory_threads,
+        }
         checks.append(CheckResult("memory", Status.PASSED, text, figures))
     else:
-        checks.append(CheckResult("memory", Status.SKIPPED, "no served batch size ran, so memory was not measured"))
+        checks.append(
+            CheckResult("memory", Status.SKIPPED, "no served batch size ran, so memory was not measured")
+        )
     return checks

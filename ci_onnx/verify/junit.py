@@ -55,7 +55,11 @@ def to_element(result: TargetResult) -> ET.Element:
         case = ET.SubElement(
             suite,
             "testcase",
-            {"name": check.name, "classname": f"{_CLASS}.{result.target.id}", "time": _time(check.duration_s)},
+            {
+                "name": check.name,
+                "classname": f"{_CLASS}.{result.target.id}",
+                "time": _time(check.duration_s),
+            },
         )
         message = clean(check.message)
         if check.status == Status.FAILED:

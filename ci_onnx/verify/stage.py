@@ -52,7 +52,8 @@ def verify(
     provider = matrix.providers().get(target.provider)
     if provider is None:
         raise UsageError(
-            f"target {target.id!r}: unknown provider {target.provider!r}; known: {', '.join(matrix.providers())}"
+            f"target {target.id!r}: unknown provider {target.provider!r}; "
+            f"known: {', '.join(matrix.providers())}"
         )
     manifest = read_manifest(bundle_dir)
     _check_bundle_matches(target, manifest, bundle_dir)
@@ -71,9 +72,7 @@ def verify(
         duration_s=round(time.monotonic() - t0, 3),
         reproduce=reproduce,
     )
-    return Written(
-        result, write_result(out_dir / RESULTS, result), junit.write(out_dir / JUNIT, result)
-    )
+    return Written(result, write_result(out_dir / RESULTS, result), junit.write(out_dir / JUNIT, result))
 
 
 def _check_bundle_matches(target: Target, manifest: Manifest, bundle_dir: Path) -> None:
@@ -84,7 +83,8 @@ def _check_bundle_matches(target: Target, manifest: Manifest, bundle_dir: Path) 
     ):
         raise UsageError(
             f"target {target.id} verifies bundle {target.bundle_key}, but {bundle_dir} holds "
-            f"op{manifest.requested_opset}-{manifest.exporter} ({manifest.precision}); pass the matching --bundle"
+            f"op{manifest.requested_opset}-{manifest.exporter} ({manifest.precision}); "
+            "pass the matching --bundle"
         )
 
 
@@ -131,12 +131,16 @@ def _run_and_judge(
     observation = obs_dir / "observation.json"
     if not done.ok or not observation.is_file():
         why = done.describe_failure() if not done.ok else "the runner wrote no observation.json"
-        check = CheckResult("runner", Status.ERROR, f"the runner process failed: {why}", duration_s=done.duration_s)
+        check = CheckResult(
+            "runner", Status.ERROR, f"the runner process failed: {why}", duration_s=done.duration_s
+        )
         return judge.result(target, manifest, [*judge.export_checks(manifest), check])
     try:
         obs = serde.from_json(Observation, json.loads(observation.read_text()))
     except (ValueError, TypeError, KeyError) as exc:
-        check = CheckResult("runner", Status.ERROR, f"the runner wrote an unreadable observation.json ({exc})")
+        check = CheckResult(
+            "runner", Status.ERROR, f"the runner wrote an unreadable observation.json ({exc})"
+        )
         return judge.result(target, manifest, [*judge.export_checks(manifest), check])
     return judge.judge(target, manifest, obs, bundle_dir, obs_dir, options, expected)
 

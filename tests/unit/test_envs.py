@@ -60,7 +60,7 @@ def test_an_environment_is_built_once_and_reused(tmp_path: Path, fake_uv: tuple[
 
 
 def test_a_half_built_environment_is_rebuilt(tmp_path: Path, fake_uv: tuple[str, Path]) -> None:
-    uv, log = fake_uv
+    uv, _ = fake_uv
     half = envs.env_dir(tmp_path, "onnxruntime", "1.20.1")
     (half / "bin").mkdir(parents=True)  # no ready marker: an interrupted build
     envs.ensure("onnxruntime", "1.20.1", tmp_path, uv=uv)

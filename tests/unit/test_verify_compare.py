@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from ci_onnx.bundle import Tolerance
-from ci_onnx.results import Placement, PlacedNode
-from ci_onnx.runners.placement import profile_nodes, summarise
+from ci_onnx.results import PlacedNode, Placement
+from ci_onnx.runners.placement import CPU, profile_nodes, summarise
 from ci_onnx.target import Status
 from ci_onnx.verify import compare
 
@@ -128,8 +128,8 @@ def test_profile_and_assignment_info_combine() -> None:
         {"cat": "Session", "name": "model_run", "dur": 900},
         {"cat": "Node", "name": "sub_0_kernel_time", "dur": 90,
          "args": {"provider": "OpenVINOExecutionProvider", "op_name": "OpenVINO-EP-subgraph_1"}},
-        {"cat": "Node", "name": "det_kernel_time", "dur": 6, "args": {"provider": "CPUExecutionProvider", "op_name": "Det"}},
-        {"cat": "Node", "name": "det_kernel_time", "dur": 4, "args": {"provider": "CPUExecutionProvider", "op_name": "Det"}},
+        {"cat": "Node", "name": "det_kernel_time", "dur": 6, "args": {"provider": CPU, "op_name": "Det"}},
+        {"cat": "Node", "name": "det_kernel_time", "dur": 4, "args": {"provider": CPU, "op_name": "Det"}},
         {"cat": "Node", "name": "det_fence_before", "dur": 0, "args": {"op_name": "Det"}},
     ]  # fmt: skip
     profiled = profile_nodes(events)

@@ -57,7 +57,12 @@ def test_every_status_becomes_valid_junit(tmp_path: Path) -> None:
     root = assert_valid_junit(path)
     suite = root.find("testsuite")
     assert suite is not None
-    assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("6", "2", "1", "2")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == (
+        "6",
+        "2",
+        "1",
+        "2",
+    )
     cases = {c.get("name"): c for c in suite.iter("testcase")}
     assert list(cases) == ["export", "load", "provider", "parity[logits]", "runner", "latency"]
     skipped = cases["load"].find("skipped")

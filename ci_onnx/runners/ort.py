@@ -26,7 +26,7 @@ from ci_onnx import __version__, serde, tensorproto
 from ci_onnx.bundle import MODEL, Manifest, read_manifest
 from ci_onnx.results import SCHEMA_VERSION, Environment, Observation
 from ci_onnx.runners import measure
-from ci_onnx.runners.placement import CPU, profile_nodes, summarise
+from ci_onnx.runners.placement import CPU, from_verbose_log, profile_nodes, summarise
 from ci_onnx.target import Target
 
 DIE_ENV = "ONNX_GATE_TEST_RUNNER_DIE"
@@ -41,6 +41,9 @@ class Options:
     latency_runs: int = 20
     memory_threads: int = MEMORY_THREADS
     die_after_load: str = ""
+    placement: str = "auto"
+    """How to learn where nodes ran: auto (assignment info + profile, else the verbose log), profile,
+    or verbose-log."""
 
 
 def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observation:
@@ -80,7 +83,7 @@ def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observ
 
     obs = _parity_runs(sess, manifest, bundle, out, obs)
     obs, working = _batch_runs(sess, manifest, bundle, out, obs)
-    obs = _placement(ort, model, providers, manifest, bundle, out, obs)
+    obs = _placement(ort, model, providers, manifest, bundle, out, obs, options.placement)
     feeds_by_n = {
         n: _first(_read_inputs(manifest, bundle, manifest.test_data_sets[0].directory), n) for n in working
     }
@@ -225,27 +228,64 @@ def _batch_runs(
 
 
 def _placement(
-    ort: Any, model: str, providers: list[str], manifest: Manifest, bundle: Path, out: Path, obs: Observation
+    ort: Any,
+    model: str,
+    providers: list[str],
+    manifest: Manifest,
+    bundle: Path,
+    out: Path,
+    obs: Observation,
+    method: str,
 ) -> Observation:
+    """Assignment info with the profile trace where the runtime has them, else the verbose log."""
+    error = ""
+    if method in ("auto", "profile"):
+        try:
+            sess = _session(ort, model, providers, profile=str(out / "profile"))
+            ds = manifest.test_data_sets[0]
+            _run_stacked(sess, _read_inputs(manifest, bundle, ds.directory), ds.count)
+            assigned = None
+            if method == "auto" and hasattr(sess, "get_provider_graph_assignment_info"):
+                assigned = [
+                    (sub.ep_name, node.name, node.op_type)
+                    for sub in sess.get_provider_graph_assignment_info()
+                    for node in sub.get_nodes()
+                ]
+            trace = Path(sess.end_profiling())
+            events = json.loads(trace.read_text())
+            trace.unlink()
+            profiled = profile_nodes(events)
+            if profiled or assigned:
+                return dataclasses.replace(obs, placement=summarise(providers[0], profiled, assigned or None))
+            error = "the profile trace holds no node events"
+        except Exception as exc:
+            error = f"profiling failed: {_message(exc)}"
     try:
-        sess = _session(ort, model, providers, profile=str(out / "profile"))
-        ds = manifest.test_data_sets[0]
-        _run_stacked(sess, _read_inputs(manifest, bundle, ds.directory), ds.count)
-        assigned = None
-        if hasattr(sess, "get_provider_graph_assignment_info"):
-            assigned = [
-                (sub.ep_name, node.name, node.op_type)
-                for sub in sess.get_provider_graph_assignment_info()
-                for node in sub.get_nodes()
-            ]
-        trace = Path(sess.end_profiling())
-        events = json.loads(trace.read_text())
-        trace.unlink()
+        placement = from_verbose_log(providers[0], _verbose_log(ort, model, providers, out / "verbose.log"))
     except Exception as exc:
-        return dataclasses.replace(obs, placement_error=_message(exc))
-    return dataclasses.replace(
-        obs, placement=summarise(providers[0], profile_nodes(events), assigned or None)
-    )
+        placement, error = None, f"{error}; the verbose log failed: {_message(exc)}".lstrip("; ")
+    if placement is None:
+        return dataclasses.replace(obs, placement_error=error or "the verbose log holds no node placements")
+    return dataclasses.replace(obs, placement=placement)
+
+
+def _verbose_log(ort: Any, model: str, providers: list[str], path: Path) -> str:
+    """What onnxruntime's C++ logger writes to stderr while a session is created at verbose level."""
+    so = ort.SessionOptions()
+    so.log_severity_level = 0
+    sys.stderr.flush()
+    saved = os.dup(2)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.dup2(fd, 2)
+        ort.InferenceSession(model, so, providers=providers)
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
+    text = path.read_text(errors="replace")
+    path.unlink()
+    return text
 
 
 def _message(exc: BaseException) -> str:
@@ -270,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strict-fallback", action="store_true")
     parser.add_argument("--latency-runs", type=int, default=20)
     parser.add_argument("--memory-threads", type=int, default=MEMORY_THREADS)
+    parser.add_argument("--placement", choices=("auto", "profile", "verbose-log"), default="auto")
     args = parser.parse_args(argv)
     target = serde.from_json(Target, json.loads(args.target_json))
     options = Options(
@@ -278,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         latency_runs=args.latency_runs,
         memory_threads=args.memory_threads,
         die_after_load=os.environ.get(DIE_ENV, ""),
+        placement=args.placement,
     )
     args.out.mkdir(parents=True, exist_ok=True)
     obs = observe(args.bundle, target, options, args.out)

@@ -1,4 +1,4 @@
-"""Where every node ran, from what onnxruntime tells: assignment info, else the profile trace.
+"""Where every node ran, from what onnxruntime tells: assignment info, the profile trace, the verbose log.
 
 Pure functions over plain data, so they are tested without a runtime. Runs inside a target
 environment: stdlib only.
@@ -6,6 +6,7 @@ environment: stdlib only.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -13,6 +14,7 @@ from ci_onnx.results import PlacedNode, Placement
 
 CPU = "CPUExecutionProvider"
 _KERNEL = "_kernel_time"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def profile_nodes(events: Iterable[dict[str, Any]]) -> list[PlacedNode]:
@@ -73,3 +75,41 @@ def summarise(
         time_us_by_provider=dict(sorted(time_by_provider.items())),
         fallback_nodes=fallback,
     )
+
+
+_PLACED_ON = re.compile(r"(All nodes|Node\(s\)) placed on \[(?P<ep>[^\]]+)\]\. Number of nodes: (?P<n>\d+)")
+_NODE_LINE = re.compile(r"\]\s{2,}(?P<op>[^\s()]+) \((?P<name>[^)]*)\)\s*$")
+
+
+def verbose_log_nodes(log: str) -> tuple[dict[str, int], list[tuple[str, str, str]]]:
+    """Node counts per provider and ``(provider, node name, op type)`` from onnxruntime's verbose log.
+
+    The "Node placements" section (log_severity_level=0) lists, per provider, either
+    ``All nodes placed on [EP]. Number of nodes: N`` or ``Node(s) placed on [EP]. Number of nodes: N``
+    followed by one ``OpType (node name)`` line per node.
+    """
+    counts: dict[str, int] = {}
+    nodes: list[tuple[str, str, str]] = []
+    current = ""
+    for line in _ANSI.sub("", log).splitlines():
+        m = _PLACED_ON.search(line)
+        if m:
+            current = m["ep"]
+            counts[current] = counts.get(current, 0) + int(m["n"])
+            continue
+        n = _NODE_LINE.search(line) if current and "VerifyEachNodeIsAssignedToAnEp" in line else None
+        if n:
+            nodes.append((current, n["name"], n["op"]))
+        elif "VerifyEachNodeIsAssignedToAnEp" not in line:
+            current = ""
+    return counts, nodes
+
+
+def from_verbose_log(requested: str, log: str) -> Placement | None:
+    counts, nodes = verbose_log_nodes(log)
+    if not counts:
+        return None
+    fallback = (
+        tuple(PlacedNode(name, op, ep) for ep, name, op in nodes if ep == CPU) if requested != CPU else ()
+    )
+    return Placement("verbose-log", dict(sorted(counts.items())), {}, fallback)

@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from ci_onnx import envs, serde
+from ci_onnx import envs, proc, serde
 from ci_onnx.cli import cli
-from ci_onnx.results import read_result
+from ci_onnx.results import Observation, read_result
 from ci_onnx.runners.ort import DIE_ENV
+from ci_onnx.target import Target
 from tests import bundles
 from tests.unit.test_verify_junit import assert_valid_junit
 
@@ -225,3 +226,59 @@ def test_a_runtime_that_dies_is_an_error_and_the_next_target_still_runs(
     assert data["status"] in ("passed", "failed") and checks(data)["provider"]["status"] == "passed"
     assert read_result(tmp_path / "results" / f"{dying}.json").status == "error"
     shutil.rmtree(tmp_path / "observations", ignore_errors=True)
+
+
+@pytest.mark.parametrize("method", ["profile", "verbose-log"])
+def test_every_placement_source_names_the_same_fallback_nodes(
+    bundle_root: Path, ort_openvino: str, tmp_path: Path, method: str
+) -> None:
+    """Older runtimes lack assignment info; the profile trace and the verbose log must agree with it."""
+    b = bundle_root / "partly_cpu_sources"
+    if not b.exists():
+        spec = bundles.PARTLY_CPU_SPEC
+        bundles.write_bundle(b, bundles.partly_cpu(), spec, bundles.random_sets(spec.inputs, 4))
+    target = Target(OPENVINO, "openvino", 17, "onnx")
+    args = [
+        ort_openvino,
+        "-m",
+        "ci_onnx.runners.ort",
+        "--bundle",
+        str(b),
+        "--ep",
+        "OpenVINOExecutionProvider",
+    ]
+    args += ["--target-json", serde.dumps(target), "--out", str(tmp_path), "--placement", method]
+    done = proc.run(args, timeout=120, env={"PYTHONPATH": str(Path(__file__).parents[2])})
+    assert done.ok, done.stderr
+    obs = serde.from_json(Observation, json.loads((tmp_path / "observation.json").read_text()))
+    assert obs.placement is not None and obs.placement.source == method
+    assert {(n.name, n.op_type) for n in obs.placement.fallback_nodes} == {
+        ("the_det", "Det"),
+        ("the_hardmax", "Hardmax"),
+    }
+
+
+def test_a_runtime_other_than_the_target_asks_for_is_an_error(
+    bundle_root: Path, ort_latest: str, tmp_path: Path
+) -> None:
+    b = bundle_root / "mlp_mismatch"
+    bundles.mlp_bundle(b)
+    code, data = verify(b, "ort1.20.1-cpu-op17-onnx", tmp_path, ort_latest)
+    runtime = checks(data)["runtime"]
+    assert code == 1 and data["status"] == "error" and runtime["status"] == "error"
+    assert f"asks for onnxruntime 1.20.1, the environment holds {ORT_LATEST}" in runtime["message"]
+
+
+def test_an_ir_version_the_plan_did_not_foresee_fails_load_with_the_runtimes_words(
+    bundle_root: Path, ort_old: str, tmp_path: Path
+) -> None:
+    b = bundles.write_bundle(
+        bundle_root / "mlp_ir10",
+        bundles.mlp(opset=17, ir_version=10),
+        bundles.MLP_SPEC,
+        bundles.random_sets(bundles.MLP_SPEC.inputs, 4),
+    )
+    code, data = verify(b, f"ort{ORT_OLD}-cpu-op17-onnx", tmp_path, ort_old)
+    load = checks(data)["load"]
+    assert code == 1 and load["status"] == "failed"
+    assert "Unsupported model IR version: 10, max supported IR version: 9" in load["message"]

@@ -9,7 +9,7 @@ import pytest
 
 from ci_onnx.bundle import Tolerance
 from ci_onnx.results import PlacedNode, Placement
-from ci_onnx.runners.placement import CPU, profile_nodes, summarise
+from ci_onnx.runners.placement import CPU, from_verbose_log, profile_nodes, summarise, verbose_log_nodes
 from ci_onnx.target import Status
 from ci_onnx.verify import compare
 
@@ -147,3 +147,35 @@ def test_profile_and_assignment_info_combine() -> None:
     only_profile = summarise("OpenVINOExecutionProvider", profiled, None)
     assert only_profile.source == "profile" and [n.name for n in only_profile.fallback_nodes] == ["det"]
     assert summarise("CPUExecutionProvider", profiled, None).fallback_nodes == ()
+
+
+VERBOSE_LOG = """\
+2026-11-29 21:21:23.617 [V:onnxruntime:, session_state.cc:1307 VerifyEachNodeIsAssignedToAnEp] Node placements
+2026-11-29 21:21:23.617 [V:onnxruntime:, session_state.cc:1313 VerifyEachNodeIsAssignedToAnEp]  \
+Node(s) placed on [OpenVINOExecutionProvider]. Number of nodes: 1
+2026-11-29 21:21:23.617 [V:onnxruntime:, session_state.cc:1315 VerifyEachNodeIsAssignedToAnEp]   \
+OpenVINO-EP-subgraph_1 (OpenVINOExecutionProvider_OpenVINO-EP-subgraph_1_0)
+\x1b[0;37m2026-11-29 21:21:23.617 [V:onnxruntime:, session_state.cc:1313 VerifyEachNodeIsAssignedToAnEp]  \
+Node(s) placed on [CPUExecutionProvider]. Number of nodes: 2\x1b[m
+2026-11-29 21:21:23.617 [V:onnxruntime:, session_state.cc:1315 VerifyEachNodeIsAssignedToAnEp]   Det (det)
+2026-11-29 21:21:23.617 [V:onnxruntime:, session_state.cc:1315 VerifyEachNodeIsAssignedToAnEp]   Hardmax (hm)
+2026-11-29 21:21:23.618 [V:onnxruntime:, session_state.cc:175 CreateGraphInfo] SaveMLValueNameIndexMapping
+"""
+
+
+def test_verbose_log_placement() -> None:
+    counts, nodes = verbose_log_nodes(VERBOSE_LOG)
+    assert counts == {"OpenVINOExecutionProvider": 1, "CPUExecutionProvider": 2}
+    assert nodes[1:] == [(CPU, "det", "Det"), (CPU, "hm", "Hardmax")]
+    p = from_verbose_log("OpenVINOExecutionProvider", VERBOSE_LOG)
+    assert p is not None and p.source == "verbose-log" and p.time_us_by_provider == {}
+    assert [(n.name, n.op_type) for n in p.fallback_nodes] == [("det", "Det"), ("hm", "Hardmax")]
+    # Without timings the budget applies to the share of nodes.
+    status, text = compare.fallback_verdict(p, accelerator=True, max_time_share=0.5, strict=False)
+    assert status == Status.FAILED and "66.7% of nodes (no timings)" in text
+    all_cpu = (
+        "x [V:onnxruntime:, s.cc:1 VerifyEachNodeIsAssignedToAnEp]  "
+        "All nodes placed on [CPUExecutionProvider]. Number of nodes: 5"
+    )
+    assert verbose_log_nodes(all_cpu) == ({CPU: 5}, [])
+    assert from_verbose_log(CPU, "no placements here") is None

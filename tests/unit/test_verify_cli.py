@@ -99,3 +99,29 @@ def test_missing_python(tmp_path: Path, mlp: Path) -> None:
         "--bundle", str(mlp), "--target", TARGET, "--out", str(tmp_path), "--python", str(tmp_path / "py")
     )
     assert code == 2 and "--python" in _one_line_error(err)
+
+
+@pytest.mark.parametrize(
+    ("script", "says"),
+    [
+        ("exit 0", "the runner wrote no observation.json"),
+        (
+            "echo \"ModuleNotFoundError: No module named 'onnxruntime'\" >&2; exit 1",
+            "No module named 'onnxruntime'",
+        ),
+        ("kill -ABRT $$", "killed by SIGABRT"),
+    ],
+)
+def test_a_runner_that_fails_is_an_error_result(tmp_path: Path, mlp: Path, script: str, says: str) -> None:
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/sh\n{script}\n")
+    fake.chmod(0o755)
+    out = tmp_path / "o"
+    code, stdout, _ = verify(
+        "--bundle", str(mlp), "--target", TARGET, "--out", str(out), "--python", str(fake)
+    )
+    assert code == 1 and says in stdout
+    data = json.loads((out / "results" / f"{TARGET}.json").read_text())
+    assert data["status"] == "error" and says in data["summary"]
+    assert [c["name"] for c in data["checks"]] == ["export", "runner"]
+    assert (out / "junit" / f"{TARGET}.xml").is_file()

@@ -49,6 +49,14 @@ def parity(output: str, got: np.ndarray, ref: np.ndarray, tol: Tolerance) -> Out
     )
 
 
+def describe(p: OutputParity) -> str:
+    nonfinite = f" ({p.nonfinite_mismatches} NaN/Inf mismatches)" if p.nonfinite_mismatches else ""
+    return (
+        f"{p.out_of_tolerance} of {p.elements} elements out of tolerance{nonfinite}; "
+        f"max abs {p.max_abs:.3g}, max rel {p.max_rel:.3g} (atol {p.atol:g}, rtol {p.rtol:g})"
+    )
+
+
 def _finite_max(values: np.ndarray) -> float:
     if values.size == 0:
         return 0.0

@@ -24,6 +24,7 @@ from ci_onnx.errors import BundleError, UsageError
 from ci_onnx.results import CheckResult, Observation, TargetResult, write_result
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import judge, junit
+from ci_onnx.verify.options import VerifyOptions
 
 RESULTS, JUNIT, OBSERVATIONS = "results", "junit", "observations"
 
@@ -39,7 +40,7 @@ def verify(
     bundle_dir: Path,
     target: Target,
     out_dir: Path,
-    options: judge.VerifyOptions,
+    options: VerifyOptions,
     *,
     python: str,
     base_env: Mapping[str, str],
@@ -105,7 +106,7 @@ def _run_and_judge(
     target: Target,
     manifest: Manifest,
     obs_dir: Path,
-    options: judge.VerifyOptions,
+    options: VerifyOptions,
     ep: str,
     expected: str,
     python: str,
@@ -145,10 +146,10 @@ def _run_and_judge(
     return judge.judge(target, manifest, obs, bundle_dir, obs_dir, options, expected)
 
 
-def options_from(cfg: Config | None, *, timeout_s: float | None = None) -> judge.VerifyOptions:
+def options_from(cfg: Config | None, *, timeout_s: float | None = None) -> VerifyOptions:
     """Budgets and run settings from onnx-gate.yml when given, else the config schema's defaults."""
     if cfg is not None:
-        opts = judge.VerifyOptions(
+        opts = VerifyOptions(
             max_cpu_time_share=cfg.cpu_fallback_max_time_share,
             strict_fallback=cfg.verify.strict_fallback,
             latency_runs=cfg.verify.latency_runs,
@@ -158,7 +159,7 @@ def options_from(cfg: Config | None, *, timeout_s: float | None = None) -> judge
         props = config.schema()["properties"]
         verify_defaults = props["verify"]["properties"]
         budget = props["budgets"]["properties"]["cpu_fallback"]["properties"]["max_time_share"]
-        opts = judge.VerifyOptions(
+        opts = VerifyOptions(
             max_cpu_time_share=float(budget["default"]),
             strict_fallback=bool(verify_defaults["strict_fallback"]["default"]),
             latency_runs=int(verify_defaults["latency_runs"]["default"]),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import shutil
 import tempfile
 import time
 from collections.abc import Mapping
@@ -112,9 +113,9 @@ def _run_and_judge(
     python: str,
     base_env: Mapping[str, str],
 ) -> TargetResult:
-    obs_dir.mkdir(parents=True, exist_ok=True)
-    for stale in obs_dir.glob("observation.json"):
-        stale.unlink()
+    if obs_dir.exists():
+        shutil.rmtree(obs_dir)  # never judge a previous run's outputs
+    obs_dir.mkdir(parents=True)
     argv = [
         python, "-m", "ci_onnx.runners.ort",
         "--bundle", str(bundle_dir.resolve()),

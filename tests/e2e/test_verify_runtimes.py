@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from click.testing import CliRunner
 
@@ -79,8 +80,6 @@ def verify(
     path = out / "results" / f"{target}.json"
     assert path.is_file(), result.output
     data = json.loads(path.read_text())
-    import jsonschema
-
     jsonschema.validate(data, serde.load_schema("target-result.schema.json"))
     read_result(path)
     assert_valid_junit(out / "junit" / f"{target}.xml")
@@ -250,7 +249,9 @@ def test_every_placement_source_names_the_same_fallback_nodes(
     args += ["--target-json", serde.dumps(target), "--out", str(tmp_path), "--placement", method]
     done = proc.run(args, timeout=120, env={"PYTHONPATH": str(Path(__file__).parents[2])})
     assert done.ok, done.stderr
-    obs = serde.from_json(Observation, json.loads((tmp_path / "observation.json").read_text()))
+    raw = json.loads((tmp_path / "observation.json").read_text())
+    jsonschema.validate(raw, serde.load_schema("observation.schema.json"))
+    obs = serde.from_json(Observation, raw)
     assert obs.placement is not None and obs.placement.source == method
     assert {(n.name, n.op_type) for n in obs.placement.fallback_nodes} == {
         ("the_det", "Det"),

@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from ci_onnx import __version__, serde, tensorproto
+from ci_onnx import __version__, serde
 from ci_onnx.bundle import MODEL, Manifest, read_manifest
 from ci_onnx.results import SCHEMA_VERSION, Environment, Observation
-from ci_onnx.runners import measure
+from ci_onnx.runners import feeds, measure
 from ci_onnx.runners.placement import CPU, from_verbose_log, profile_nodes, summarise
 from ci_onnx.target import Target
 
@@ -85,11 +85,12 @@ def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observ
     obs, working = _batch_runs(sess, manifest, bundle, out, obs)
     obs = _placement(ort, model, providers, manifest, bundle, out, obs, options.placement)
     feeds_by_n = {
-        n: _first(_read_inputs(manifest, bundle, manifest.test_data_sets[0].directory), n) for n in working
+        n: feeds.first(feeds.read_inputs(manifest, bundle, manifest.test_data_sets[0].directory), n)
+        for n in working
     }
     stats = tuple(
-        measure.latency(n, functools.partial(sess.run, None, feeds), options.latency_runs)
-        for n, feeds in sorted(feeds_by_n.items())
+        measure.latency(n, functools.partial(sess.run, None, inputs), options.latency_runs)
+        for n, inputs in sorted(feeds_by_n.items())
     )
     obs = dataclasses.replace(obs, latency=stats)
     if working:
@@ -119,60 +120,16 @@ def _session(ort: Any, model: str, providers: list[str], *, strict: bool = False
     return ort.InferenceSession(model, so, providers=providers)
 
 
-def _read_inputs(manifest: Manifest, bundle: Path, directory: str) -> dict[str, np.ndarray]:
-    feeds = {}
-    for i, spec in enumerate(manifest.inputs):
-        _, value = tensorproto.load(bundle / directory / f"input_{i}.pb")
-        feeds[spec.name] = value
-    return feeds
-
-
-def _first(feeds: dict[str, np.ndarray], n: int) -> dict[str, np.ndarray]:
-    """The first ``n`` samples (cycling when the set holds fewer)."""
-    return {k: np.take(v, np.arange(n) % v.shape[0], axis=0) for k, v in feeds.items()}
-
-
-def _fixed_batch(sess: Any) -> dict[str, int]:
-    """Inputs whose batch axis (axis 0) is a fixed number in the model."""
-    return {i.name: i.shape[0] for i in sess.get_inputs() if i.shape and isinstance(i.shape[0], int)}
-
-
-def _run(sess: Any, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    names = [o.name for o in sess.get_outputs()]
-    return dict(zip(names, sess.run(names, feeds), strict=True))
-
-
-def _run_stacked(sess: Any, feeds: dict[str, np.ndarray], count: int) -> dict[str, np.ndarray]:
-    """All ``count`` samples in one run where the batch axis is dynamic, else in chunks it accepts."""
-    fixed = set(_fixed_batch(sess).values())
-    chunk = fixed.pop() if len(fixed) == 1 else count
-    if chunk == count or chunk <= 0 or count % chunk:
-        return _run(sess, feeds)
-    parts = [_run(sess, {k: v[i : i + chunk] for k, v in feeds.items()}) for i in range(0, count, chunk)]
-    return {name: np.concatenate([p[name] for p in parts], axis=0) for name in parts[0]}
-
-
-def _save(out: Path, directory: str, manifest: Manifest, outputs: dict[str, np.ndarray]) -> dict[str, str]:
-    (out / directory).mkdir(parents=True, exist_ok=True)
-    files = {}
-    for i, spec in enumerate(manifest.outputs):
-        if spec.name in outputs:
-            rel = f"{directory}/output_{i}.pb"
-            tensorproto.save(out / rel, outputs[spec.name], spec.name)
-            files[spec.name] = rel
-    return files
-
-
 def _parity_runs(sess: Any, manifest: Manifest, bundle: Path, out: Path, obs: Observation) -> Observation:
     outputs: dict[str, dict[str, str]] = {}
     errors: dict[str, str] = {}
     for ds in manifest.test_data_sets:
         try:
-            got = _run_stacked(sess, _read_inputs(manifest, bundle, ds.directory), ds.count)
+            got = feeds.run_stacked(sess, feeds.read_inputs(manifest, bundle, ds.directory), ds.count)
         except Exception as exc:
             errors[ds.directory] = _message(exc)
             continue
-        outputs[ds.directory] = _save(out, ds.directory, manifest, got)
+        outputs[ds.directory] = feeds.save(out, ds.directory, manifest, got)
     return dataclasses.replace(obs, outputs=outputs, run_errors=errors)
 
 
@@ -183,16 +140,18 @@ def _batch_runs(
     sizes = sorted(manifest.batch_sizes)
     if not sizes or not manifest.test_data_sets:
         return obs, []
-    samples = _first(_read_inputs(manifest, bundle, manifest.test_data_sets[0].directory), max(sizes))
-    fixed = _fixed_batch(sess)
+    samples = feeds.first(
+        feeds.read_inputs(manifest, bundle, manifest.test_data_sets[0].directory), max(sizes)
+    )
+    fixed = feeds.fixed_batch(sess)
     ref_error = ""
     singles: list[dict[str, np.ndarray]] = []
     try:
-        singles = [_run(sess, {k: v[i : i + 1] for k, v in samples.items()}) for i in range(max(sizes))]
+        singles = [feeds.run(sess, {k: v[i : i + 1] for k, v in samples.items()}) for i in range(max(sizes))]
     except Exception as exc:
         ref_error = f"single-sample runs failed: {_message(exc)}"
     reference = (
-        _save(
+        feeds.save(
             out, "batch_reference", manifest, {k: np.concatenate([s[k] for s in singles]) for k in singles[0]}
         )
         if singles
@@ -211,11 +170,11 @@ def _batch_runs(
             )
             continue
         try:
-            got = _run(sess, _first(samples, n))
+            got = feeds.run(sess, feeds.first(samples, n))
         except Exception as exc:
             errors[str(n)] = _message(exc)
             continue
-        files[str(n)] = _save(out, f"batch_{n}", manifest, got)
+        files[str(n)] = feeds.save(out, f"batch_{n}", manifest, got)
         working.append(n)
     obs = dataclasses.replace(
         obs,
@@ -243,7 +202,7 @@ def _placement(
         try:
             sess = _session(ort, model, providers, profile=str(out / "profile"))
             ds = manifest.test_data_sets[0]
-            _run_stacked(sess, _read_inputs(manifest, bundle, ds.directory), ds.count)
+            feeds.run_stacked(sess, feeds.read_inputs(manifest, bundle, ds.directory), ds.count)
             assigned = None
             if method == "auto" and hasattr(sess, "get_provider_graph_assignment_info"):
                 assigned = [

@@ -28,7 +28,7 @@ def test_runner_modules_need_only_numpy_and_onnxruntime() -> None:
     forbidden = ["onnx", "torch", "click", "jsonschema", "ruamel", "jinja2", "requests", "onnxscript"]
     code = BLOCK.format(forbidden=forbidden) + (
         "import ci_onnx.runners.ort, ci_onnx.runners.placement, ci_onnx.runners.measure\n"
-        "import ci_onnx.tensorproto\n"
+        "import ci_onnx.runners.feeds, ci_onnx.tensorproto\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('onnxruntime', 'onnx', 'torch')))\n"
     )
     done = _python(code)

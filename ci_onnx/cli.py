@@ -154,9 +154,51 @@ def export(config_path: Path, only: Sequence[str], out: Path) -> None:
     show_default=True,
     help="Writes results/<id>.json and junit/<id>.xml here.",
 )
-def verify(bundle_dir: Path, target_id: str, out: Path) -> None:
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="onnx-gate.yml, for budgets, strict_fallback, latency_runs and timeout (else the defaults).",
+)
+@click.option(
+    "--python",
+    "python",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="The interpreter of the environment to verify in (default: this one).",
+)
+@click.option(
+    "--timeout", "timeout_s", type=click.FloatRange(min=1), help="Seconds before the runner is stopped."
+)
+def verify(
+    bundle_dir: Path,
+    target_id: str,
+    out: Path,
+    config_path: Path | None,
+    python: Path | None,
+    timeout_s: float | None,
+) -> None:
     """Verify one target: provider, parity, decisions, batch sizes, placement, latency, memory."""
-    raise NotBuiltError("`onnx-gate verify` is not built yet in this release")
+    from ci_onnx import config
+    from ci_onnx.errors import UsageError
+    from ci_onnx.target import Target
+    from ci_onnx.verify import stage
+
+    target = Target.from_id(target_id)
+    if python is not None and not python.is_file():
+        raise UsageError(f"--python {python}: no such interpreter")
+    cfg = config.load(config_path) if config_path else None
+    written = stage.verify(
+        bundle_dir,
+        target,
+        out,
+        stage.options_from(cfg, timeout_s=timeout_s),
+        python=str(python) if python else sys.executable,
+        base_env=dict(os.environ),
+    )
+    r = written.result
+    click.echo(f"{target.id}: {r.status.value}{f' ({r.summary})' if r.summary else ''}")
+    click.echo(f"  {written.result_path}\n  {written.junit_path}")
+    click.get_current_context().exit(EXIT_FAIL if r.status.blocks else EXIT_PASS)
 
 
 @cli.command()

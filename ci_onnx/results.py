@@ -84,6 +84,21 @@ class Observation:
     session_create_ms: float | None = None
     peak_rss_mb: float | None = None
     notes: tuple[str, ...] = ()
+    providers_requested: tuple[str, ...] = ()
+    """The providers the session was created with, in order (the target's first, CPU last)."""
+    run_errors: dict[str, str] = dataclasses.field(default_factory=dict)
+    """test_data_set directory → the runtime's message, where running that set failed."""
+    batch_reference: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Output name → file holding the outputs of single (batch 1) runs of the first samples of
+    test_data_set_0, concatenated: what each served batch size must reproduce."""
+    batch_reference_error: str = ""
+    strict_fallback_error: str = ""
+    """With strict fallback: the runtime's refusal to create a session that falls back to CPU."""
+    placement_error: str = ""
+    memory_threads: int = 0
+    """How many threads served the largest batch while peak RSS was measured."""
+    rss_before_mb: float | None = None
+    """RSS before the memory measurement (the session loaded, no thread serving yet)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,10 +121,13 @@ class OutputParity:
     elements: int
     atol: float
     rtol: float
+    nonfinite_mismatches: int = 0
+    """Elements where NaN or ±Inf in one tensor met something else in the other (part of out_of_tolerance)."""
+    shape_mismatch: str = ""
 
     @property
     def passed(self) -> bool:
-        return self.out_of_tolerance == 0
+        return self.out_of_tolerance == 0 and not self.shape_mismatch
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,290 @@
+"""The onnxruntime runner (Python): observe one bundle on one target, draw no verdict.
+
+``python -m ci_onnx.runners.ort --bundle B --target-json '{…}' --ep NAME --out OBSDIR`` runs with a
+target environment's interpreter (numpy + one onnxruntime flavour) and writes OBSDIR/observation.json
+plus every observed output as a TensorProto file. One session per configuration: a plain session
+serves parity, batch sizes, latency and memory; a profiling session learns where every node ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import json
+import os
+import platform
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ci_onnx import __version__, serde
+from ci_onnx.bundle import MODEL, Manifest, read_manifest
+from ci_onnx.results import SCHEMA_VERSION, Environment, Observation
+from ci_onnx.runners import feeds, measure
+from ci_onnx.runners.placement import CPU, from_verbose_log, profile_nodes, summarise
+from ci_onnx.target import Target
+
+DIE_ENV = "ONNX_GATE_TEST_RUNNER_DIE"
+"""Test hook, read at the entry point only: SIGKILL, SIGSEGV or hang, right after the session loads."""
+MEMORY_THREADS = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    ep: str
+    strict_fallback: bool = False
+    latency_runs: int = 20
+    memory_threads: int = MEMORY_THREADS
+    die_after_load: str = ""
+    placement: str = "auto"
+    """How to learn where nodes ran: auto (assignment info + profile, else the verbose log), profile,
+    or verbose-log."""
+
+
+def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observation:
+    """Run ``bundle`` on this environment's onnxruntime and record what happened."""
+    import onnxruntime as ort
+
+    manifest = read_manifest(bundle, verify_hashes=False)
+    providers = [options.ep] if options.ep == CPU else [options.ep, CPU]
+    env = Environment(
+        runtime_version=ort.__version__,
+        providers_available=tuple(ort.get_available_providers()),
+        providers_registered=(),
+        platform=platform.platform(),
+        runner="ort-python",
+        runner_version=__version__,
+    )
+    obs = Observation(SCHEMA_VERSION, target.id, env, providers_requested=tuple(providers))
+    model = str(bundle / MODEL)
+    strict = options.strict_fallback and options.ep != CPU
+    start = time.perf_counter()
+    try:
+        if strict:
+            try:
+                sess = _session(ort, model, [options.ep], strict=True)
+            except Exception as exc:
+                obs = dataclasses.replace(obs, strict_fallback_error=_message(exc))
+                start = time.perf_counter()
+                sess = _session(ort, model, providers)
+        else:
+            sess = _session(ort, model, providers)
+    except Exception as exc:
+        return dataclasses.replace(obs, load_error=_message(exc))
+    create_ms = (time.perf_counter() - start) * 1000.0
+    _die(options.die_after_load)
+    env = dataclasses.replace(env, providers_registered=tuple(sess.get_providers()))
+    obs = dataclasses.replace(obs, environment=env, session_create_ms=round(create_ms, 3))
+
+    obs = _parity_runs(sess, manifest, bundle, out, obs)
+    obs, working = _batch_runs(sess, manifest, bundle, out, obs)
+    obs = _placement(ort, model, providers, manifest, bundle, out, obs, options.placement)
+    feeds_by_n = {
+        n: feeds.first(feeds.read_inputs(manifest, bundle, manifest.test_data_sets[0].directory), n)
+        for n in working
+    }
+    stats = tuple(
+        measure.latency(n, functools.partial(sess.run, None, inputs), options.latency_runs)
+        for n, inputs in sorted(feeds_by_n.items())
+    )
+    obs = dataclasses.replace(obs, latency=stats)
+    if working:
+        largest = feeds_by_n[max(working)]
+        before = measure.rss_mb()
+        peak = measure.peak_rss_while(
+            lambda: sess.run(None, largest), options.memory_threads, max(2, options.latency_runs // 4)
+        )
+        obs = dataclasses.replace(
+            obs,
+            peak_rss_mb=peak,
+            rss_before_mb=round(before, 2) if before is not None else None,
+            memory_threads=options.memory_threads,
+        )
+    return obs
+
+
+def _session(ort: Any, model: str, providers: list[str], *, strict: bool = False, profile: str = "") -> Any:
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    if strict:
+        so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    if profile:
+        so.enable_profiling = True
+        so.profile_file_prefix = profile
+        so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    return ort.InferenceSession(model, so, providers=providers)
+
+
+def _parity_runs(sess: Any, manifest: Manifest, bundle: Path, out: Path, obs: Observation) -> Observation:
+    outputs: dict[str, dict[str, str]] = {}
+    errors: dict[str, str] = {}
+    for ds in manifest.test_data_sets:
+        try:
+            got = feeds.run_stacked(sess, feeds.read_inputs(manifest, bundle, ds.directory), ds.count)
+        except Exception as exc:
+            errors[ds.directory] = _message(exc)
+            continue
+        outputs[ds.directory] = feeds.save(out, ds.directory, manifest, got)
+    return dataclasses.replace(obs, outputs=outputs, run_errors=errors)
+
+
+def _batch_runs(
+    sess: Any, manifest: Manifest, bundle: Path, out: Path, obs: Observation
+) -> tuple[Observation, list[int]]:
+    """Each served batch size in one run, and the same samples one at a time as its reference."""
+    sizes = sorted(manifest.batch_sizes)
+    if not sizes or not manifest.test_data_sets:
+        return obs, []
+    samples = feeds.first(
+        feeds.read_inputs(manifest, bundle, manifest.test_data_sets[0].directory), max(sizes)
+    )
+    fixed = feeds.fixed_batch(sess)
+    ref_error = ""
+    singles: list[dict[str, np.ndarray]] = []
+    try:
+        singles = [feeds.run(sess, {k: v[i : i + 1] for k, v in samples.items()}) for i in range(max(sizes))]
+    except Exception as exc:
+        ref_error = f"single-sample runs failed: {_message(exc)}"
+    reference = (
+        feeds.save(
+            out, "batch_reference", manifest, {k: np.concatenate([s[k] for s in singles]) for k in singles[0]}
+        )
+        if singles
+        else {}
+    )
+    files: dict[str, dict[str, str]] = {}
+    errors: dict[str, str] = {}
+    working = []
+    for n in sizes:
+        frozen = {name: d for name, d in fixed.items() if d != n}
+        if frozen:
+            name, d = next(iter(frozen.items()))
+            errors[str(n)] = (
+                f"the batch axis of input {name!r} is fixed at {d} in the model, so it cannot serve "
+                f"batch {n}; export it with a dynamic batch axis (dynamic_axes)"
+            )
+            continue
+        try:
+            got = feeds.run(sess, feeds.first(samples, n))
+        except Exception as exc:
+            errors[str(n)] = _message(exc)
+            continue
+        files[str(n)] = feeds.save(out, f"batch_{n}", manifest, got)
+        working.append(n)
+    obs = dataclasses.replace(
+        obs,
+        batch_outputs=files,
+        batch_errors=errors,
+        batch_reference=reference,
+        batch_reference_error=ref_error,
+    )
+    return obs, working
+
+
+def _placement(
+    ort: Any,
+    model: str,
+    providers: list[str],
+    manifest: Manifest,
+    bundle: Path,
+    out: Path,
+    obs: Observation,
+    method: str,
+) -> Observation:
+    """Assignment info with the profile trace where the runtime has them, else the verbose log."""
+    error = ""
+    if method in ("auto", "profile"):
+        try:
+            sess = _session(ort, model, providers, profile=str(out / "profile"))
+            ds = manifest.test_data_sets[0]
+            feeds.run_stacked(sess, feeds.read_inputs(manifest, bundle, ds.directory), ds.count)
+            assigned = None
+            if method == "auto" and hasattr(sess, "get_provider_graph_assignment_info"):
+                assigned = [
+                    (sub.ep_name, node.name, node.op_type)
+                    for sub in sess.get_provider_graph_assignment_info()
+                    for node in sub.get_nodes()
+                ]
+            trace = Path(sess.end_profiling())
+            events = json.loads(trace.read_text())
+            trace.unlink()
+            profiled = profile_nodes(events)
+            if profiled or assigned:
+                return dataclasses.replace(obs, placement=summarise(providers[0], profiled, assigned or None))
+            error = "the profile trace holds no node events"
+        except Exception as exc:
+            error = f"profiling failed: {_message(exc)}"
+    try:
+        placement = from_verbose_log(providers[0], _verbose_log(ort, model, providers, out / "verbose.log"))
+    except Exception as exc:
+        placement, error = None, f"{error}; the verbose log failed: {_message(exc)}".lstrip("; ")
+    if placement is None:
+        return dataclasses.replace(obs, placement_error=error or "the verbose log holds no node placements")
+    return dataclasses.replace(obs, placement=placement)
+
+
+def _verbose_log(ort: Any, model: str, providers: list[str], path: Path) -> str:
+    """What onnxruntime's C++ logger writes to stderr while a session is created at verbose level."""
+    so = ort.SessionOptions()
+    so.log_severity_level = 0
+    sys.stderr.flush()
+    saved = os.dup(2)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.dup2(fd, 2)
+        ort.InferenceSession(model, so, providers=providers)
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
+    text = path.read_text(errors="replace")
+    path.unlink()
+    return text
+
+
+def _message(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:2000] or type(exc).__name__
+
+
+def _die(how: str) -> None:
+    if how == "hang":
+        while True:
+            time.sleep(60)
+    if how in ("SIGKILL", "SIGSEGV", "SIGABRT"):
+        os.kill(os.getpid(), getattr(signal, how))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ci_onnx.runners.ort", description=__doc__)
+    parser.add_argument("--bundle", type=Path, required=True)
+    parser.add_argument("--target-json", required=True, help="The Target, as JSON.")
+    parser.add_argument("--ep", required=True, help="The execution provider to ask for first.")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--strict-fallback", action="store_true")
+    parser.add_argument("--latency-runs", type=int, default=20)
+    parser.add_argument("--memory-threads", type=int, default=MEMORY_THREADS)
+    parser.add_argument("--placement", choices=("auto", "profile", "verbose-log"), default="auto")
+    args = parser.parse_args(argv)
+    target = serde.from_json(Target, json.loads(args.target_json))
+    options = Options(
+        ep=args.ep,
+        strict_fallback=args.strict_fallback,
+        latency_runs=args.latency_runs,
+        memory_threads=args.memory_threads,
+        die_after_load=os.environ.get(DIE_ENV, ""),
+        placement=args.placement,
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    obs = observe(args.bundle, target, options, args.out)
+    (args.out / "observation.json").write_text(serde.dumps(obs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""The verdict logic as small pure functions: parity, decisions, fallback budget.
+
+NaN equals NaN and an infinity equals the same infinity; anything else meeting a NaN or an
+infinity is out of tolerance. Figures stay finite so results remain plain JSON.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ci_onnx.bundle import Tolerance
+from ci_onnx.results import DecisionStats, OutputParity, Placement
+from ci_onnx.target import Status
+
+CPU = "CPUExecutionProvider"
+
+
+def parity(output: str, got: np.ndarray, ref: np.ndarray, tol: Tolerance) -> OutputParity:
+    """Elementwise |got − ref| ≤ atol + rtol·|ref|, with max abs, max rel and the count out of tolerance.
+
+    max_rel is taken over elements whose reference is nonzero; both maxima over finite pairs only.
+    """
+    if got.shape != ref.shape:
+        return OutputParity(
+            output, math.nan, math.nan, int(ref.size), int(ref.size), tol.atol, tol.rtol,
+            shape_mismatch=f"got shape {list(got.shape)}, the reference has {list(ref.shape)}",
+        )  # fmt: skip
+    g = np.asarray(got, dtype=np.float64)
+    r = np.asarray(ref, dtype=np.float64)
+    finite = np.isfinite(g) & np.isfinite(r)
+    same_special = (np.isnan(g) & np.isnan(r)) | (np.isinf(g) & np.isinf(r) & (g == r))
+    special_bad = ~finite & ~same_special
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.where(finite, np.abs(g - r), 0.0)
+        finite_bad = finite & (diff > tol.atol + tol.rtol * np.abs(np.where(finite, r, 0.0)))
+        nonzero = finite & (r != 0)
+        rel = np.where(nonzero, diff / np.where(nonzero, np.abs(r), 1.0), 0.0)
+    return OutputParity(
+        output=output,
+        max_abs=_finite_max(diff),
+        max_rel=_finite_max(rel),
+        out_of_tolerance=int(finite_bad.sum() + special_bad.sum()),
+        elements=int(r.size),
+        atol=tol.atol,
+        rtol=tol.rtol,
+        nonfinite_mismatches=int(special_bad.sum()),
+    )
+
+
+def describe(p: OutputParity) -> str:
+    nonfinite = f" ({p.nonfinite_mismatches} NaN/Inf mismatches)" if p.nonfinite_mismatches else ""
+    return (
+        f"{p.out_of_tolerance} of {p.elements} elements out of tolerance{nonfinite}; "
+        f"max abs {p.max_abs:.3g}, max rel {p.max_rel:.3g} (atol {p.atol:g}, rtol {p.rtol:g})"
+    )
+
+
+def _finite_max(values: np.ndarray) -> float:
+    if values.size == 0:
+        return 0.0
+    m = float(np.max(values))
+    return m if math.isfinite(m) else float(np.finfo(np.float64).max)
+
+
+def top_k(scores: np.ndarray, k: int) -> list[frozenset[int]]:
+    """The top-k class indices along the last axis, one set per row (rows = all leading axes)."""
+    rows = np.asarray(scores, dtype=np.float64).reshape(-1, scores.shape[-1] if scores.ndim else 1)
+    k = min(k, rows.shape[1])
+    order = np.argsort(-rows, axis=1, kind="stable")[:, :k]
+    return [frozenset(int(i) for i in row) for row in order]
+
+
+def decisions(output: str, got: np.ndarray, ref: np.ndarray, k: int) -> DecisionStats:
+    """How many rows changed their top-k set. A row that gained a NaN counts as changed."""
+    if got.shape != ref.shape:
+        rows = int(np.prod(ref.shape[:-1])) if ref.ndim else 1
+        return DecisionStats(output, k, rows, rows)
+    got_sets, ref_sets = top_k(got, k), top_k(ref, k)
+    width = ref.shape[-1] if ref.ndim else 1
+    got_nan = _nan_rows(got, width)
+    ref_nan = _nan_rows(ref, width)
+    changed = sum(
+        1 for g, r, gn, rn in zip(got_sets, ref_sets, got_nan, ref_nan, strict=True) if g != r or gn != rn
+    )
+    return DecisionStats(output, k, changed, len(ref_sets))
+
+
+def _nan_rows(values: np.ndarray, width: int) -> list[bool]:
+    rows = np.isnan(np.asarray(values, dtype=np.float64).reshape(-1, width))
+    return [bool(row.any()) for row in rows]
+
+
+def merge_decisions(parts: list[DecisionStats]) -> DecisionStats | None:
+    if not parts:
+        return None
+    return DecisionStats(
+        parts[0].output, parts[0].top_k, sum(p.changed for p in parts), sum(p.total for p in parts)
+    )
+
+
+def fallback_verdict(
+    placement: Placement, *, accelerator: bool, max_time_share: float, strict: bool
+) -> tuple[Status, str]:
+    """Whether the CPU's share of node time stays within budget on an accelerator target."""
+    counts = ", ".join(f"{p}: {n}" for p, n in placement.nodes_by_provider.items())
+    if not accelerator:
+        return Status.PASSED, f"nodes per provider: {counts} (the CPU is this target's provider)"
+    if sum(placement.time_us_by_provider.values()) > 0:
+        share, of_what = placement.cpu_time_share, "node time"
+    else:  # the verbose log has no timings: judge by the share of nodes
+        nodes = sum(placement.nodes_by_provider.values())
+        share = placement.nodes_by_provider.get(CPU, 0) / nodes if nodes else 0.0
+        of_what = "nodes (no timings)"
+    fell = placement.fallback_nodes
+    listed = ", ".join(f"{n.name} ({n.op_type})" for n in fell[:10]) + (" …" if len(fell) > 10 else "")
+    where = f"{len(fell)} node(s) fell back to CPU: {listed}" if fell else "no node fell back to CPU"
+    if strict and fell:
+        return Status.FAILED, f"strict fallback: {where}"
+    if share > max_time_share:
+        return (
+            Status.FAILED,
+            f"{share:.1%} of {of_what} ran on CPU, over the budget of {max_time_share:.1%}; {where}",
+        )
+    return Status.PASSED, f"{share:.1%} of {of_what} on CPU (budget {max_time_share:.1%}); {where}"
+
+
+def overall(statuses: list[Status]) -> Status:
+    """A target errors if any check errored, fails if any failed, is expected if its load was."""
+    if Status.ERROR in statuses:
+        return Status.ERROR
+    if Status.FAILED in statuses:
+        return Status.FAILED
+    if Status.EXPECTED in statuses:
+        return Status.EXPECTED
+    return Status.PASSED

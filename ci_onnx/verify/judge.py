@@ -1,0 +1,206 @@
+"""Turn a bundle's references and a runner's Observation into checks, and the checks into a TargetResult."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ci_onnx import matrix, serde, tensorproto
+from ci_onnx.bundle import Manifest
+from ci_onnx.results import (
+    SCHEMA_VERSION,
+    CheckResult,
+    DecisionStats,
+    Observation,
+    OutputParity,
+    TargetResult,
+)
+from ci_onnx.target import Status, Target
+from ci_onnx.verify import compare, serving
+from ci_onnx.verify.options import VerifyOptions
+
+
+def export_checks(manifest: Manifest) -> list[CheckResult]:
+    """The export's findings, so each target's report shows export, checker, opset, train-mode…"""
+    return [CheckResult(f.name, f.status, f.message, dict(f.figures)) for f in manifest.findings]
+
+
+def result(
+    target: Target, manifest: Manifest | None, checks: list[CheckResult], **fields: Any
+) -> TargetResult:
+    """A TargetResult whose status and summary follow from its checks."""
+    status = compare.overall([c.status for c in checks])
+    worst = next((c for c in checks if c.status == status and status != Status.PASSED), None)
+    summary = f"{worst.name}: {worst.message}" if worst else ""
+    return TargetResult(
+        schema_version=SCHEMA_VERSION,
+        target=target,
+        status=status,
+        summary=summary[:500],
+        checks=tuple(checks),
+        bundle=manifest.files.get("model.onnx", "") if manifest else "",
+        **fields,
+    )
+
+
+def judge(
+    target: Target,
+    manifest: Manifest,
+    obs: Observation,
+    bundle_dir: Path,
+    obs_dir: Path,
+    options: VerifyOptions,
+    expected_skip: str = "",
+) -> TargetResult:
+    checks = export_checks(manifest)
+    env = obs.environment
+    provider = matrix.providers()[target.provider]
+    if env is not None and env.runtime_version != target.runtime:
+        checks.append(
+            CheckResult(
+                "runtime",
+                Status.ERROR,
+                f"the target asks for {provider.package} {target.runtime}, the environment holds "
+                f"{env.runtime_version}; pass --python of an environment with {provider.package}=="
+                f"{target.runtime}",
+            )
+        )
+    if obs.load_error:
+        if expected_skip:
+            checks.append(
+                CheckResult("load", Status.EXPECTED, f"{expected_skip}; the runtime says: {obs.load_error}")
+            )
+        else:
+            checks.append(CheckResult("load", Status.FAILED, obs.load_error))
+        return result(target, manifest, checks, environment=env)
+    note = f" (the plan expected it not to: {expected_skip})" if expected_skip else ""
+    checks.append(
+        CheckResult(
+            "load",
+            Status.PASSED,
+            f"opset {manifest.opset}, IR {manifest.ir_version} loaded{note}",
+            {"opset": manifest.opset, "ir_version": manifest.ir_version},
+        )
+    )
+    checks.append(_provider(provider.ep, obs))
+    parity, parity_checks = _parity(manifest, obs, bundle_dir, obs_dir)
+    checks += parity_checks
+    decisions = _decisions(manifest, obs, bundle_dir, obs_dir)
+    if decisions is not None:
+        checks.append(_decision_check(decisions))
+    checks += serving.batch_checks(manifest, obs, obs_dir)
+    checks.append(serving.fallback(obs, provider.accelerator, options))
+    checks += serving.timing(obs)
+    return result(
+        target,
+        manifest,
+        checks,
+        environment=env,
+        parity=tuple(parity),
+        decisions=decisions,
+        placement=obs.placement,
+        latency=obs.latency,
+        session_create_ms=obs.session_create_ms,
+        peak_rss_mb=obs.peak_rss_mb,
+    )
+
+
+def _provider(ep: str, obs: Observation) -> CheckResult:
+    registered = obs.environment.providers_registered if obs.environment else ()
+    available = obs.environment.providers_available if obs.environment else ()
+    figures = {"requested": ep, "registered": list(registered), "available": list(available)}
+    if ep in registered:
+        return CheckResult("provider", Status.PASSED, f"{ep} registered", figures)
+    return CheckResult(
+        "provider",
+        Status.FAILED,
+        f"asked for {ep}, got {', '.join(registered) or 'nothing'}: the package or driver is missing "
+        f"(the installed package offers {', '.join(available) or 'nothing'})",
+        figures,
+    )
+
+
+def _load(path: Path) -> np.ndarray:
+    return tensorproto.load(path)[1]
+
+
+def _parity(
+    manifest: Manifest, obs: Observation, bundle_dir: Path, obs_dir: Path
+) -> tuple[list[OutputParity], list[CheckResult]]:
+    stats: list[OutputParity] = []
+    checks: list[CheckResult] = []
+    for i, spec in enumerate(manifest.outputs):
+        tol = manifest.tolerance_for(spec.name)
+        parts: list[OutputParity] = []
+        problems: list[str] = []
+        for ds in manifest.test_data_sets:
+            if ds.directory in obs.run_errors:
+                problems.append(f"{ds.directory}: the run failed: {obs.run_errors[ds.directory]}")
+                continue
+            rel = obs.outputs.get(ds.directory, {}).get(spec.name)
+            if rel is None:
+                problems.append(f"{ds.directory}: the model gave no output {spec.name!r}")
+                continue
+            p = compare.parity(
+                spec.name, _load(obs_dir / rel), _load(bundle_dir / ds.directory / f"output_{i}.pb"), tol
+            )
+            if p.shape_mismatch:
+                problems.append(f"{ds.directory}: {p.shape_mismatch}")
+            parts.append(p)
+        merged = _merge(spec.name, parts, tol.atol, tol.rtol)
+        stats.append(merged)
+        figures = serde.to_json(merged)
+        if problems:
+            checks.append(CheckResult(f"parity[{spec.name}]", Status.FAILED, "; ".join(problems), figures))
+        else:
+            status = Status.PASSED if merged.passed else Status.FAILED
+            checks.append(CheckResult(f"parity[{spec.name}]", status, compare.describe(merged), figures))
+    return stats, checks
+
+
+def _merge(name: str, parts: list[OutputParity], atol: float, rtol: float) -> OutputParity:
+    def biggest(values: list[float]) -> float:
+        finite = [v for v in values if not math.isnan(v)]
+        return max(finite) if finite else (math.nan if values else 0.0)
+
+    return OutputParity(
+        output=name,
+        max_abs=biggest([p.max_abs for p in parts]),
+        max_rel=biggest([p.max_rel for p in parts]),
+        out_of_tolerance=sum(p.out_of_tolerance for p in parts),
+        elements=sum(p.elements for p in parts),
+        atol=atol,
+        rtol=rtol,
+        nonfinite_mismatches=sum(p.nonfinite_mismatches for p in parts),
+        shape_mismatch="; ".join(p.shape_mismatch for p in parts if p.shape_mismatch),
+    )
+
+
+def _decisions(manifest: Manifest, obs: Observation, bundle_dir: Path, obs_dir: Path) -> DecisionStats | None:
+    d = manifest.decision
+    if d is None:
+        return None
+    index = next((i for i, s in enumerate(manifest.outputs) if s.name == d.output), None)
+    if index is None:
+        return None
+    parts = []
+    for ds in manifest.test_data_sets:
+        rel = obs.outputs.get(ds.directory, {}).get(d.output)
+        if rel is None:
+            continue
+        ref = _load(bundle_dir / ds.directory / f"output_{index}.pb")
+        parts.append(compare.decisions(d.output, _load(obs_dir / rel), ref, d.top_k))
+    return compare.merge_decisions(parts) or DecisionStats(d.output, d.top_k, 0, 0)
+
+
+def _decision_check(d: DecisionStats) -> CheckResult:
+    figures = serde.to_json(d)
+    if d.total == 0:
+        return CheckResult(
+            "decision", Status.FAILED, f"no output {d.output!r} to compare decisions on", figures
+        )
+    text = f"{d.changed} of {d.total} top-{d.top_k} decisions on {d.output!r} changed"
+    return CheckResult("decision", Status.FAILED if d.changed else Status.PASSED, text, figures)

@@ -1,0 +1,111 @@
+"""The checks of how a target serves: batch sizes, where nodes ran, latency and memory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ci_onnx import serde, tensorproto
+from ci_onnx.bundle import Manifest
+from ci_onnx.results import CheckResult, Observation
+from ci_onnx.target import Status
+from ci_onnx.verify import compare
+from ci_onnx.verify.options import VerifyOptions
+
+
+def _load(path: Path) -> np.ndarray:
+    return tensorproto.load(path)[1]
+
+
+def batch_checks(manifest: Manifest, obs: Observation, obs_dir: Path) -> list[CheckResult]:
+    checks = []
+    for n in sorted(manifest.batch_sizes):
+        name = f"batch[{n}]"
+        if str(n) in obs.batch_errors:
+            checks.append(CheckResult(name, Status.FAILED, obs.batch_errors[str(n)]))
+            continue
+        if obs.batch_reference_error or str(n) not in obs.batch_outputs:
+            why = obs.batch_reference_error or "the runner did not run this batch size"
+            checks.append(CheckResult(name, Status.FAILED, why))
+            continue
+        parts = []
+        for spec in manifest.outputs:
+            got_rel = obs.batch_outputs[str(n)].get(spec.name)
+            ref_rel = obs.batch_reference.get(spec.name)
+            if got_rel is None or ref_rel is None:
+                continue
+            ref = _load(obs_dir / ref_rel)[:n]
+            parts.append(
+                compare.parity(spec.name, _load(obs_dir / got_rel), ref, manifest.tolerance_for(spec.name))
+            )
+        bad = [p for p in parts if not p.passed]
+        figures = {p.output: serde.to_json(p) for p in parts}
+        if bad:
+            detail = "; ".join(f"{p.output}: {p.shape_mismatch or compare.describe(p)}" for p in bad)
+            checks.append(
+                CheckResult(name, Status.FAILED, f"batch {n} differs from {n} single runs: {detail}", figures)
+            )
+        else:
+            worst = max((p.max_abs for p in parts), default=0.0)
+            text = f"one run of batch {n} matches {n} single runs (max abs {worst:.3g})"
+            checks.append(CheckResult(name, Status.PASSED, text, figures))
+    return checks
+
+
+def fallback(obs: Observation, accelerator: bool, options: VerifyOptions) -> CheckResult:
+    if obs.strict_fallback_error:
+        return CheckResult("fallback", Status.FAILED, f"strict fallback: {obs.strict_fallback_error}")
+    p = obs.placement
+    if p is None:
+        return CheckResult(
+            "fallback",
+            Status.ERROR,
+            f"where nodes ran could not be learnt: {obs.placement_error or 'no data'}",
+        )
+    status, text = compare.fallback_verdict(
+        p, accelerator=accelerator, max_time_share=options.max_cpu_time_share, strict=options.strict_fallback
+    )
+    figures = {
+        "source": p.source,
+        "nodes_by_provider": p.nodes_by_provider,
+        "time_us_by_provider": p.time_us_by_provider,
+        "cpu_time_share": round(p.cpu_time_share, 4),
+        "max_time_share": options.max_cpu_time_share,
+        "fallback_nodes": [serde.to_json(n) for n in p.fallback_nodes],
+    }
+    return CheckResult("fallback", status, f"{text} [from {p.source}]", figures)
+
+
+def timing(obs: Observation) -> list[CheckResult]:
+    checks = []
+    if obs.latency:
+        per = "; ".join(
+            f"batch {s.batch_size}: p50 {s.p50_ms:.3g} ms, p90 {s.p90_ms:.3g} ms, p99 {s.p99_ms:.3g} ms"
+            for s in obs.latency
+        )
+        created = f"; session created in {obs.session_create_ms:.0f} ms" if obs.session_create_ms else ""
+        figures = {
+            "latency": [serde.to_json(s) for s in obs.latency],
+            "session_create_ms": obs.session_create_ms,
+        }
+        checks.append(CheckResult("latency", Status.PASSED, per + created, figures))
+    else:
+        checks.append(
+            CheckResult("latency", Status.SKIPPED, "no served batch size ran, so nothing was timed")
+        )
+    if obs.peak_rss_mb is not None:
+        text = (
+            f"peak RSS {obs.peak_rss_mb:.0f} MB while {obs.memory_threads} threads served the largest batch"
+        )
+        figures = {
+            "peak_rss_mb": obs.peak_rss_mb,
+            "rss_before_mb": obs.rss_before_mb,
+            "threads": obs.memory_threads,
+        }
+        checks.append(CheckResult("memory", Status.PASSED, text, figures))
+    else:
+        checks.append(
+            CheckResult("memory", Status.SKIPPED, "no served batch size ran, so memory was not measured")
+        )
+    return checks

@@ -1,0 +1,169 @@
+"""Verify one target: run its runner in a child process with a timeout, judge, write JSON and JUnit.
+
+The runner runs with the target environment's interpreter and a PYTHONPATH that holds only the
+ci_onnx package (a link to it in a temporary directory), so the environment needs nothing but numpy
+and its onnxruntime. A segfault, an abort, a hang or an out-of-memory kill of the runtime becomes an
+``error`` result naming the signal or the timeout; the result JSON and the JUnit are written anyway.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import ci_onnx
+from ci_onnx import config, matrix, proc, serde
+from ci_onnx.bundle import MODEL, Manifest, read_manifest
+from ci_onnx.config import Config
+from ci_onnx.errors import BundleError, UsageError
+from ci_onnx.results import CheckResult, Observation, TargetResult, write_result
+from ci_onnx.target import Status, Target
+from ci_onnx.verify import judge, junit
+from ci_onnx.verify.options import VerifyOptions
+
+RESULTS, JUNIT, OBSERVATIONS = "results", "junit", "observations"
+
+
+@dataclasses.dataclass(frozen=True)
+class Written:
+    result: TargetResult
+    result_path: Path
+    junit_path: Path
+
+
+def verify(
+    bundle_dir: Path,
+    target: Target,
+    out_dir: Path,
+    options: VerifyOptions,
+    *,
+    python: str,
+    base_env: Mapping[str, str],
+) -> Written:
+    """Verify ``target`` on ``bundle_dir`` with ``python``'s onnxruntime; write results/ and junit/."""
+    started = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+    t0 = time.monotonic()
+    if not bundle_dir.is_dir():
+        raise BundleError(f"{bundle_dir}: no such bundle directory; run `onnx-gate export` first")
+    provider = matrix.providers().get(target.provider)
+    if provider is None:
+        raise UsageError(
+            f"target {target.id!r}: unknown provider {target.provider!r}; "
+            f"known: {', '.join(matrix.providers())}"
+        )
+    manifest = read_manifest(bundle_dir)
+    _check_bundle_matches(target, manifest, bundle_dir)
+    reproduce = f"onnx-gate verify --bundle {bundle_dir} --target {target.id}"
+    if manifest.export_failed or not (bundle_dir / MODEL).is_file():
+        result = _export_failed(target, manifest)
+    else:
+        expected = target.expected_skip or matrix.caps_for(target.runtime).cannot_load(manifest.opset)
+        obs_dir = out_dir / OBSERVATIONS / target.id
+        result = _run_and_judge(
+            bundle_dir, target, manifest, obs_dir, options, provider.ep, expected, python, base_env
+        )
+    result = dataclasses.replace(
+        result,
+        started_at=started.isoformat(),
+        duration_s=round(time.monotonic() - t0, 3),
+        reproduce=reproduce,
+    )
+    return Written(result, write_result(out_dir / RESULTS, result), junit.write(out_dir / JUNIT, result))
+
+
+def _check_bundle_matches(target: Target, manifest: Manifest, bundle_dir: Path) -> None:
+    if (target.opset, target.exporter, target.precision) != (
+        manifest.requested_opset,
+        manifest.exporter,
+        manifest.precision,
+    ):
+        raise UsageError(
+            f"target {target.id} verifies bundle {target.bundle_key}, but {bundle_dir} holds "
+            f"op{manifest.requested_opset}-{manifest.exporter} ({manifest.precision}); "
+            "pass the matching --bundle"
+        )
+
+
+def _export_failed(target: Target, manifest: Manifest) -> TargetResult:
+    checks = judge.export_checks(manifest)
+    blocking = next((c for c in checks if c.status.blocks), None)
+    if blocking is None:
+        checks.append(CheckResult("export", Status.FAILED, f"the bundle holds no {MODEL}"))
+        reason = f"the bundle holds no {MODEL}"
+    else:
+        reason = f"{blocking.name}: {blocking.message}"
+    res = judge.result(target, manifest, checks)
+    return dataclasses.replace(res, summary=f"export failed upstream: {reason}"[:500])
+
+
+def _run_and_judge(
+    bundle_dir: Path,
+    target: Target,
+    manifest: Manifest,
+    obs_dir: Path,
+    options: VerifyOptions,
+    ep: str,
+    expected: str,
+    python: str,
+    base_env: Mapping[str, str],
+) -> TargetResult:
+    if obs_dir.exists():
+        shutil.rmtree(obs_dir)  # never judge a previous run's outputs
+    obs_dir.mkdir(parents=True)
+    argv = [
+        python, "-m", "ci_onnx.runners.ort",
+        "--bundle", str(bundle_dir.resolve()),
+        "--target-json", json.dumps(serde.to_json(target)),
+        "--ep", ep,
+        "--out", str(obs_dir.resolve()),
+        "--latency-runs", str(options.latency_runs),
+    ]  # fmt: skip
+    if options.strict_fallback:
+        argv.append("--strict-fallback")
+    with tempfile.TemporaryDirectory(prefix="onnx-gate-runner-") as tmp:
+        (Path(tmp) / "ci_onnx").symlink_to(Path(ci_onnx.__file__).parent, target_is_directory=True)
+        env = {**base_env, "PYTHONPATH": tmp, "PYTHONDONTWRITEBYTECODE": "1"}
+        done = proc.run(argv, timeout=options.timeout_s, env=env, what=f"{target.id} runner")
+    observation = obs_dir / "observation.json"
+    if not done.ok or not observation.is_file():
+        why = done.describe_failure() if not done.ok else "the runner wrote no observation.json"
+        check = CheckResult(
+            "runner", Status.ERROR, f"the runner process failed: {why}", duration_s=done.duration_s
+        )
+        return judge.result(target, manifest, [*judge.export_checks(manifest), check])
+    try:
+        obs = serde.from_json(Observation, json.loads(observation.read_text()))
+    except (ValueError, TypeError, KeyError) as exc:
+        check = CheckResult(
+            "runner", Status.ERROR, f"the runner wrote an unreadable observation.json ({exc})"
+        )
+        return judge.result(target, manifest, [*judge.export_checks(manifest), check])
+    return judge.judge(target, manifest, obs, bundle_dir, obs_dir, options, expected)
+
+
+def options_from(cfg: Config | None, *, timeout_s: float | None = None) -> VerifyOptions:
+    """Budgets and run settings from onnx-gate.yml when given, else the config schema's defaults."""
+    if cfg is not None:
+        opts = VerifyOptions(
+            max_cpu_time_share=cfg.cpu_fallback_max_time_share,
+            strict_fallback=cfg.verify.strict_fallback,
+            latency_runs=cfg.verify.latency_runs,
+            timeout_s=cfg.verify.timeout_s,
+        )
+    else:
+        props = config.schema()["properties"]
+        verify_defaults = props["verify"]["properties"]
+        budget = props["budgets"]["properties"]["cpu_fallback"]["properties"]["max_time_share"]
+        opts = VerifyOptions(
+            max_cpu_time_share=float(budget["default"]),
+            strict_fallback=bool(verify_defaults["strict_fallback"]["default"]),
+            latency_runs=int(verify_defaults["latency_runs"]["default"]),
+            timeout_s=float(verify_defaults["timeout_s"]["default"]),
+        )
+    return dataclasses.replace(opts, timeout_s=timeout_s) if timeout_s else opts

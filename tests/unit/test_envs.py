@@ -1,0 +1,91 @@
+"""Per-runtime environments: built once per (package, version), reused, and clear when a version is missing.
+
+A stand-in for uv records what it was asked and builds a fake environment, so these tests run fast;
+tests/e2e builds real ones.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from ci_onnx import envs
+from ci_onnx.errors import EnvironmentProblem
+from ci_onnx.target import Target
+
+FAKE_UV = """#!{python}
+import pathlib, sys
+log = pathlib.Path({log!r})
+log.open("a").write(" ".join(sys.argv[1:]) + "\\n")
+args = sys.argv[1:]
+if args[0] == "venv":
+    env = pathlib.Path(args[-1])
+    (env / "bin").mkdir(parents=True)
+    (env / "bin" / "python").write_text("")
+elif any("9.9.9" in a for a in args):
+    print("  × No solution found: there is no version of onnxruntime==9.9.9", file=sys.stderr)
+    sys.exit(1)
+elif any("broken" in a for a in args):
+    print("error: disk full", file=sys.stderr)
+    sys.exit(1)
+"""
+
+
+@pytest.fixture
+def fake_uv(tmp_path: Path) -> tuple[str, Path]:
+    log = tmp_path / "uv.log"
+    uv = tmp_path / "uv"
+    uv.write_text(FAKE_UV.format(python=sys.executable, log=str(log)))
+    uv.chmod(0o755)
+    return str(uv), log
+
+
+def test_numpy_below_2_for_runtimes_built_against_numpy_1() -> None:
+    assert envs.requirements("onnxruntime", "1.17.3") == ["onnxruntime==1.17.3", "numpy<2"]
+    assert envs.requirements("onnxruntime-openvino", "1.24.1") == ["onnxruntime-openvino==1.24.1", "numpy"]
+
+
+def test_an_environment_is_built_once_and_reused(tmp_path: Path, fake_uv: tuple[str, Path]) -> None:
+    uv, log = fake_uv
+    first = envs.ensure("onnxruntime", "1.17.3", tmp_path / "cache", uv=uv)
+    again = envs.ensure("onnxruntime", "1.17.3", tmp_path / "cache", uv=uv)
+    assert first == again and first.python.exists()
+    calls = log.read_text().splitlines()
+    assert len(calls) == 2  # one venv, one install: the second call reused the cache
+    assert calls[1].startswith("pip install") and calls[1].endswith("onnxruntime==1.17.3 numpy<2")
+    other = envs.ensure("onnxruntime", "1.20.1", tmp_path / "cache", uv=uv)
+    assert other.path != first.path
+
+
+def test_a_half_built_environment_is_rebuilt(tmp_path: Path, fake_uv: tuple[str, Path]) -> None:
+    uv, _ = fake_uv
+    half = envs.env_dir(tmp_path, "onnxruntime", "1.20.1")
+    (half / "bin").mkdir(parents=True)  # no ready marker: an interrupted build
+    envs.ensure("onnxruntime", "1.20.1", tmp_path, uv=uv)
+    assert (half / envs.READY).read_text().strip() == "onnxruntime==1.20.1"
+
+
+def test_a_version_that_does_not_exist_names_target_and_requirement(
+    tmp_path: Path, fake_uv: tuple[str, Path]
+) -> None:
+    uv, _ = fake_uv
+    target = Target("9.9.9", "cpu", 17, "dynamo")
+    with pytest.raises(EnvironmentProblem) as info:
+        envs.for_target(target, tmp_path, uv=uv)
+    assert "ort9.9.9-cpu-op17-dynamo" in info.value.message
+    assert "onnxruntime==9.9.9" in info.value.message
+    assert not envs.env_dir(tmp_path, "onnxruntime", "9.9.9").exists()
+
+
+def test_other_install_failures_keep_the_installer_message(tmp_path: Path, fake_uv: tuple[str, Path]) -> None:
+    uv, _ = fake_uv
+    with pytest.raises(EnvironmentProblem, match="disk full"):
+        envs.ensure("onnxruntime", "1.0.0-broken", tmp_path, uv=uv)
+
+
+def test_the_provider_picks_the_package(tmp_path: Path, fake_uv: tuple[str, Path]) -> None:
+    uv, _ = fake_uv
+    env = envs.for_target(Target("1.24.1", "openvino", 17, "dynamo"), tmp_path, uv=uv)
+    assert env.requirement == "onnxruntime-openvino==1.24.1"

@@ -18,8 +18,22 @@ COMMANDS = ("plan", "export", "verify", "report")
 OPTIONS: dict[str, dict[str, str]] = {
     "plan": {"config": "--config", "only": "--only", "out": "--out"},
     "export": {"config": "--config", "only": "--only", "out": "--out"},
-    "verify": {"bundle": "--bundle", "target": "--target", "out": "--out"},
-    "report": {"results": "--results", "plan": "--plan", "out": "--out", "github-token": "--github-token"},
+    "verify": {
+        "bundle": "--bundle",
+        "target": "--target",
+        "out": "--out",
+        "config": "--config",
+        "timeout": "--timeout",
+    },
+    "report": {
+        "results": "--results",
+        "plan": "--plan",
+        "out": "--out",
+        "github-token": "--github-token",
+        "junit": "--junit",
+        "check-name": "--check-name",
+        "comment-key": "--comment-key",
+    },
 }
 """For each command, the action input that feeds each of its options. tests/unit keeps this table,
 action.yml and the click commands in step."""
@@ -27,7 +41,18 @@ action.yml and the click commands in step."""
 FIXED: dict[str, dict[str, str]] = {"plan": {"--format": "github"}}
 """Options the action sets itself: in a workflow the plan is always written to $GITHUB_OUTPUT."""
 
-MULTI = frozenset({"only", "results"})
+UNEXPOSED: dict[str, dict[str, str]] = {
+    "verify": {
+        "--python": "the action verifies in its own interpreter, where install-runtime put the runtime"
+    },
+    "report": {
+        "--pr": "in a workflow_run job the pull-request input writes the event that report reads",
+        "--publish": "the action always publishes when it has a token",
+    },
+}
+"""Options of a command that the action deliberately does not offer, and why."""
+
+MULTI = frozenset({"only", "results", "junit"})
 """Inputs that take several values, one per line (or separated by commas), each a repeated option."""
 
 ACTION_ONLY = frozenset(

@@ -1,0 +1,156 @@
+"""Run torch.onnx.export (dynamo or TorchScript) and keep everything it said.
+
+Exceptions and warnings become an ExportOutcome value: the exporter's error without colour codes,
+the unsupported operator it names, whether it stopped on control flow that depends on a tensor value
+(dynamo's data-dependent guard), the TracerWarnings that mean TorchScript froze a branch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ci_onnx.bundle import TensorSpec
+from ci_onnx.export import errors
+
+EXTERNAL_DATA_BYTES = 1_800_000_000
+"""Above this the model cannot live in one protobuf file (2 GiB limit, with room for the graph)."""
+
+_FROZEN_BRANCH = "Converting a tensor to a Python"
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportOutcome:
+    ok: bool
+    error: str = ""
+    unsupported_op: str = ""
+    data_dependent: bool = False
+    warnings: tuple[str, ...] = ()
+    frozen_branches: tuple[str, ...] = ()
+    """TracerWarnings about a tensor converted to a Python value, with the line that did it."""
+    duration_s: float = 0.0
+    external_data: bool = False
+
+
+def export(
+    model: Any,
+    example: Sequence[Any],
+    path: Path,
+    *,
+    exporter: str,
+    opset: int,
+    inputs: Sequence[TensorSpec],
+    outputs: Sequence[str],
+    dynamic_axes: Mapping[str, Mapping[str, str]],
+) -> ExportOutcome:
+    """Export ``model`` called on ``example`` (torch tensors, in input order) to ``path``."""
+    import torch
+
+    external = sum(p.numel() * p.element_size() for p in model.parameters()) > EXTERNAL_DATA_BYTES
+    names = [s.name for s in inputs]
+    start = time.monotonic()
+    chatter = io.StringIO()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with contextlib.redirect_stdout(chatter), torch.no_grad():
+                if exporter == "dynamo":
+                    torch.onnx.export(
+                        model,
+                        tuple(example),
+                        str(path),
+                        dynamo=True,
+                        opset_version=opset,
+                        input_names=names,
+                        output_names=list(outputs),
+                        dynamic_shapes=dynamic_shapes(inputs, dynamic_axes),
+                        external_data=external,
+                        optimize=True,
+                    )
+                else:
+                    torch.onnx.export(
+                        model,
+                        tuple(example),
+                        str(path),
+                        dynamo=False,
+                        opset_version=opset,
+                        input_names=names,
+                        output_names=list(outputs),
+                        dynamic_axes={k: {int(a): n for a, n in v.items()} for k, v in dynamic_axes.items()},
+                        do_constant_folding=True,
+                    )
+            failure = ""
+        except Exception as exc:
+            failure = _full_text(exc)
+    kept = _warnings(caught)
+    frozen = tuple(w for w in kept if _FROZEN_BRANCH in w)
+    duration = time.monotonic() - start
+    if failure:
+        return ExportOutcome(
+            ok=False,
+            error=errors.summarise(failure),
+            unsupported_op=errors.unsupported_operator(failure),
+            data_dependent=errors.is_data_dependent(failure),
+            warnings=tuple(w for w in kept if w not in frozen),
+            frozen_branches=frozen,
+            duration_s=duration,
+        )
+    return ExportOutcome(
+        ok=True,
+        warnings=tuple(w for w in kept if w not in frozen),
+        frozen_branches=frozen,
+        duration_s=duration,
+        external_data=external,
+    )
+
+
+def dynamic_shapes(
+    inputs: Sequence[TensorSpec], dynamic_axes: Mapping[str, Mapping[str, str]]
+) -> tuple[dict[int, Any] | None, ...]:
+    """dynamo's ``dynamic_shapes`` in input order; one ``Dim`` per symbolic name, shared across inputs."""
+    import torch
+
+    dims: dict[str, Any] = {}
+    out: list[dict[int, Any] | None] = []
+    for spec in inputs:
+        axes = dynamic_axes.get(spec.name, {})
+        if not axes:
+            out.append(None)
+            continue
+        out.append({int(a): dims.setdefault(n, torch.export.Dim(_identifier(n))) for a, n in axes.items()})
+    return tuple(out)
+
+
+def _identifier(name: str) -> str:
+    clean = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return clean if clean and not clean[0].isdigit() else f"d_{clean}"
+
+
+def _full_text(exc: BaseException) -> str:
+    parts = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        parts.append(f"<class '{type(current).__module__}.{type(current).__name__}'>: {current}")
+        current = current.__cause__ or current.__context__
+    return errors.strip_ansi("\n".join(parts))
+
+
+def _warnings(caught: Sequence[warnings.WarningMessage]) -> list[str]:
+    """Distinct warnings, each with where it was raised, without the noise of deprecations."""
+    out: list[str] = []
+    for w in caught:
+        if issubclass(w.category, (DeprecationWarning, FutureWarning)):
+            continue
+        text = errors.strip_ansi(str(w.message)).strip().splitlines()[0][:300]
+        line = f"{w.category.__name__}: {text} ({Path(w.filename).name}:{w.lineno})"
+        if line not in out:
+            out.append(line)
+    return out[:30]

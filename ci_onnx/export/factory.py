@@ -18,6 +18,15 @@ from ci_onnx.errors import ConfigError
 KEY = "model.factory"
 
 
+def check_path(spec: str, root: Path) -> None:
+    """Fail fast, before a child process imports torch, when the factory's file does not exist."""
+    target = spec.rpartition(":")[0]
+    if (target.endswith(".py") or "/" in target) and not (root / target).is_file():
+        raise ConfigError(
+            f"{KEY}: {(root / target)} does not exist (from {spec!r}; paths are relative to the config)"
+        )
+
+
 def load_callable(spec: str, root: Path) -> Callable[[], Any]:
     """The callable ``spec`` names; a file path is relative to ``root`` (the config's directory)."""
     target, _, attr = spec.rpartition(":")
@@ -62,9 +71,9 @@ def _import_file(path: Path, spec: str) -> Any:
 
 def build_model(spec: str, root: Path) -> Any:
     """Call the factory and put the module in eval mode; returns a ``torch.nn.Module``."""
+    factory = load_callable(spec, root)
     import torch
 
-    factory = load_callable(spec, root)
     try:
         model = factory()
     except Exception as exc:

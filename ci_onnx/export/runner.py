@@ -70,7 +70,19 @@ def select(jobs: Sequence[Job], only: Sequence[str], plan_keys: PlanKeys) -> lis
     return chosen
 
 
+def preflight(cfg: Config) -> None:
+    """The user errors that can be found without torch, found before any child starts."""
+    if cfg.onnx_only:
+        return
+    from ci_onnx.export import factory, inputs
+
+    factory.check_path(cfg.model.factory, cfg.root)
+    if cfg.model.samples:
+        inputs.load_samples(cfg.resolve(cfg.model.samples), cfg.model.inputs)
+
+
 def export_all(cfg: Config, jobs: Sequence[Job], out: Path, log: Log) -> list[Outcome]:
+    preflight(cfg)
     outcomes = []
     for n, job in enumerate(jobs, start=1):
         prefix = f"[{n}/{len(jobs)}] {job.key}"

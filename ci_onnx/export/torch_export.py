@@ -89,7 +89,8 @@ def export(
         except Exception as exc:
             failure = _full_text(exc)
     kept = _warnings(caught)
-    frozen = tuple(w for w in kept if _FROZEN_BRANCH in w)
+    frozen = tuple(_describe(w) for w in caught if _froze_a_branch(w, Path(torch.__file__).parent))
+    frozen = tuple(dict.fromkeys(frozen))
     duration = time.monotonic() - start
     if failure:
         return ExportOutcome(
@@ -143,14 +144,29 @@ def _full_text(exc: BaseException) -> str:
     return errors.strip_ansi("\n".join(parts))
 
 
+def _froze_a_branch(w: warnings.WarningMessage, torch_dir: Path) -> bool:
+    """A TracerWarning about a tensor made a Python value outside torch's own code.
+
+    torch's functions convert sizes while tracing (F.batch_norm checks the batch size); that is not
+    a branch of the model. Anywhere else (the model, a library such as transformers) it is.
+    """
+    if w.category.__name__ != "TracerWarning" or _FROZEN_BRANCH not in str(w.message):
+        return False
+    return not Path(w.filename).resolve().is_relative_to(torch_dir.resolve())
+
+
+def _describe(w: warnings.WarningMessage) -> str:
+    text = errors.strip_ansi(str(w.message)).strip().splitlines()[0][:300]
+    return f"{w.category.__name__}: {text} ({Path(w.filename).name}:{w.lineno})"
+
+
 def _warnings(caught: Sequence[warnings.WarningMessage]) -> list[str]:
     """Distinct warnings, each with where it was raised, without the noise of deprecations."""
     out: list[str] = []
     for w in caught:
         if issubclass(w.category, (DeprecationWarning, FutureWarning)):
             continue
-        text = errors.strip_ansi(str(w.message)).strip().splitlines()[0][:300]
-        line = f"{w.category.__name__}: {text} ({Path(w.filename).name}:{w.lineno})"
+        line = _describe(w)
         if line not in out:
             out.append(line)
     return out[:30]

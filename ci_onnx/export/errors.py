@@ -10,7 +10,7 @@ _TS_UNSUPPORTED = re.compile(
 )
 _DYNAMO_UNSUPPORTED = re.compile(r"No ONNX function found for <OpOverload\(op='([\w.:]+)'")
 _SUMMARY_LINE = re.compile(r"^<class '[\w.]+\.(\w+)'>: (.*)$", re.MULTILINE)
-_RAISED_AT = re.compile(r"The following call raised this error:\s*\n\s*(File .*)\n\s*(.*)\n")
+_RAISED_AT = re.compile(r"The following call raised this error:\s*\n\s*(File .*)\n\s*(.*)")
 
 DATA_DEPENDENT = ("GuardOnDataDependentSymNode", "data-dependent expression")
 

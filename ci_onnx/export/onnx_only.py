@@ -146,6 +146,7 @@ def make_bundle(cfg: Config, bundle_dir: Path) -> Manifest:
                 [(d, f, e) for d, f, e, _ in written],
                 cfg.verify.tolerance,
                 cfg.verify.tolerance_per_output,
+                reference="the test data's outputs",
             )
         )
     else:

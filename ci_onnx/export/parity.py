@@ -54,8 +54,9 @@ def reference_parity(
     sets: Sequence[tuple[str, Arrays, Arrays]],
     tolerance: Tolerance,
     per_output: Mapping[str, Tolerance],
+    reference: str = "torch",
 ) -> Finding:
-    """``sets``: (test_data_set directory, inputs, expected outputs) each."""
+    """``sets``: (test_data_set directory, inputs, expected outputs) each; ``reference`` made them."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -85,7 +86,7 @@ def reference_parity(
             figures[f"{directory}/{name}"] = stats
             if stats.get("shape_mismatch"):
                 failures.append(
-                    f"{directory}/{name}: shape {list(np.shape(value))} vs torch {list(expected[name].shape)}"
+                    f"{directory}/{name}: shape {list(np.shape(value))} vs {list(expected[name].shape)}"
                 )
             elif stats["out_of_tolerance"]:
                 failures.append(
@@ -96,14 +97,14 @@ def reference_parity(
         return Finding(
             "reference-parity",
             Status.FAILED,
-            "onnxruntime CPU disagrees with torch on the bundle's inputs, so the export itself is wrong: "
-            + "; ".join(failures[:4]),
+            f"onnxruntime CPU disagrees with {reference} on the bundle's inputs, so the model itself is "
+            "wrong (not the runtime under test): " + "; ".join(failures[:4]),
             figures,
         )
     return Finding(
         "reference-parity",
         Status.PASSED,
-        f"onnxruntime {ort.__version__} CPU matches torch on {len(sets)} test data set(s)",
+        f"onnxruntime {ort.__version__} CPU matches {reference} on {len(sets)} test data set(s)",
         figures,
     )
 

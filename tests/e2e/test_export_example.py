@@ -73,4 +73,6 @@ def test_only_selects_bundles_by_key_without_the_package_index(tmp_path: Path) -
     result = run_export(EXAMPLE / "onnx-gate.yml", tmp_path, "--only", "op18-torch*")
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["op18-torchscript"]
-    assert json.loads((tmp_path / "op18-torchscript" / "manifest.json").read_text())["exporter"] == "torchscript"
+    assert (
+        json.loads((tmp_path / "op18-torchscript" / "manifest.json").read_text())["exporter"] == "torchscript"
+    )

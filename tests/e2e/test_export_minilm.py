@@ -20,7 +20,9 @@ SENTENCES = [
 ]
 
 
-def test_minilm_exports_with_dynamic_batch_and_sequence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_minilm_exports_with_dynamic_batch_and_sequence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import onnxruntime as ort
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

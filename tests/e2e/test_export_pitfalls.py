@@ -11,7 +11,9 @@ from export_helpers import PITFALLS, failed, manifest, run_export, write_config
 pytestmark = pytest.mark.e2e
 
 
-def _config(tmp_path: Path, factory: str, shape: str, opset: int, exporter: str, dynamic: bool = True) -> Path:
+def _config(
+    tmp_path: Path, factory: str, shape: str, opset: int, exporter: str, dynamic: bool = True
+) -> Path:
     axes = "dynamic_axes: {x: {0: batch}, y: {0: batch}}" if dynamic else ""
     return write_config(
         tmp_path,
@@ -69,7 +71,7 @@ def test_omitted_dynamic_axes_fail_dynamic_axes_and_batch_8_cannot_run(tmp_path:
     assert "model.dynamic_axes.x: {0: batch}" in fails["dynamic-axes"]
     session = ort.InferenceSession(str(bundle / "model.onnx"), providers=["CPUExecutionProvider"])
     session.run(None, {"x": np.zeros((1, 8), np.float32)})
-    with pytest.raises(Exception, match="(?i)dimension|shape"):
+    with pytest.raises(Exception, match=r"(?i)dimension|shape"):
         session.run(None, {"x": np.zeros((8, 8), np.float32)})
 
 

@@ -157,9 +157,28 @@ def dynamic_axes(
     )
 
 
-def outputs(model: Any, declared: Sequence[str]) -> Finding:
+def outputs(model: Any, declared: Sequence[str], inputs: Sequence[str] = ()) -> Finding:
+    """Output names and count as declared; an output named like an input or inner value is an error."""
     got = [vi.name for vi in model.graph.output]
     figures = {"declared": list(declared), "graph": got}
+    weights = {i.name for i in model.graph.initializer}
+    graph_inputs = [vi.name for vi in model.graph.input if vi.name not in weights]
+    renamed = [n for n in inputs if n not in graph_inputs]
+    if renamed:
+        clash = [n for n in renamed if n in declared]
+        why = (
+            f"output name(s) {', '.join(map(repr, clash))} clash with the input(s) of the same name, so the "
+            "exporter renamed the input"
+            if clash
+            else "the exporter renamed them"
+        )
+        return Finding(
+            "outputs",
+            Status.FAILED,
+            f"the graph's inputs are {graph_inputs}, not {list(inputs)}: {why}; give inputs and outputs "
+            "distinct names in model.inputs and model.outputs",
+            {**figures, "graph_inputs": graph_inputs},
+        )
     internal = {n for node in model.graph.node for n in node.input} | {
         i.name for i in model.graph.initializer
     }

@@ -63,7 +63,7 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
         checks.opset(proto, opset, exporter),
         checks.train_mode(proto),
         checks.dynamic_axes(proto, specs, m.dynamic_axes),
-        checks.outputs(proto, m.outputs),
+        checks.outputs(proto, m.outputs, [s.name for s in specs]),
         checks.graph(proto, files, modules),
     ]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import logging
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -56,7 +57,8 @@ def export(
     names = [s.name for s in inputs]
     start = time.monotonic()
     chatter = io.StringIO()
-    with warnings.catch_warnings(record=True) as caught:
+    logged = _LogRecorder()
+    with warnings.catch_warnings(record=True) as caught, logged:
         warnings.simplefilter("always")
         try:
             with contextlib.redirect_stdout(chatter), torch.no_grad():
@@ -88,7 +90,7 @@ def export(
             failure = ""
         except Exception as exc:
             failure = _full_text(exc)
-    kept = _warnings(caught)
+    kept = logged.messages + _warnings(caught)
     frozen = tuple(_describe(w) for w in caught if _froze_a_branch(w, Path(torch.__file__).parent))
     frozen = tuple(dict.fromkeys(frozen))
     duration = time.monotonic() - start
@@ -142,6 +144,32 @@ def _full_text(exc: BaseException) -> str:
         parts.append(f"<class '{type(current).__module__}.{type(current).__name__}'>: {current}")
         current = current.__cause__ or current.__context__
     return errors.strip_ansi("\n".join(parts))
+
+
+_LOG_NOISE = ("torchvision is not installed",)
+"""Logged on every dynamo export without torchvision; says nothing about the model."""
+
+
+class _LogRecorder(logging.Handler):
+    """Keeps what torch.onnx logs at WARNING and above (dynamo's opset fallback is only logged)."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self.messages: list[str] = []
+        self._logger = logging.getLogger("torch.onnx")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = errors.strip_ansi(record.getMessage()).strip().splitlines()
+        line = f"{record.levelname.lower()}: {text[0][:300]}" if text else ""
+        if line and not any(n in line for n in _LOG_NOISE) and line not in self.messages:
+            self.messages.append(line)
+
+    def __enter__(self) -> _LogRecorder:
+        self._logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._logger.removeHandler(self)
 
 
 def _froze_a_branch(w: warnings.WarningMessage, torch_dir: Path) -> bool:

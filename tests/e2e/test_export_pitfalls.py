@@ -82,6 +82,8 @@ def test_opset_not_honoured_by_dynamo_fails_opset(tmp_path: Path) -> None:
     assert "asked for opset 17 but the file is at opset 18" in fails["opset"]
     m = manifest(bundle)
     assert (m.requested_opset, m.opset) == (17, 18)
+    (export,) = [f for f in m.findings if f.name == "export"]
+    assert any("operator set version 18" in w for w in export.warnings)  # dynamo only logs it
 
 
 @pytest.mark.parametrize(("opset", "exporter"), [(17, "torchscript"), (18, "dynamo")])
@@ -91,6 +93,26 @@ def test_unsupported_operator_fails_export_naming_it(tmp_path: Path, opset: int,
     assert set(fails) == {"export"}
     assert "aten::linalg_eigh" in fails["export"]
     assert "\x1b[" not in fails["export"]
+
+
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_an_output_named_like_the_input_fails_outputs(tmp_path: Path, exporter: str) -> None:
+    cfg = write_config(
+        tmp_path,
+        f"""\
+        model:
+          factory: {PITFALLS}:small
+          inputs: {{x: {{shape: [batch, 8]}}}}
+          outputs: [x]
+          dynamic_axes: {{x: {{0: batch}}}}
+        export: {{opsets: [18], exporters: [{exporter}]}}
+        verify: {{random_inputs: 4}}
+        """,
+    )
+    result = run_export(cfg, tmp_path / "bundles")
+    assert result.exit_code == 1
+    fails = failed(manifest(tmp_path / "bundles" / f"op18-{exporter}"))
+    assert "clash with" in fails["outputs"]
 
 
 def test_factory_that_raises_is_one_line_naming_the_key(tmp_path: Path) -> None:

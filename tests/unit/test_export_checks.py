@@ -81,6 +81,16 @@ def test_outputs_count_names_and_clashes() -> None:
     assert f.status is Status.FAILED and "clash" in f.message
 
 
+def test_an_output_named_like_an_input_that_the_exporter_renamed_is_a_clear_error() -> None:
+    x = helper.make_tensor_value_info("x.1", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    graph = helper.make_graph([helper.make_node("Relu", ["x.1"], ["x"])], "g", [x], [y])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    f = checks.outputs(m, ["x"], ["x"])
+    assert f.status is Status.FAILED
+    assert "inputs are ['x.1'], not ['x']" in f.message and "clash with the input" in f.message
+
+
 def test_graph_warns_when_nodes_far_outnumber_modules(tmp_path: Path) -> None:
     nodes = [helper.make_node("Relu", ["x"], ["a0"])] + [
         helper.make_node("Relu", [f"a{i}"], [f"a{i + 1}"]) for i in range(45)

@@ -138,8 +138,8 @@ def control_flow_finding(outcome: torch_export.ExportOutcome, exporter: str) -> 
             "control-flow",
             Status.FAILED,
             "the trace converted a tensor to a Python value, so the graph always takes the branch the "
-            f"example took: {outcome.frozen_branches[0]}; use torch.where or torch.cond, or the dynamo "
-            "exporter",
+            f"example took: {'; '.join(outcome.frozen_branches[:3])}; use torch.where or torch.cond, or "
+            "the dynamo exporter",
             {"warnings": len(outcome.frozen_branches)},
             outcome.frozen_branches,
         )

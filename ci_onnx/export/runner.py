@@ -126,7 +126,7 @@ def describe(outcome: Outcome) -> str:
         extra = f", {warned} warning(s)" if warned else ""
         return f"passed ({len(outcome.manifest.findings)} checks{extra}) in {outcome.seconds:.1f} s"
     first = failed[0]
-    return f"FAILED {', '.join(f.name for f in failed)}: {first.name}: {first.message[:300]}"
+    return f"FAILED [{', '.join(f.name for f in failed)}] {first.name}: {first.message[:300]}"
 
 
 def exit_code(outcomes: Sequence[Outcome]) -> int:

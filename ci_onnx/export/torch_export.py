@@ -184,7 +184,10 @@ def _froze_a_branch(w: warnings.WarningMessage, torch_dir: Path) -> bool:
 
 
 def _describe(w: warnings.WarningMessage) -> str:
-    text = errors.strip_ansi(str(w.message)).strip().splitlines()[0][:300]
+    text = errors.strip_ansi(str(w.message)).strip().splitlines()[0]
+    if w.category.__name__ == "TracerWarning":
+        text = text.split(" might cause")[0]  # the rest is the same boilerplate every time
+    text = text[:300]
     return f"{w.category.__name__}: {text} ({Path(w.filename).name}:{w.lineno})"
 
 

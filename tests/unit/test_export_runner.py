@@ -110,4 +110,6 @@ def test_an_export_that_does_not_finish_becomes_a_failed_export_finding(tmp_path
     assert all(f.status is Status.SKIPPED for f in m.findings[1:])
     assert (m.opset, m.node_count, m.files) == (0, 0, {})
     assert runner.exit_code([outcome]) == 1
-    assert lines[0] == "[1/1] op18-dynamo: exporting…" and "FAILED export" in lines[1]
+    assert lines[0] == "[1/1] op18-dynamo: exporting…" and lines[1].startswith(
+        "[1/1] op18-dynamo: FAILED [export] export: the dynamo export did not finish"
+    )

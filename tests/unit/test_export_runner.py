@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -17,6 +19,7 @@ from ci_onnx.bundle import read_manifest
 from ci_onnx.cli import cli
 from ci_onnx.errors import UsageError
 from ci_onnx.export import CHECKS, runner
+from ci_onnx.serde import load_schema
 from ci_onnx.target import Status
 
 
@@ -100,6 +103,8 @@ def test_an_export_that_does_not_finish_becomes_a_failed_export_finding(tmp_path
     lines: list[str] = []
     (outcome,) = runner.export_all(cfg, [runner.Job(18, "dynamo")], tmp_path / "out", lines.append)
     m = read_manifest(tmp_path / "out" / "op18-dynamo")
+    manifest_json = json.loads((tmp_path / "out" / "op18-dynamo" / "manifest.json").read_text())
+    jsonschema.validate(manifest_json, load_schema("manifest.schema.json"))
     assert [f.name for f in m.findings] == list(CHECKS)
     export = m.findings[0]
     assert (

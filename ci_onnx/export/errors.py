@@ -12,6 +12,9 @@ _DYNAMO_UNSUPPORTED = re.compile(r"No ONNX function found for <OpOverload\(op='(
 _SUMMARY_LINE = re.compile(r"^<class '[\w.]+\.(\w+)'>: (.*)$", re.MULTILINE)
 _RAISED_AT = re.compile(r"The following call raised this error:\s*\n\s*(File .*)\n\s*(.*)")
 
+_WRAPPER = re.compile(r"^\w+: (Failed to (export|convert) |Error when translating node )")
+"""torch.onnx's wrapper exceptions: they say which step failed, the inner ones say why."""
+
 DATA_DEPENDENT = ("GuardOnDataDependentSymNode", "data-dependent expression")
 
 
@@ -42,6 +45,8 @@ def summarise(text: str, limit: int = 600) -> str:
         line = f"{m.group(1)}: {m.group(2).split(' This is step')[0].strip()}"
         if line not in summary:
             summary.append(line)
+    specific = [line for line in summary if not _WRAPPER.search(line)]
+    summary = specific or summary
     where = _RAISED_AT.search(text)
     if where:
         summary.append(f"at {where.group(1).strip()}: {where.group(2).strip()}")

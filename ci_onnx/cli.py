@@ -134,8 +134,34 @@ def plan(config_path: Path, only: Sequence[str], fmt: str, out: Path | None) -> 
     help="Directory to write one bundle per (opset, exporter) into.",
 )
 def export(config_path: Path, only: Sequence[str], out: Path) -> None:
-    """Export the model once per (opset, exporter) the plan needs, check it, and write bundles."""
-    raise NotBuiltError("`onnx-gate export` is not built yet in this release")
+    """Export the model once per (opset, exporter) the plan needs, check it, and write bundles.
+
+    \b
+    Each bundle is exported in its own process and checked: export, control-flow, checker, opset,
+    train-mode, dynamic-axes, outputs, graph, reference-parity (onnxruntime CPU against torch).
+    Exit 0 when every check passed, 1 when one failed (the bundles are still written).
+    """
+    from ci_onnx import config
+    from ci_onnx.export import runner
+
+    cfg = config.load(config_path)
+    onnx_opset = 0
+    if cfg.onnx_only:
+        from ci_onnx.export import onnx_only
+
+        onnx_opset = onnx_only.file_opset(cfg)
+
+    def plan_keys(patterns: Sequence[str]) -> Sequence[str]:
+        from ci_onnx import plan as planning
+        from ci_onnx.resolve import PipIndex
+
+        opsets = (onnx_opset,) if cfg.onnx_only else None
+        return planning.select(planning.expand(cfg, PipIndex(), opsets), patterns).bundle_keys()
+
+    jobs = runner.select(runner.candidates(cfg, onnx_opset), only, plan_keys)
+    outcomes = runner.export_all(cfg, jobs, out, log=lambda line: click.echo(line, err=True))
+    click.echo(f"wrote {len(outcomes)} bundle(s) to {out}")
+    click.get_current_context().exit(runner.exit_code(outcomes))
 
 
 @cli.command()

@@ -33,6 +33,8 @@ class ModelConfig:
     dynamic_axes: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
     samples: str = ""
     preprocessing: Preprocessing | None = None
+    dim_sizes: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Sizes of symbolic dims other than the batch axis, for the example and random inputs."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -247,6 +249,7 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         outputs=tuple(m.get("outputs", ())),
         dynamic_axes={k: {str(a): n for a, n in v.items()} for k, v in m.get("dynamic_axes", {}).items()},
         samples=m.get("samples", ""),
+        dim_sizes={str(k): int(v) for k, v in m.get("dim_sizes", {}).items()},
         preprocessing=Preprocessing(
             mean=tuple(pre.get("mean", ())),
             std=tuple(pre.get("std", ())),

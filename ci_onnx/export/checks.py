@@ -1,0 +1,236 @@
+"""Checks of an exported graph, read from the file alone (no torch): each returns a Finding.
+
+``checker``, ``opset``, ``train-mode``, ``dynamic-axes``, ``outputs``, ``graph``. The torch-side
+checks (``export``, ``control-flow``) are in findings.py, ``reference-parity`` in parity.py.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ci_onnx.bundle import Finding, TensorSpec
+from ci_onnx.target import Status
+
+DECOMPOSED_RATIO = 20
+"""A graph with this many nodes per torch module is worth a look: an operator was decomposed."""
+
+
+def checker(path: Path) -> Finding:
+    import onnx
+
+    try:
+        onnx.checker.check_model(str(path), full_check=True)
+    except Exception as exc:  # onnx raises ValidationError, InferenceError, and more
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return Finding("checker", Status.FAILED, f"onnx.checker (full_check) rejected the model: {first}")
+    return Finding("checker", Status.PASSED, "onnx.checker with full_check (shape inference) passed")
+
+
+def default_opset(model: Any) -> int:
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+
+
+def opset(model: Any, requested: int, exporter: str) -> Finding:
+    written = default_opset(model)
+    figures = {"requested": requested, "written": written}
+    if written == requested:
+        return Finding("opset", Status.PASSED, f"the file is at opset {written}, as asked", figures)
+    hint = (
+        " (dynamo builds at 18 and keeps 18 when down-conversion fails: export at opset 18 or higher, or "
+        "use the torchscript exporter for older opsets)"
+        if exporter == "dynamo"
+        else ""
+    )
+    return Finding(
+        "opset",
+        Status.FAILED,
+        f"asked for opset {requested} but the file is at opset {written}{hint}",
+        figures,
+    )
+
+
+def train_mode(model: Any) -> Finding:
+    """A Dropout whose training_mode is a constant True, or BatchNormalization with training_mode=1."""
+    constants = _constant_bools(model)
+    culprits: list[str] = []
+    for node in model.graph.node:
+        if node.op_type == "Dropout" and len(node.input) >= 3 and constants.get(node.input[2]) is True:
+            culprits.append(f"Dropout {node.name or node.output[0]!r} (training_mode=True)")
+        if node.op_type == "BatchNormalization":
+            for attr in node.attribute:
+                if attr.name == "training_mode" and attr.i == 1:
+                    culprits.append(f"BatchNormalization {node.name or node.output[0]!r} (training_mode=1)")
+    if culprits:
+        return Finding(
+            "train-mode",
+            Status.FAILED,
+            f"the graph computes in training mode: {', '.join(culprits[:5])}"
+            f"{f' and {len(culprits) - 5} more' if len(culprits) > 5 else ''}; look for a layer that "
+            "hard-codes training=True (F.dropout defaults to it, F.batch_norm(training=True))",
+            {"nodes": len(culprits)},
+        )
+    return Finding("train-mode", Status.PASSED, "no Dropout or BatchNormalization in training mode")
+
+
+def _constant_bools(model: Any) -> dict[str, bool]:
+    from onnx import numpy_helper
+
+    out: dict[str, bool] = {}
+    tensors = [(t.name, t) for t in model.graph.initializer]
+    for node in model.graph.node:
+        if node.op_type == "Constant":
+            for attr in node.attribute:
+                if attr.name == "value":
+                    tensors.append((node.output[0], attr.t))
+    for name, tensor in tensors:
+        arr = numpy_helper.to_array(tensor)
+        if arr.size == 1 and arr.dtype.kind == "b":
+            out[name] = bool(arr.reshape(()))
+    return out
+
+
+def dims_of(value_info: Any) -> list[int | str]:
+    """A graph input's or output's dims: ints when fixed, names when symbolic, '?' when unknown."""
+    dims: list[int | str] = []
+    for d in value_info.type.tensor_type.shape.dim:
+        if d.HasField("dim_value"):
+            dims.append(int(d.dim_value))
+        else:
+            dims.append(d.dim_param or "?")
+    return dims
+
+
+def dynamic_axes(
+    model: Any, inputs: Sequence[TensorSpec], declared: Mapping[str, Mapping[str, str]]
+) -> Finding:
+    """Each declared axis is symbolic in the graph; an input's undeclared axes are fixed."""
+    graph_inputs = {vi.name: dims_of(vi) for vi in model.graph.input}
+    graph_outputs = {vi.name: dims_of(vi) for vi in model.graph.output}
+    problems: list[str] = []
+    notes: list[str] = []
+    for spec in inputs:
+        dims: list[int | str] | None = graph_inputs.get(spec.name)
+        if dims is None:
+            continue  # the outputs check reports names; an input the graph dropped is not an axis issue
+        axes = declared.get(spec.name, {})
+        for axis, want in enumerate(spec.shape):
+            got: int | str = dims[axis] if axis < len(dims) else "?"
+            if str(axis) in axes:
+                if isinstance(got, int):
+                    problems.append(
+                        f"input {spec.name!r} axis {axis} ({axes[str(axis)]}) is declared dynamic but "
+                        f"the graph fixes it at {got}"
+                    )
+            elif isinstance(want, str):
+                problems.append(
+                    f"input {spec.name!r} axis {axis} is {want!r} in model.inputs but not in "
+                    f"model.dynamic_axes, so the graph fixes it at {got}; declare "
+                    f"model.dynamic_axes.{spec.name}: {{{axis}: {want}}}"
+                )
+            elif not isinstance(got, int):
+                problems.append(f"input {spec.name!r} axis {axis} should be fixed at {want} but is {got!r}")
+    for name, axes in declared.items():
+        if name not in graph_outputs:
+            continue
+        dims = graph_outputs[name]
+        for key, sym in axes.items():
+            out_dim = dims[int(key)] if int(key) < len(dims) else "?"
+            if isinstance(out_dim, int):
+                problems.append(
+                    f"output {name!r} axis {key} ({sym}) is declared dynamic but fixed at {out_dim}"
+                )
+        for axis, got in enumerate(dims):
+            if str(axis) not in axes and not isinstance(got, int):
+                notes.append(f"output {name!r} axis {axis} is symbolic ({got}) though not declared dynamic")
+    figures = {"inputs": graph_inputs, "outputs": graph_outputs}
+    if problems:
+        return Finding("dynamic-axes", Status.FAILED, "; ".join(problems), figures, tuple(notes))
+    return Finding(
+        "dynamic-axes",
+        Status.PASSED,
+        "declared dynamic axes are symbolic, the others fixed",
+        figures,
+        tuple(notes),
+    )
+
+
+def outputs(model: Any, declared: Sequence[str], inputs: Sequence[str] = ()) -> Finding:
+    """Output names and count as declared; an output named like an input or inner value is an error."""
+    got = [vi.name for vi in model.graph.output]
+    figures = {"declared": list(declared), "graph": got}
+    weights = {i.name for i in model.graph.initializer}
+    graph_inputs = [vi.name for vi in model.graph.input if vi.name not in weights]
+    renamed = [n for n in inputs if n not in graph_inputs]
+    if renamed:
+        clash = [n for n in renamed if n in declared]
+        why = (
+            f"output name(s) {', '.join(map(repr, clash))} clash with the input(s) of the same name, so the "
+            "exporter renamed the input"
+            if clash
+            else "the exporter renamed them"
+        )
+        return Finding(
+            "outputs",
+            Status.FAILED,
+            f"the graph's inputs are {graph_inputs}, not {list(inputs)}: {why}; give inputs and outputs "
+            "distinct names in model.inputs and model.outputs",
+            {**figures, "graph_inputs": graph_inputs},
+        )
+    internal = {n for node in model.graph.node for n in node.input} | {
+        i.name for i in model.graph.initializer
+    }
+    internal |= {vi.name for vi in model.graph.input}
+    clashes = [n for n in declared if n in internal and n not in got]
+    clashes += [n for n in got if n in {vi.name for vi in model.graph.input}]
+    if clashes:
+        return Finding(
+            "outputs",
+            Status.FAILED,
+            f"output name(s) {', '.join(map(repr, dict.fromkeys(clashes)))} clash with an input, weight or "
+            "intermediate value of the graph; rename them in model.outputs",
+            figures,
+        )
+    if len(got) != len(declared):
+        return Finding(
+            "outputs",
+            Status.FAILED,
+            f"model.outputs declares {len(declared)} output(s) {list(declared)} but the model returns "
+            f"{len(got)}: {got}",
+            figures,
+        )
+    if got != list(declared):
+        return Finding(
+            "outputs", Status.FAILED, f"the graph's outputs are named {got}, not {list(declared)}", figures
+        )
+    return Finding("outputs", Status.PASSED, f"{len(got)} output(s) named as declared", figures)
+
+
+def histogram(model: Any) -> dict[str, int]:
+    counts = collections.Counter(
+        f"{n.domain}::{n.op_type}" if n.domain not in ("", "ai.onnx") else n.op_type for n in model.graph.node
+    )
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def graph(model: Any, files: Sequence[Path], modules: int | None) -> Finding:
+    nodes = len(model.graph.node)
+    size = sum(p.stat().st_size for p in files if p.is_file())
+    figures: dict[str, Any] = {"nodes": nodes, "bytes": size, "op_types": len(histogram(model))}
+    warnings: list[str] = []
+    if modules:
+        figures["torch_modules"] = modules
+        if nodes > DECOMPOSED_RATIO * modules:
+            warnings.append(
+                f"{nodes} nodes for {modules} torch modules ({nodes / modules:.0f} per module): an operator "
+                "was probably decomposed into many small ones; see op_histogram in the manifest"
+            )
+    return Finding(
+        "graph",
+        Status.PASSED,
+        f"{nodes} nodes, {len(histogram(model))} op types, {size / 1e6:.2f} MB",
+        figures,
+        tuple(warnings),
+    )

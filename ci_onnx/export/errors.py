@@ -1,0 +1,56 @@
+"""Exporter messages made readable: no ANSI colours, the unsupported operator named, control flow apart."""
+
+from __future__ import annotations
+
+import re
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_TS_UNSUPPORTED = re.compile(
+    r"Exporting the operator '([\w:.]+)' to ONNX opset version (\d+) is not supported"
+)
+_DYNAMO_UNSUPPORTED = re.compile(r"No ONNX function found for <OpOverload\(op='([\w.:]+)'")
+_SUMMARY_LINE = re.compile(r"^<class '[\w.]+\.(\w+)'>: (.*)$", re.MULTILINE)
+_RAISED_AT = re.compile(r"The following call raised this error:\s*\n\s*(File .*)\n\s*(.*)")
+
+_WRAPPER = re.compile(r"^\w+: (Failed to (export|convert) |Error when translating node )")
+"""torch.onnx's wrapper exceptions: they say which step failed, the inner ones say why."""
+
+DATA_DEPENDENT = ("GuardOnDataDependentSymNode", "data-dependent expression")
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+def unsupported_operator(text: str) -> str:
+    """The operator an exporter could not translate (``aten::linalg_eigh``), or ''."""
+    m = _TS_UNSUPPORTED.search(text) or _DYNAMO_UNSUPPORTED.search(text)
+    if not m:
+        return ""
+    op = m.group(1)
+    if "::" not in op and op.startswith("aten."):
+        op = "aten::" + op.removeprefix("aten.").lstrip("_").split(".")[0]
+    return op
+
+
+def is_data_dependent(text: str) -> bool:
+    return any(marker in text for marker in DATA_DEPENDENT)
+
+
+def summarise(text: str, limit: int = 600) -> str:
+    """The one or two lines of an exporter error that say what went wrong."""
+    text = strip_ansi(text).strip()
+    summary: list[str] = []
+    for m in _SUMMARY_LINE.finditer(text):
+        line = f"{m.group(1)}: {m.group(2).split(' This is step')[0].strip()}"
+        if line not in summary:
+            summary.append(line)
+    specific = [line for line in summary if not _WRAPPER.search(line)]
+    summary = specific or summary
+    where = _RAISED_AT.search(text)
+    if where:
+        summary.append(f"at {where.group(1).strip()}: {where.group(2).strip()}")
+    if not summary:
+        summary = [ln.strip() for ln in text.splitlines() if ln.strip()][:2]
+    out = " | ".join(summary)
+    return out if len(out) <= limit else out[: limit - 1] + "…"

@@ -1,0 +1,123 @@
+"""Inputs from the declared specs: seeded random ones, the export example, and the real samples.
+
+Symbolic dims take their size from ``model.dim_sizes``; the batch axis (a symbolic dim 0) takes the
+number of inputs asked for. All of it is numpy: torch tensors are made from these arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from ci_onnx.bundle import TensorSpec
+from ci_onnx.errors import ConfigError
+
+Arrays = dict[str, npt.NDArray[np.generic]]
+
+EXAMPLE_BATCH = 2
+"""torch.export specialises a dim whose example size is 0 or 1, so the export example uses 2."""
+
+
+def batch_axis(spec: TensorSpec) -> bool:
+    """Whether dim 0 is symbolic: inputs are stacked on it."""
+    return bool(spec.shape) and isinstance(spec.shape[0], str)
+
+
+def concrete_shape(
+    spec: TensorSpec, batch: int, dim_sizes: Mapping[str, int], *, where: str = "model.dim_sizes"
+) -> tuple[int, ...]:
+    shape: list[int] = []
+    for axis, dim in enumerate(spec.shape):
+        if isinstance(dim, int):
+            shape.append(dim)
+        elif axis == 0:
+            shape.append(batch)
+        elif dim in dim_sizes:
+            shape.append(int(dim_sizes[dim]))
+        else:
+            raise ConfigError(
+                f"{where}: input {spec.name!r} has the symbolic dim {dim!r} at axis {axis}; give it a size "
+                f"for the example and random inputs, e.g. `dim_sizes: {{{dim}: 16}}`"
+            )
+    return tuple(shape)
+
+
+def random_inputs(specs: Sequence[TensorSpec], count: int, seed: int, dim_sizes: Mapping[str, int]) -> Arrays:
+    """``count`` seeded random inputs stacked on the batch axis (a fixed dim 0 stays as declared)."""
+    rng = np.random.default_rng(seed)
+    out: Arrays = {}
+    for spec in specs:
+        shape = concrete_shape(spec, count, dim_sizes)
+        out[spec.name] = _draw(rng, spec, shape)
+    return out
+
+
+def _draw(rng: np.random.Generator, spec: TensorSpec, shape: tuple[int, ...]) -> npt.NDArray[np.generic]:
+    dtype = np.dtype(spec.dtype)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, size=shape).astype(np.bool_)
+    if dtype.kind in "iu":
+        assert spec.value_range is not None, "config guarantees a range for integer inputs"
+        low, high = int(spec.value_range[0]), int(spec.value_range[1])
+        return rng.integers(low, high, size=shape).astype(dtype)
+    if spec.value_range is not None:
+        low_f, high_f = spec.value_range
+        return rng.uniform(low_f, high_f, size=shape).astype(dtype)
+    return rng.standard_normal(size=shape).astype(dtype)
+
+
+def load_samples(path: Path, specs: Sequence[TensorSpec], key: str = "model.samples") -> Arrays:
+    """Read the real samples: one array per input, batch on axis 0, shapes as declared."""
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {name: npz[name] for name in npz.files}
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{key}: {path} does not exist; give the path of an .npz relative to the config"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{key}: {path} is not a readable .npz ({exc})") from None
+    out: Arrays = {}
+    counts = set()
+    for spec in specs:
+        if spec.name not in arrays:
+            raise ConfigError(
+                f"{key}: {path.name} has no array {spec.name!r} (it has: {', '.join(arrays) or 'none'}); "
+                "save one array per input name"
+            )
+        arr = arrays[spec.name]
+        if not _fits(arr.shape, spec.shape):
+            raise ConfigError(
+                f"{key}: array {spec.name!r} in {path.name} has shape {list(arr.shape)}, but "
+                f"model.inputs.{spec.name} declares {list(spec.shape)}"
+            )
+        want = np.dtype(spec.dtype)
+        if arr.dtype != want and not np.can_cast(arr.dtype, want, casting="same_kind"):
+            raise ConfigError(
+                f"{key}: array {spec.name!r} in {path.name} is {arr.dtype}, but model.inputs.{spec.name} "
+                f"declares {spec.dtype}"
+            )
+        out[spec.name] = arr.astype(want, copy=False)
+        if batch_axis(spec):
+            counts.add(arr.shape[0])
+    if len(counts) > 1:
+        raise ConfigError(
+            f"{key}: the arrays in {path.name} hold different numbers of samples ({sorted(counts)})"
+        )
+    return out
+
+
+def _fits(actual: tuple[int, ...], declared: Sequence[int | str]) -> bool:
+    return len(actual) == len(declared) and all(
+        isinstance(d, str) or d == a for a, d in zip(actual, declared, strict=True)
+    )
+
+
+def count_of(arrays: Mapping[str, npt.NDArray[np.generic]], specs: Sequence[TensorSpec]) -> int:
+    for spec in specs:
+        if batch_axis(spec):
+            return int(arrays[spec.name].shape[0])
+    return 1

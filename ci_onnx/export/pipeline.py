@@ -1,0 +1,200 @@
+"""The torch path of one bundle: build the model, export, check, compute references, write the bundle.
+
+Runs in the child process (``python -m ci_onnx.export.worker``): it imports torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ci_onnx.bundle import MODEL, Finding, Manifest, TensorSpec, TestDataSet
+from ci_onnx.config import Config
+from ci_onnx.export import checks, factory, inputs, parity, torch_export, writer
+from ci_onnx.target import Status
+
+NO_MODEL = "not run: the export produced no model"
+
+
+def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> Manifest:
+    """Write the bundle for (``opset``, ``exporter``) into ``bundle_dir``; user errors raise ConfigError."""
+    import onnx
+    import torch
+
+    m = cfg.model
+    specs = m.inputs
+    samples = inputs.load_samples(cfg.resolve(m.samples), specs) if m.samples else None
+    model = factory.build_model(m.factory, cfg.root)
+    writer.fresh_dir(bundle_dir)
+    batch_dynamic = any("0" in m.dynamic_axes.get(s.name, {}) for s in specs if inputs.batch_axis(s))
+    example_batch = inputs.EXAMPLE_BATCH if batch_dynamic else min(cfg.verify.batch_sizes)
+    example = inputs.random_inputs(specs, example_batch, cfg.verify.seed + 1, m.dim_sizes)
+    path = bundle_dir / MODEL
+    outcome = torch_export.export(
+        model,
+        [torch.from_numpy(example[s.name]) for s in specs],
+        path,
+        exporter=exporter,
+        opset=opset,
+        inputs=specs,
+        outputs=m.outputs,
+        dynamic_axes=m.dynamic_axes,
+    )
+    findings = [export_finding(outcome, exporter, opset), control_flow_finding(outcome, exporter)]
+    if not outcome.ok:
+        for leftover in bundle_dir.glob(f"{MODEL}*"):
+            leftover.unlink()
+        return writer.write(
+            bundle_dir,
+            cfg,
+            exporter=exporter,
+            requested_opset=opset,
+            findings=writer.complete(findings, NO_MODEL),
+        )
+
+    proto = onnx.load(str(path))
+    files = [p for p in bundle_dir.iterdir() if p.name.startswith(MODEL)]
+    modules = sum(1 for mod in model.modules() if not any(True for _ in mod.children()))
+    findings += [
+        checks.checker(path),
+        checks.opset(proto, opset, exporter),
+        checks.train_mode(proto),
+        checks.dynamic_axes(proto, specs, m.dynamic_axes),
+        checks.outputs(proto, m.outputs, [s.name for s in specs]),
+        checks.graph(proto, files, modules),
+    ]
+
+    random = inputs.random_inputs(specs, cfg.verify.random_inputs, cfg.verify.seed, m.dim_sizes)
+    data: list[tuple[str, TestDataSet, dict[str, Any], dict[str, Any]]] = []
+    torch_failed = ""
+    for index, (kind, feeds) in enumerate([("random", random), ("sample", samples)]):
+        if feeds is None:
+            continue
+        count = inputs.count_of(feeds, specs)
+        try:
+            refs = reference_outputs(model, feeds, specs, m.outputs)
+        except Exception as exc:  # the model itself fails on these inputs: say so, keep the bundle
+            torch_failed = f"torch failed on the {kind} inputs ({count} stacked): {type(exc).__name__}: {exc}"
+            break
+        directory = writer.write_set(bundle_dir, index, feeds, refs)
+        data.append((directory, TestDataSet(directory, kind, count), feeds, refs))
+    if torch_failed:
+        findings.append(Finding("reference-parity", Status.FAILED, torch_failed.splitlines()[0][:500]))
+    else:
+        findings.append(
+            parity.reference_parity(
+                path,
+                [(d, feeds, refs) for d, _, feeds, refs in data],
+                cfg.verify.tolerance,
+                cfg.verify.tolerance_per_output,
+            )
+        )
+    return writer.write(
+        bundle_dir,
+        cfg,
+        exporter=exporter,
+        requested_opset=opset,
+        findings=writer.complete(findings, NO_MODEL),
+        opset=checks.default_opset(proto),
+        ir_version=int(proto.ir_version),
+        outputs=graph_outputs(proto),
+        test_data_sets=[t for _, t, _, _ in data],
+        node_count=len(proto.graph.node),
+        op_histogram=checks.histogram(proto),
+    )
+
+
+def export_finding(outcome: torch_export.ExportOutcome, exporter: str, opset: int) -> Finding:
+    figures: dict[str, Any] = {
+        "seconds": round(outcome.duration_s, 2),
+        "external_data": outcome.external_data,
+    }
+    if outcome.ok:
+        return Finding(
+            "export",
+            Status.PASSED,
+            f"exported with {exporter} at opset {opset} in {outcome.duration_s:.1f} s",
+            figures,
+            outcome.warnings,
+        )
+    if outcome.unsupported_op:
+        message = (
+            f"the {exporter} exporter does not support the operator {outcome.unsupported_op} "
+            f"(at opset {opset}): {outcome.error}; replace it in the model, or try the other exporter "
+            "or a newer opset"
+        )
+        figures["operator"] = outcome.unsupported_op
+    elif outcome.data_dependent:
+        message = f"{exporter} stopped on control flow that depends on a tensor value; see control-flow"
+    else:
+        message = f"the {exporter} exporter failed: {outcome.error}"
+    return Finding("export", Status.FAILED, message, figures, outcome.warnings)
+
+
+def control_flow_finding(outcome: torch_export.ExportOutcome, exporter: str) -> Finding:
+    if outcome.data_dependent:
+        return Finding(
+            "control-flow",
+            Status.FAILED,
+            f"a Python branch on a tensor value cannot be exported by dynamo: {outcome.error}; use "
+            "torch.where or torch.cond, or branch on shapes only",
+        )
+    if outcome.frozen_branches:
+        return Finding(
+            "control-flow",
+            Status.FAILED,
+            "the trace converted a tensor to a Python value, so the graph always takes the branch the "
+            f"example took: {'; '.join(outcome.frozen_branches[:3])}; use torch.where or torch.cond, or "
+            "the dynamo exporter",
+            {"warnings": len(outcome.frozen_branches)},
+            outcome.frozen_branches,
+        )
+    if not outcome.ok:
+        return Finding("control-flow", Status.SKIPPED, "not judged: the export failed for another reason")
+    how = (
+        "torch.export traced it without data-dependent guards"
+        if exporter == "dynamo"
+        else ("the trace converted no tensor to a Python value")
+    )
+    return Finding("control-flow", Status.PASSED, how)
+
+
+def reference_outputs(
+    model: Any, feeds: dict[str, Any], specs: Sequence[TensorSpec], names: Sequence[str]
+) -> dict[str, Any]:
+    """The PyTorch outputs on ``feeds`` (eval mode, no grad), by declared output name."""
+    import torch
+
+    with torch.no_grad():
+        result = model(*[torch.from_numpy(np.ascontiguousarray(feeds[s.name])) for s in specs])
+    tensors = flatten(result)
+    return {name: t.detach().cpu().numpy() for name, t in zip(names, tensors, strict=False)}
+
+
+def flatten(result: Any) -> list[Any]:
+    """Tensors in the order a model returned them: a tensor, tuples/lists, dicts, HF ModelOutput."""
+    import torch
+
+    if isinstance(result, torch.Tensor):
+        return [result]
+    if hasattr(result, "to_tuple"):
+        result = result.to_tuple()
+    if isinstance(result, dict):
+        result = list(result.values())
+    if isinstance(result, (list, tuple)):
+        return [t for item in result for t in flatten(item)]
+    return []
+
+
+def graph_outputs(proto: Any) -> tuple[TensorSpec, ...]:
+    from onnx import helper
+
+    out = []
+    for vi in proto.graph.output:
+        elem = vi.type.tensor_type.elem_type
+        dtype = helper.tensor_dtype_to_np_dtype(elem).name if elem else ""
+        out.append(TensorSpec(vi.name, tuple(checks.dims_of(vi)), dtype))
+    return tuple(out)

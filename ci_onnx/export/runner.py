@@ -1,0 +1,133 @@
+"""The parent side of ``onnx-gate export``: which bundles, one child process each, progress, verdict.
+
+Imports neither torch nor onnxruntime: an exporter that crashes or hangs takes its child with it, and
+becomes a failed ``export`` finding in a bundle that still has a manifest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ci_onnx import proc
+from ci_onnx.bundle import Finding, Manifest, read_manifest
+from ci_onnx.config import Config
+from ci_onnx.errors import ConfigError, UsageError
+from ci_onnx.export import writer
+from ci_onnx.target import Status
+
+PlanKeys = Callable[[Sequence[str]], Sequence[str]]
+"""Bundle keys the plan needs for the given --only globs (may ask the package index)."""
+Log = Callable[[str], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    opset: int
+    exporter: str
+
+    @property
+    def key(self) -> str:
+        return f"op{self.opset}-{self.exporter}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    job: Job
+    directory: Path
+    manifest: Manifest
+    seconds: float
+
+    @property
+    def failed(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.manifest.findings if f.status.blocks)
+
+
+def candidates(cfg: Config, onnx_opset: int = 0) -> list[Job]:
+    """One job per (opset, exporter) of config.export (fp32: other precisions are not built yet)."""
+    if cfg.onnx_only:
+        return [Job(onnx_opset, "onnx")]
+    return [Job(o, e) for o in cfg.export.opsets for e in cfg.export.exporters]
+
+
+def select(jobs: Sequence[Job], only: Sequence[str], plan_keys: PlanKeys) -> list[Job]:
+    """Globs that match a bundle key select it directly; the others go through the plan's target ids."""
+    if not only:
+        return list(jobs)
+    direct = [p for p in only if any(fnmatch.fnmatchcase(j.key, p) for j in jobs)]
+    keep = {j.key for j in jobs if any(fnmatch.fnmatchcase(j.key, p) for p in direct)}
+    via_plan = [p for p in only if p not in direct]
+    if via_plan:
+        keep |= set(plan_keys(via_plan))
+    chosen = [j for j in jobs if j.key in keep]
+    if not chosen:
+        raise UsageError(
+            f"--only {' '.join(only)} selects no bundle to export; bundles: {', '.join(j.key for j in jobs)}"
+        )
+    return chosen
+
+
+def preflight(cfg: Config) -> None:
+    """The user errors that can be found without torch, found before any child starts."""
+    if cfg.onnx_only:
+        return
+    from ci_onnx.export import factory, inputs
+
+    factory.check_path(cfg.model.factory, cfg.root)
+    if cfg.model.samples:
+        inputs.load_samples(cfg.resolve(cfg.model.samples), cfg.model.inputs)
+
+
+def export_all(cfg: Config, jobs: Sequence[Job], out: Path, log: Log) -> list[Outcome]:
+    preflight(cfg)
+    outcomes = []
+    for n, job in enumerate(jobs, start=1):
+        prefix = f"[{n}/{len(jobs)}] {job.key}"
+        log(f"{prefix}: exporting…")
+        outcome = export_one(cfg, job, out / job.key)
+        log(f"{prefix}: {describe(outcome)}")
+        outcomes.append(outcome)
+    return outcomes
+
+
+def export_one(cfg: Config, job: Job, bundle_dir: Path) -> Outcome:
+    args = [
+        sys.executable, "-m", "ci_onnx.export.worker",
+        "--config", str(cfg.path), "--opset", str(job.opset), "--exporter", job.exporter,
+        "--bundle-dir", str(bundle_dir),
+    ]  # fmt: skip
+    done = proc.run(args, timeout=cfg.export.timeout_s, what=f"export {job.key}")
+    if done.returncode == ConfigError.exit_code and not done.timed_out:
+        raise ConfigError(proc.last_line(done.stderr).removeprefix("onnx-gate: error: "))
+    if not done.ok:
+        why = done.describe_failure()
+        if done.timed_out:
+            why += " (export.timeout_s)"
+        writer.fresh_dir(bundle_dir)
+        finding = Finding("export", Status.FAILED, f"the {job.exporter} export did not finish: {why}")
+        writer.write(
+            bundle_dir,
+            cfg,
+            exporter=job.exporter,
+            requested_opset=job.opset,
+            findings=writer.complete([finding], "not run: the export did not finish"),
+            package_versions=writer.versions(*writer.EXPORT_PACKAGES),
+        )
+    return Outcome(job, bundle_dir, read_manifest(bundle_dir), done.duration_s)
+
+
+def describe(outcome: Outcome) -> str:
+    failed = outcome.failed
+    warned = sum(len(f.warnings) for f in outcome.manifest.findings if f.name != "export")
+    if not failed:
+        extra = f", {warned} warning(s)" if warned else ""
+        return f"passed ({len(outcome.manifest.findings)} checks{extra}) in {outcome.seconds:.1f} s"
+    first = failed[0]
+    return f"FAILED [{', '.join(f.name for f in failed)}] {first.name}: {first.message[:300]}"
+
+
+def exit_code(outcomes: Sequence[Outcome]) -> int:
+    return 1 if any(o.failed for o in outcomes) else 0

@@ -1,0 +1,45 @@
+"""The child process of one export.
+
+``python -m ci_onnx.export.worker --config … --opset 17 --exporter dynamo --bundle-dir …``
+
+Exit 0 when the bundle is written (whatever its findings say), the GateError's exit code with one line
+on stderr when the input is wrong. A crash or a hang is the parent's to record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ci_onnx.errors import GateError
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ci_onnx.export.worker")
+    parser.add_argument("--config", type=Path, required=True)
+    parser.add_argument("--opset", type=int, required=True)
+    parser.add_argument("--exporter", choices=["dynamo", "torchscript", "onnx"], required=True)
+    parser.add_argument("--bundle-dir", type=Path, required=True)
+    args = parser.parse_args(argv)
+    try:
+        from ci_onnx import config
+
+        cfg = config.load(args.config)
+        if args.exporter == "onnx":
+            from ci_onnx.export import onnx_only
+
+            onnx_only.make_bundle(cfg, args.bundle_dir)
+        else:
+            from ci_onnx.export import pipeline
+
+            pipeline.export_bundle(cfg, args.opset, args.exporter, args.bundle_dir)
+    except GateError as exc:
+        print(f"onnx-gate: error: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

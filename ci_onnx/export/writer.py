@@ -1,0 +1,122 @@
+"""Write a bundle: test data sets as TensorProto files, and the manifest.
+
+Importable without torch or onnx (the parent process writes the manifest of an export that crashed).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from ci_onnx import __version__
+from ci_onnx.bundle import (
+    SCHEMA_VERSION,
+    Finding,
+    Manifest,
+    TensorSpec,
+    TestDataSet,
+    hash_files,
+    write_manifest,
+)
+from ci_onnx.config import Config
+from ci_onnx.export import CHECKS
+from ci_onnx.target import Status
+
+Arrays = Mapping[str, npt.NDArray[np.generic]]
+
+
+def fresh_dir(path: Path) -> Path:
+    """An empty bundle directory: stale files from an earlier export would be hashed into the manifest."""
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return path
+
+
+def write_set(bundle_dir: Path, index: int, inputs: Arrays, outputs: Arrays) -> str:
+    """test_data_set_<index>/input_<i>.pb and output_<i>.pb, in the given (declared) order."""
+    from onnx import numpy_helper
+
+    directory = f"test_data_set_{index}"
+    target = bundle_dir / directory
+    target.mkdir(parents=True, exist_ok=True)
+    for kind, arrays in (("input", inputs), ("output", outputs)):
+        for i, (name, arr) in enumerate(arrays.items()):
+            tensor = numpy_helper.from_array(np.ascontiguousarray(arr), name=name)
+            (target / f"{kind}_{i}.pb").write_bytes(tensor.SerializeToString())
+    return directory
+
+
+def versions(*packages: str) -> dict[str, str]:
+    out = {"onnx-gate": __version__}
+    for package in packages:
+        try:
+            out[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            out[package] = ""
+    return out
+
+
+EXPORT_PACKAGES = ("torch", "onnx", "onnxruntime", "onnxscript")
+
+
+def skipped(name: str, reason: str) -> Finding:
+    return Finding(name, Status.SKIPPED, reason)
+
+
+def complete(findings: Sequence[Finding], reason: str) -> tuple[Finding, ...]:
+    """Every check in CHECKS order; the ones not run are skipped with ``reason``."""
+    by_name = {f.name: f for f in findings}
+    return tuple(by_name.get(name) or skipped(name, reason) for name in CHECKS)
+
+
+def write(
+    bundle_dir: Path,
+    cfg: Config,
+    *,
+    exporter: str,
+    requested_opset: int,
+    findings: Sequence[Finding],
+    opset: int = 0,
+    ir_version: int = 0,
+    inputs: Sequence[TensorSpec] | None = None,
+    outputs: Sequence[TensorSpec] | None = None,
+    dynamic_axes: Mapping[str, Mapping[str, str]] | None = None,
+    test_data_sets: Sequence[TestDataSet] = (),
+    node_count: int = 0,
+    op_histogram: Mapping[str, int] | None = None,
+    package_versions: Mapping[str, str] | None = None,
+) -> Manifest:
+    """Hash what is in ``bundle_dir`` and write its manifest; fields that cannot be known stay neutral."""
+    v = cfg.verify
+    manifest = Manifest(
+        schema_version=SCHEMA_VERSION,
+        model_name=cfg.model.name,
+        exporter=exporter,
+        requested_opset=requested_opset,
+        opset=opset,
+        ir_version=ir_version,
+        precision="fp32",
+        files=hash_files(bundle_dir),
+        inputs=tuple(inputs if inputs is not None else cfg.model.inputs),
+        outputs=tuple(outputs if outputs is not None else (TensorSpec(n, (), "") for n in cfg.model.outputs)),
+        dynamic_axes={k: dict(a) for k, a in (dynamic_axes or cfg.model.dynamic_axes).items()},
+        tolerance=v.tolerance,
+        tolerance_per_output=dict(v.tolerance_per_output),
+        decision=v.decision,
+        batch_sizes=v.batch_sizes,
+        test_data_sets=tuple(test_data_sets),
+        findings=tuple(findings),
+        node_count=node_count,
+        op_histogram=dict(op_histogram or {}),
+        versions=dict(package_versions or versions(*EXPORT_PACKAGES)),
+        preprocessing=cfg.model.preprocessing,
+        seed=v.seed,
+    )
+    write_manifest(bundle_dir, manifest)
+    return manifest

@@ -1,0 +1,116 @@
+"""Graph checks on small hand-built ONNX models (no torch)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from ci_onnx.bundle import TensorSpec
+from ci_onnx.export import checks
+from ci_onnx.target import Status
+
+
+def _model(nodes: list[onnx.NodeProto], *, opset: int = 17, inits: list[onnx.TensorProto] | None = None,
+           in_shape: list[int | str] | None = None, out_name: str = "y") -> onnx.ModelProto:  # fmt: skip
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, in_shape or ["batch", 4])
+    y = helper.make_tensor_value_info(out_name, TensorProto.FLOAT, in_shape or ["batch", 4])
+    graph = helper.make_graph(nodes, "g", [x], [y], initializer=inits or [])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def test_opset_names_both_numbers_and_the_dynamo_reason() -> None:
+    m = _model([helper.make_node("Relu", ["x"], ["y"])], opset=18)
+    f = checks.opset(m, 17, "dynamo")
+    assert f.status is Status.FAILED
+    assert "asked for opset 17 but the file is at opset 18" in f.message and "down-conversion" in f.message
+    assert checks.opset(m, 18, "dynamo").status is Status.PASSED
+
+
+def test_dropout_with_constant_true_training_mode_fails_train_mode() -> None:
+    ratio = numpy_helper.from_array(np.array(0.5, np.float32), "ratio")
+    for flag, expected in ((True, Status.FAILED), (False, Status.PASSED)):
+        train = numpy_helper.from_array(np.array(flag), "train")
+        m = _model(
+            [helper.make_node("Dropout", ["x", "ratio", "train"], ["y"], name="drop")], inits=[ratio, train]
+        )
+        f = checks.train_mode(m)
+        assert f.status is expected
+    assert "Dropout 'drop'" in checks.train_mode(
+        _model(
+            [helper.make_node("Constant", [], ["t"], value=numpy_helper.from_array(np.array(True))),
+             helper.make_node("Dropout", ["x", "ratio", "t"], ["y"], name="drop")],
+            inits=[ratio],
+        )
+    ).message  # fmt: skip
+
+
+def test_batch_norm_training_mode_attribute_fails_train_mode() -> None:
+    params = [numpy_helper.from_array(np.ones(4, np.float32), n) for n in ("s", "b", "m", "v")]
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], training_mode=1)
+    assert checks.train_mode(_model([node], inits=params)).status is Status.FAILED
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"])
+    assert checks.train_mode(_model([node], inits=params)).status is Status.PASSED
+
+
+def test_dynamic_axes_declared_must_be_symbolic_and_symbolic_names_must_be_declared() -> None:
+    spec = TensorSpec("x", ("batch", 4), "float32")
+    fixed = _model([helper.make_node("Relu", ["x"], ["y"])], in_shape=[1, 4])
+    f = checks.dynamic_axes(fixed, [spec], {"x": {"0": "batch"}})
+    assert f.status is Status.FAILED and "declared dynamic but the graph fixes it at 1" in f.message
+    f = checks.dynamic_axes(fixed, [spec], {})
+    assert f.status is Status.FAILED and "model.dynamic_axes.x: {0: batch}" in f.message
+    dynamic = _model([helper.make_node("Relu", ["x"], ["y"])])
+    assert checks.dynamic_axes(dynamic, [spec], {"x": {"0": "batch"}}).status is Status.PASSED
+    loose = _model([helper.make_node("Relu", ["x"], ["y"])], in_shape=["batch", "n"])
+    f = checks.dynamic_axes(loose, [spec], {"x": {"0": "batch"}})
+    assert f.status is Status.FAILED and "should be fixed at 4" in f.message
+
+
+def test_outputs_count_names_and_clashes() -> None:
+    m = _model([helper.make_node("Relu", ["x"], ["y"])])
+    assert checks.outputs(m, ["y"]).status is Status.PASSED
+    f = checks.outputs(m, ["y", "z"])
+    assert f.status is Status.FAILED and "declares 2 output(s)" in f.message
+    f = checks.outputs(m, ["logits"])
+    assert f.status is Status.FAILED and "named ['y']" in f.message
+    clash = _model([helper.make_node("Identity", ["x"], ["x"])], out_name="x")
+    f = checks.outputs(clash, ["x"])
+    assert f.status is Status.FAILED and "clash" in f.message
+
+
+def test_an_output_named_like_an_input_that_the_exporter_renamed_is_a_clear_error() -> None:
+    x = helper.make_tensor_value_info("x.1", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    graph = helper.make_graph([helper.make_node("Relu", ["x.1"], ["x"])], "g", [x], [y])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    f = checks.outputs(m, ["x"], ["x"])
+    assert f.status is Status.FAILED
+    assert "inputs are ['x.1'], not ['x']" in f.message and "clash with the input" in f.message
+
+
+def test_graph_warns_when_nodes_far_outnumber_modules(tmp_path: Path) -> None:
+    nodes = [helper.make_node("Relu", ["x"], ["a0"])] + [
+        helper.make_node("Relu", [f"a{i}"], [f"a{i + 1}"]) for i in range(45)
+    ]
+    nodes.append(helper.make_node("Identity", ["a45"], ["y"]))
+    m = _model(nodes)
+    path = tmp_path / "model.onnx"
+    onnx.save(m, path)
+    f = checks.graph(m, [path], modules=2)
+    assert f.status is Status.PASSED and f.figures["nodes"] == 47
+    assert f.warnings and "decomposed" in f.warnings[0]
+    assert not checks.graph(m, [path], modules=10).warnings
+    assert checks.histogram(m) == {"Relu": 46, "Identity": 1}
+
+
+def test_checker_runs_full_check_on_the_file(tmp_path: Path) -> None:
+    good = tmp_path / "good.onnx"
+    onnx.save(_model([helper.make_node("Relu", ["x"], ["y"])]), good)
+    assert checks.checker(good).status is Status.PASSED
+    bad = tmp_path / "bad.onnx"
+    onnx.save(_model([helper.make_node("Relu", ["nowhere"], ["y"])]), bad)
+    f = checks.checker(bad)
+    assert f.status is Status.FAILED and "nowhere" in f.message

@@ -1,0 +1,48 @@
+"""Exporter messages: colour codes gone, the operator named, data-dependent guards recognised."""
+
+from __future__ import annotations
+
+from ci_onnx.export import errors
+
+# Shapes of messages torch 2.13 writes (measured), trimmed.
+DYNAMO_UNSUPPORTED = (
+    "<class 'torch.onnx._internal.exporter._errors.ConversionError'>: Failed to convert the exported "
+    "program to an ONNX model. \x1b[96mThis is step 3/3\x1b[0m of exporting the model to ONNX.\n"
+    "## Exception summary\n\n"
+    "<class 'torch.onnx._internal.exporter._errors.DispatchError'>: No ONNX function found for "
+    "<OpOverload(op='aten._linalg_eigh', overload='default')>. Failure message: No decompositions "
+    "registered\n"
+)
+TS_UNSUPPORTED = (
+    "<class 'torch.onnx.errors.UnsupportedOperatorError'>: Exporting the operator 'aten::linalg_eigh' "
+    "to ONNX opset version 17 is not supported. Please feel free to request support"
+)
+GUARD = (
+    "Failed to export the model with torch.export. \x1b[96mThis is step 1/3\x1b[0m\n## Exception summary\n\n"
+    "<class 'torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode'>: Could not guard on "
+    "data-dependent expression Eq(u0, 1) (unhinted: Eq(u0, 1)).\n\nThe following call raised this error:\n"
+    '  File "/src/net.py", line 5, in forward\n    if x.abs().sum() > 0:\n\n'
+)
+
+
+def test_unsupported_operator_is_named_for_both_exporters() -> None:
+    assert errors.unsupported_operator(DYNAMO_UNSUPPORTED) == "aten::linalg_eigh"
+    assert errors.unsupported_operator(TS_UNSUPPORTED) == "aten::linalg_eigh"
+    assert errors.unsupported_operator("RuntimeError: something else") == ""
+
+
+def test_data_dependent_guard_is_recognised_and_summarised_with_the_users_line() -> None:
+    assert errors.is_data_dependent(GUARD)
+    assert not errors.is_data_dependent(TS_UNSUPPORTED)
+    summary = errors.summarise(GUARD)
+    assert "GuardOnDataDependentSymNode: Could not guard on data-dependent expression" in summary
+    assert 'File "/src/net.py", line 5' in summary and "if x.abs().sum() > 0:" in summary
+    assert "\x1b[" not in summary
+    assert "Failed to export" not in summary  # the wrapper's step, not the reason
+
+
+def test_summary_strips_colours_and_keeps_the_dispatch_error() -> None:
+    summary = errors.summarise(DYNAMO_UNSUPPORTED)
+    assert "\x1b[" not in summary
+    assert summary.startswith("DispatchError: No ONNX function found")
+    assert errors.strip_ansi("\x1b[1;31mred\x1b[0m") == "red"

@@ -1,0 +1,67 @@
+"""ONNX-only mode: model.onnx plus a test-data directory becomes a bundle, without torch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from click.testing import CliRunner
+from onnx import TensorProto, helper, numpy_helper
+
+from ci_onnx.bundle import read_manifest
+from ci_onnx.cli import cli
+from ci_onnx.target import Status
+
+
+def _make(tmp_path: Path, scale_in_data: float) -> Path:
+    """y = 2 * x at opset 17; the test data says y = scale_in_data * x."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 3])
+    two = numpy_helper.from_array(np.array(2.0, np.float32), "two")
+    graph = helper.make_graph([helper.make_node("Mul", ["x", "two"], ["y"])], "g", [x], [y], [two])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "model.onnx")
+    data = tmp_path / "data" / "test_data_set_0"
+    data.mkdir(parents=True)
+    xs = np.arange(12, dtype=np.float32).reshape(4, 3)
+    (data / "input_0.pb").write_bytes(numpy_helper.from_array(xs, "x").SerializeToString())
+    ys = (xs * scale_in_data).astype(np.float32)
+    (data / "output_0.pb").write_bytes(numpy_helper.from_array(ys, "y").SerializeToString())
+    cfg = tmp_path / "onnx-gate.yml"
+    cfg.write_text("version: 1\nmodel: {onnx: model.onnx, test_data: data, outputs: [y]}\n")
+    return cfg
+
+
+def test_onnx_only_bundle_is_keyed_by_the_files_opset_and_checked(tmp_path: Path) -> None:
+    cfg = _make(tmp_path, 2.0)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["export", "--config", str(cfg), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    m = read_manifest(out / "op17-onnx")
+    status = {f.name: f.status for f in m.findings}
+    assert status["export"] is Status.SKIPPED and status["control-flow"] is Status.SKIPPED
+    assert all(status[n] is Status.PASSED for n in ("checker", "opset", "train-mode", "outputs", "graph"))
+    assert status["reference-parity"] is Status.PASSED
+    assert (m.exporter, m.opset, m.ir_version) == ("onnx", 17, 8)
+    assert m.dynamic_axes == {"x": {"0": "n"}, "y": {"0": "n"}}
+    assert [(s.directory, s.kind, s.count) for s in m.test_data_sets] == [("test_data_set_0", "sample", 4)]
+    assert (out / "op17-onnx" / "test_data_set_0" / "output_0.pb").is_file()
+
+
+def test_onnx_only_parity_fails_when_the_test_data_disagrees(tmp_path: Path) -> None:
+    cfg = _make(tmp_path, 3.0)
+    result = CliRunner().invoke(cli, ["export", "--config", str(cfg), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1
+    m = read_manifest(tmp_path / "out" / "op17-onnx")
+    (parity,) = [f for f in m.findings if f.name == "reference-parity"]
+    assert parity.status is Status.FAILED and "test_data_set_0/y" in parity.message
+
+
+def test_onnx_only_without_test_data_names_the_key(tmp_path: Path) -> None:
+    cfg = _make(tmp_path, 2.0)
+    cfg.write_text("version: 1\nmodel: {onnx: model.onnx}\n")
+    result = CliRunner().invoke(cli, ["export", "--config", str(cfg), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert "model.test_data" in result.output.strip().splitlines()[-1]

@@ -1,0 +1,120 @@
+"""Which bundles `onnx-gate export` makes, and its bad-input and crash paths (no torch needed)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from ci_onnx import config
+from ci_onnx.bundle import read_manifest
+from ci_onnx.cli import cli
+from ci_onnx.errors import UsageError
+from ci_onnx.export import CHECKS, runner
+from ci_onnx.serde import load_schema
+from ci_onnx.target import Status
+
+
+def _write(tmp_path: Path, extra: str = "", factory: str = "net.py:build") -> Path:
+    (tmp_path / "net.py").write_text("def build():\n    raise SystemExit('never imported by these tests')\n")
+    path = tmp_path / "onnx-gate.yml"
+    path.write_text(
+        "version: 1\n"
+        + textwrap.dedent(
+            f"""\
+            model:
+              factory: {factory}
+              inputs: {{image: {{shape: [batch, 1, 8, 8]}}}}
+              outputs: [logits]
+              dynamic_axes: {{image: {{0: batch}}}}
+            export: {{opsets: [17, 18], exporters: [dynamo, torchscript]}}
+            """
+        )
+        + textwrap.dedent(extra)
+    )
+    return path
+
+
+def _no_plan(patterns: Sequence[str]) -> Sequence[str]:
+    raise AssertionError(f"the plan was consulted for {patterns}")
+
+
+def test_candidates_and_only_by_bundle_key(tmp_path: Path) -> None:
+    cfg = config.load(_write(tmp_path))
+    jobs = runner.candidates(cfg)
+    assert [j.key for j in jobs] == ["op17-dynamo", "op17-torchscript", "op18-dynamo", "op18-torchscript"]
+    assert [j.key for j in runner.select(jobs, ["op18-*"], _no_plan)] == ["op18-dynamo", "op18-torchscript"]
+    assert runner.select(jobs, [], _no_plan) == jobs
+
+
+def test_only_by_target_id_goes_through_the_plan(tmp_path: Path) -> None:
+    jobs = runner.candidates(config.load(_write(tmp_path)))
+    asked: list[Sequence[str]] = []
+
+    def plan_keys(patterns: Sequence[str]) -> Sequence[str]:
+        asked.append(patterns)
+        return ["op17-torchscript"]
+
+    chosen = runner.select(jobs, ["ort1.20.1-cpu-op17-torchscript"], plan_keys)
+    assert [j.key for j in chosen] == ["op17-torchscript"] and asked == [["ort1.20.1-cpu-op17-torchscript"]]
+    with pytest.raises(UsageError, match="selects no bundle"):
+        runner.select(jobs, ["ort9*"], lambda _: [])
+
+
+@pytest.mark.parametrize(
+    ("extra", "factory", "message"),
+    [
+        ("", "missing.py:build", "model.factory: .*missing.py does not exist"),
+        ("  samples: nope.npz\n", "net.py:build", "model.samples: .*nope.npz does not exist"),
+        (
+            "  samples: bad.npz\n",
+            "net.py:build",
+            r"model.samples: array 'image' in bad.npz has shape \[3, 8, 8\]",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_key_and_exit_2(
+    tmp_path: Path, extra: str, factory: str, message: str
+) -> None:
+    np.savez(tmp_path / "bad.npz", image=np.zeros((3, 8, 8), np.float32))
+    path = _write(tmp_path, "", factory)
+    if extra:  # samples belong under model:
+        text = path.read_text().replace("  outputs: [logits]\n", "  outputs: [logits]\n" + extra)
+        path.write_text(text)
+    result = CliRunner().invoke(cli, ["export", "--config", str(path), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("onnx-gate: error: ")
+    assert re.search(message, lines[0]), lines[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_export_that_does_not_finish_becomes_a_failed_export_finding(tmp_path: Path) -> None:
+    cfg = config.load(_write(tmp_path))
+    cfg = dataclasses.replace(cfg, export=dataclasses.replace(cfg.export, timeout_s=0.05))
+    lines: list[str] = []
+    (outcome,) = runner.export_all(cfg, [runner.Job(18, "dynamo")], tmp_path / "out", lines.append)
+    m = read_manifest(tmp_path / "out" / "op18-dynamo")
+    manifest_json = json.loads((tmp_path / "out" / "op18-dynamo" / "manifest.json").read_text())
+    jsonschema.validate(manifest_json, load_schema("manifest.schema.json"))
+    assert [f.name for f in m.findings] == list(CHECKS)
+    export = m.findings[0]
+    assert (
+        export.status is Status.FAILED
+        and "timed out" in export.message
+        and "export.timeout_s" in export.message
+    )
+    assert all(f.status is Status.SKIPPED for f in m.findings[1:])
+    assert (m.opset, m.node_count, m.files) == (0, 0, {})
+    assert runner.exit_code([outcome]) == 1
+    assert lines[0] == "[1/1] op18-dynamo: exporting…" and lines[1].startswith(
+        "[1/1] op18-dynamo: FAILED [export] export: the dynamo export did not finish"
+    )

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from ci_onnx import serde
+
 _HERE = Path(__file__).parent
 
 
@@ -22,12 +24,19 @@ class RuntimeCaps:
     max_ir: int
     numpy: str = ""
 
-    def cannot_load(self, opset: int) -> str:
-        """Why a model at ``opset`` cannot load on this release, or '' when it can."""
+    def cannot_load(self, opset: int, ir_version: int | None = None) -> str:
+        """Why a model at ``opset`` (and ``ir_version``, once a bundle tells it) cannot load on this
+        release, or '' when it can."""
         if opset > self.max_opset:
             return (
                 f"onnxruntime {self.minor} loads opset <= {self.max_opset}; opset {opset} needs "
                 f"onnxruntime >= {first_release_loading(opset)}"
+            )
+        if ir_version is not None and ir_version > self.max_ir:
+            return (
+                f"onnxruntime {self.minor} loads IR version <= {self.max_ir}; the exported file has IR "
+                f"{ir_version} (the exporter chooses it), which needs onnxruntime >= "
+                f"{first_release_loading(ir_version=ir_version)}"
             )
         return ""
 
@@ -66,11 +75,33 @@ def runtimes() -> dict[str, RuntimeCaps]:
 @functools.cache
 def providers() -> dict[str, ProviderInfo]:
     data = tomllib.loads((_HERE / "providers.toml").read_text())
-    out = {}
-    for name, row in data["providers"].items():
-        row = {k: tuple(v) if isinstance(v, list) else v for k, v in row.items()}
-        out[name] = ProviderInfo(name=name, **row)
-    return out
+    return {
+        name: serde.from_json(ProviderInfo, {"name": name, **row}) for name, row in data["providers"].items()
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    runtimes: tuple[str, ...]
+    providers: tuple[str, ...]
+    opsets: tuple[int, ...]
+    exporters: tuple[str, ...]
+    openvino: str = ""
+
+
+@functools.cache
+def presets() -> dict[str, Preset]:
+    data = tomllib.loads((_HERE / "presets.toml").read_text())
+    return {name: serde.from_json(Preset, row) for name, row in data.items()}
+
+
+def platform_tag(system: str, machine: str) -> str:
+    """``linux-x86_64``, ``windows-amd64``, ``macos-arm64``: the names providers.toml uses."""
+    system = {"darwin": "macos", "win32": "windows"}.get(system.lower(), system.lower())
+    machine = {"amd64": "amd64" if system == "windows" else "x86_64", "aarch64": "arm64"}.get(
+        machine.lower(), machine.lower()
+    )
+    return f"{system}-{machine}"
 
 
 def caps_for(version: str) -> RuntimeCaps:
@@ -86,6 +117,7 @@ def caps_for(version: str) -> RuntimeCaps:
     return dataclasses.replace(table[oldest], minor=minor)
 
 
-def first_release_loading(opset: int) -> str:
-    candidates = [m for m, caps in runtimes().items() if caps.max_opset >= opset]
+def first_release_loading(opset: int = 0, ir_version: int = 0) -> str:
+    """The oldest release in the table that loads ``opset`` and ``ir_version``."""
+    candidates = [m for m, c in runtimes().items() if c.max_opset >= opset and c.max_ir >= ir_version]
     return min(candidates, key=version_key) if candidates else "(none known yet)"

@@ -63,7 +63,9 @@ def verify(
     if manifest.export_failed or not (bundle_dir / MODEL).is_file():
         result = _export_failed(target, manifest)
     else:
-        expected = target.expected_skip or matrix.caps_for(target.runtime).cannot_load(manifest.opset)
+        expected = target.expected_skip or matrix.caps_for(target.runtime).cannot_load(
+            manifest.opset, manifest.ir_version
+        )
         obs_dir = out_dir / OBSERVATIONS / target.id
         result = _run_and_judge(
             bundle_dir, target, manifest, obs_dir, options, provider.ep, expected, python, base_env

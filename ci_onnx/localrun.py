@@ -1,0 +1,230 @@
+"""`onnx-gate run`: the whole matrix on this machine, the way CI would run it.
+
+plan → export (once per opset × exporter, through the same command CI runs) → for every target, its
+serving environment (cached, created with uv or venv) and `verify` in parallel → report. Each stage
+talks to the next through the same files as in CI (bundles, results/, junit/, plan.json), so a local
+run reproduces a CI run, and a target whose environment cannot be created or whose runtime crashes is
+recorded as an error while every other target still runs.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from ci_onnx import config as config_mod
+from ci_onnx import envs, matrix, proc
+from ci_onnx import plan as planning
+from ci_onnx.config import Config
+from ci_onnx.errors import ConfigError, EnvironmentProblem, GateError
+from ci_onnx.progress import Progress
+from ci_onnx.resolve import Resolver
+from ci_onnx.results import CheckResult, write_result
+from ci_onnx.target import Status, Target
+
+BUNDLES = "bundles"
+PLAN = "plan.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    out: Path
+    cache_dir: Path
+    jobs: int
+    only: tuple[str, ...] = ()
+    live: bool = False
+    """Redraw progress in place (a terminal); else one line per change."""
+    uv: str | None = None
+    env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """The process environment for child processes (read once, by the CLI)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSummary:
+    plan: planning.Plan
+    statuses: dict[str, Status]
+    export_s: float
+    verify_s: float
+    envs_created: int
+
+    @property
+    def failed(self) -> bool:
+        return any(s.blocks for s in self.statuses.values())
+
+
+def run(cfg: Config, resolver: Resolver, options: RunOptions, echo: Callable[[str], None]) -> RunSummary:
+    out = options.out
+    out.mkdir(parents=True, exist_ok=True)
+    the_plan = planning.select(planning.expand(cfg, resolver), options.only)
+    (out / PLAN).write_text(planning.to_json(the_plan))
+    echo(planning.render_table(the_plan) + "\n")
+
+    t0 = time.monotonic()
+    echo(f"== export: {', '.join(the_plan.bundle_keys()) or 'nothing to export'}")
+    if the_plan.runnable:
+        _export(cfg, options, echo)
+    export_s = time.monotonic() - t0
+
+    t1 = time.monotonic()
+    before = _count_envs(options.cache_dir)
+    echo(f"== verify: {len(the_plan.runnable)} target(s), {options.jobs} at a time")
+    progress = Progress([t.id for t in the_plan.targets], sys.stderr, live=options.live)
+    statuses: dict[str, Status] = {}
+    for t in the_plan.targets:
+        if t.expected_skip:
+            statuses[t.id] = Status.EXPECTED
+            progress.update(t.id, "expected", t.expected_skip)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs) as pool:
+        futures = {pool.submit(_verify_one, t, cfg, options, progress): t for t in the_plan.runnable}
+        for future in concurrent.futures.as_completed(futures):
+            statuses[futures[future].id] = future.result()
+    verify_s = time.monotonic() - t1
+    return RunSummary(the_plan, statuses, export_s, verify_s, _count_envs(options.cache_dir) - before)
+
+
+def _export(cfg: Config, options: RunOptions, echo: Callable[[str], None]) -> None:
+    args = [
+        sys.executable,
+        "-m",
+        "ci_onnx",
+        "export",
+        "--config",
+        str(cfg.path),
+        "--out",
+        str(options.out / BUNDLES),
+    ]
+    for pattern in options.only:
+        args += ["--only", pattern]
+    done = proc.run(args, timeout=cfg.export.timeout_s * 4 + 60, env=options.env, what="onnx-gate export")
+    for line in (done.stderr + done.stdout).splitlines():
+        if line.strip():
+            echo(f"   {line}")
+    if done.returncode in (0, 1):
+        return  # 1: a check failed; the bundles are written and every target reports why
+    if done.returncode == 2:
+        raise ConfigError(_last_error(done.stderr) or "onnx-gate export rejected its input")
+    raise EnvironmentProblem(f"onnx-gate export failed, {done.describe_failure()}")
+
+
+def _last_error(text: str) -> str:
+    lines = [ln for ln in text.splitlines() if ln.startswith("onnx-gate: error: ")]
+    return lines[-1].removeprefix("onnx-gate: error: ") if lines else ""
+
+
+def _verify_one(target: Target, cfg: Config, options: RunOptions, progress: Progress) -> Status:
+    from ci_onnx.verify import judge, junit, stage
+
+    try:
+        progress.update(target.id, "env", "preparing its environment")
+        env = envs.for_target(target, options.cache_dir, uv=options.uv)
+        progress.update(target.id, "running", f"{env.package}=={env.version}")
+        written = stage.verify(
+            options.out / BUNDLES / target.bundle_key,
+            target,
+            options.out,
+            stage.options_from(cfg),
+            python=str(env.python),
+            base_env=options.env,
+        )
+        result = written.result
+    except GateError as exc:
+        check = CheckResult("environment", Status.ERROR, exc.message)
+        result = dataclasses.replace(
+            judge.result(target, None, [check]),
+            reproduce=f"onnx-gate run --config {cfg.path} --only '{target.id}'",
+        )
+        write_result(options.out / stage.RESULTS, result)
+        junit.write(options.out / stage.JUNIT, result)
+    progress.update(target.id, result.status.value, result.summary[:100])
+    return result.status
+
+
+def terminal_table(results_dir: Path, plan: planning.Plan) -> str:
+    """One line per target for the terminal: verdict, parity, decisions, CPU share, median latency."""
+    from ci_onnx.results import read_result
+
+    found = {p.stem: read_result(p) for p in sorted(results_dir.glob("*.json"))}
+    rows = [("target", "verdict", "max abs", "decisions", "CPU share", "p50 ms (largest batch)")]
+    for t in plan.targets:
+        r = found.get(t.id)
+        if r is None:
+            rows.append((t.id, "expected" if t.expected_skip else "missing", "", "", "", ""))
+            continue
+        max_abs = max((p.max_abs for p in r.parity), default=None)
+        d = r.decisions
+        share = r.placement.cpu_time_share if r.placement and t.provider != "cpu" else None
+        lat = max(r.latency, key=lambda s: s.batch_size, default=None)
+        rows.append(
+            (
+                t.id,
+                r.status.value,
+                f"{max_abs:.2e}" if max_abs is not None else "",
+                f"{d.changed}/{d.total} changed" if d else "",
+                f"{share:.1%}" if share is not None else "",
+                f"{lat.p50_ms:.2f} (batch {lat.batch_size})" if lat else "",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows)
+
+
+def _count_envs(cache_dir: Path) -> int:
+    root = cache_dir / "envs"
+    return sum(1 for p in root.glob("*/" + envs.READY)) if root.is_dir() else 0
+
+
+def example_config(package_dir: Path) -> Path:
+    """The bundled example's onnx-gate.yml (in a source checkout or an editable install)."""
+    example = package_dir.parent / "examples" / "tinycnn" / config_mod.DEFAULT_NAME
+    if not example.is_file():
+        raise ConfigError(
+            f"{config_mod.DEFAULT_NAME}: no such file here, and no bundled example next to this "
+            "installation; pass --config or run `onnx-gate init`"
+        )
+    return example
+
+
+def demo_config(example: Config, installed: str, platform: str) -> Config:
+    """The example model with the demo matrix of ci_onnx/matrix/presets.toml.
+
+    ``installed`` is the onnxruntime version beside onnx-gate (the preset's ``installed``), and
+    ``platform`` decides whether onnxruntime-openvino joins (only where it has wheels).
+    """
+    preset = matrix.presets()["demo"]
+    runtimes = tuple(dict.fromkeys(installed if r == "installed" else r for r in preset.runtimes))
+    include: tuple[dict[str, str], ...] = ()
+    openvino = matrix.providers()["openvino"]
+    if preset.openvino and platform in openvino.platforms:
+        include = tuple(
+            {"runtime": preset.openvino, "provider": "openvino", "opset": str(o), "exporter": "dynamo"}
+            for o in preset.opsets
+        )
+    return dataclasses.replace(
+        example,
+        export=dataclasses.replace(example.export, opsets=preset.opsets, exporters=preset.exporters),
+        targets=config_mod.TargetsConfig(
+            runtimes=runtimes, providers=preset.providers, include=include, exclude=()
+        ),
+    )
+
+
+def default_jobs(cpu_count: int | None) -> int:
+    return max(1, cpu_count or 1)
+
+
+def report_args(out: Path) -> Sequence[str]:
+    return ["--results", str(out / "results"), "--plan", str(out / PLAN), "--out", str(out)]
+
+
+def child_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment for export and runner processes: the caller's, without GitHub credentials."""
+    return {k: v for k, v in environ.items() if k not in ("GITHUB_TOKEN", "INPUT_GITHUB-TOKEN")}
+
+
+def cpu_count() -> int | None:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()

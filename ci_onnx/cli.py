@@ -376,6 +376,7 @@ def nightly(
     from ci_onnx.github.context import from_env
     from ci_onnx.nightly import command
     from ci_onnx.nightly.text import Night
+    from ci_onnx.nightly.verifier import available as verifier_available
     from ci_onnx.nightly.verifier import for_family
     from ci_onnx.plan import read_plan
     from ci_onnx.report.model import Commit
@@ -398,6 +399,8 @@ def nightly(
     def info(msg: str) -> None:
         click.echo(f"onnx-gate: {msg}")
 
+    if bundles and not verifier_available():
+        info("--bundles: this onnx-gate cannot verify other releases; the search uses the night's results")
     client = None if dry_run else Client(ctx.token, ctx.api_url, log=info)
     outcome = command.run(
         results_dirs,

@@ -148,8 +148,17 @@ def _track(
         log(f"{fam.key.id}: {exc.message}; searching this night's releases only")
         between = [v for v in known if version_key(good) < version_key(v) <= version_key(bad)]
     found = bisect(good, bad, between, known=known, verify_at=verifier, log=log)
+    verdict = dict(found.verdicts).get(found.first_bad, Status.FAILED)
     state = TrackState(
-        SCHEMA_VERSION, fam.key.id, found.first_bad, found.good, found.untried, failing, since, nights
+        SCHEMA_VERSION,
+        fam.key.id,
+        found.first_bad,
+        found.good,
+        found.untried,
+        failing,
+        since,
+        nights,
+        verdict.value,
     )
     return state, found
 

@@ -42,6 +42,8 @@ class TrackState:
     """The night the family broke (ISO date)."""
     nights: int = 1
     """Nights failing in a row."""
+    first_bad_verdict: str = "failed"
+    """``error`` when the search could not judge ``first_bad`` (the break may be later)."""
 
 
 def embed(state: TrackState) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -47,12 +48,22 @@ class EnvVerifier:
         return Status(written.result.status)
 
 
+def available() -> bool:
+    """Whether this onnx-gate has the verify stage (without it, no verifier: a range, not an error)."""
+    try:
+        return all(importlib.util.find_spec(m) for m in ("ci_onnx.envs", "ci_onnx.verify.stage"))
+    except ImportError:
+        return False
+
+
 def for_family(bundles: Path | None, work: Path, options: Any) -> Any:
-    """A ``VerifierFor``: an EnvVerifier for families this machine can verify (no accelerator)."""
+    """A ``VerifierFor``: an EnvVerifier for families this machine can verify (those the Linux
+    container serves: no GPU here); None for the rest, whose answer stays a range."""
+    usable = bundles is not None and available()
 
     def make(fam: FamilyNight) -> VerifyAt | None:
         info = matrix.providers().get(fam.key.provider)
-        if bundles is None or info is None or not info.container:
+        if bundles is None or not usable or info is None or not info.container:
             return None
         return EnvVerifier(fam.failing[0].target, bundles, work, options)
 

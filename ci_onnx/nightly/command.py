@@ -42,7 +42,7 @@ def run(
 ) -> Outcome:
     """Decide and, with a client, carry out; without one (a dry run) only say what would be done.
 
-    The state file is written before GitHub is asked anything, so a GitHub outage loses no memory.
+    The state file is written before any issue is changed, so GitHub refusing a change loses no memory.
     Raises EnvironmentProblem (exit 3) after doing all it could when GitHub refused something.
     """
     if not plan.targets:

@@ -232,3 +232,15 @@ def test_github_refusing_one_family_does_not_stop_the_others(
         "cpu-op18-dynamo@latest"
     ]
     assert (tmp_path / "state.json").exists()
+
+
+def test_the_tracking_issue_is_found_past_the_first_page(
+    tmp_path: Path, gh: FakeGitHub, index: PipIndex
+) -> None:
+    for n in range(1, 151):
+        gh.state.issues[n] = {"number": n, "title": f"bug {n}", "body": "", "state": "open", "labels": []}
+    night(tmp_path, gh, index, "n1", [("1.32.0", "latest", True)])
+    night(tmp_path, gh, index, "n2", [("1.32.0", "latest", True)])
+    assert len(gh.state.issues) == 151 and [c["issue"] for c in gh.state.comments.values()] == [151]
+    listed = [r.query.get("page", "1") for r in gh.state.requests if r.operation == "issues/list-for-repo"]
+    assert listed == ["1", "2", "1", "2"]

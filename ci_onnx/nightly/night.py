@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from ci_onnx.errors import EnvironmentProblem
 from ci_onnx.matrix import version_key
 from ci_onnx.nightly import text
-from ci_onnx.nightly.bisect import Bisection, VerifyAt, bisect
+from ci_onnx.nightly.bisect import VerifyAt, bisect
 from ci_onnx.nightly.families import FamilyNight, newest_passing
 from ci_onnx.nightly.state import SCHEMA_VERSION, Memory, TrackState, extract
 from ci_onnx.target import Status
@@ -84,10 +84,8 @@ def decide(
         if fam.broken:
             previous = extract(issue.body) if issue else None
             known = pooled[fam.key.cell]
-            state, found = _track(
-                fam, known, previous, remembered.get(fid, ""), night, releases, verifier_for, log
-            )
-            v = text.issue_view(fam, state, night, found)
+            state = _track(fam, known, previous, remembered.get(fid, ""), night, releases, verifier_for, log)
+            v = text.issue_view(fam, state, night)
             if issue is None:
                 actions.append(Action(Kind.OPEN, fid, None, text.title(v), text.body(v), state=state))
             else:
@@ -117,7 +115,7 @@ def _track(
     releases: Releases,
     verifier_for: VerifierFor,
     log: Log,
-) -> tuple[TrackState, Bisection | None]:
+) -> TrackState:
     """The family's record after tonight, bisecting when the first failing release is not known yet.
 
     ``known``: tonight's verdicts for the family's cell, under any spec (a pinned 1.31.1 that passed
@@ -135,13 +133,12 @@ def _track(
         and (not previous.untried or verifier is None)
     ):
         kept = dataclasses.replace(previous, failing=failing, nights=nights)
-        return kept, None
+        return kept
     if previous is not None and previous.first_bad and version_key(previous.first_bad) < version_key(bad):
         bad = previous.first_bad  # failed on an earlier night: search below it
     good = _last_good(known, bad, previous, remembered)
     if not good:
-        state = TrackState(SCHEMA_VERSION, fam.key.id, bad, "", (), failing, since, nights)
-        return state, None
+        return TrackState(SCHEMA_VERSION, fam.key.id, bad, "", (), failing, since, nights)
     try:
         between = releases(good, bad, fam.key.package)
     except EnvironmentProblem as exc:
@@ -149,7 +146,7 @@ def _track(
         between = [v for v in known if version_key(good) < version_key(v) <= version_key(bad)]
     found = bisect(good, bad, between, known=known, verify_at=verifier, log=log)
     verdict = dict(found.verdicts).get(found.first_bad, Status.FAILED)
-    state = TrackState(
+    return TrackState(
         SCHEMA_VERSION,
         fam.key.id,
         found.first_bad,
@@ -159,8 +156,9 @@ def _track(
         since,
         nights,
         verdict.value,
+        {v: status.value for v, status in found.verdicts},
+        found.verified,
     )
-    return state, found
 
 
 def _last_good(known: dict[str, Status], bad: str, previous: TrackState | None, remembered: str) -> str:

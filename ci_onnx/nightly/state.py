@@ -44,6 +44,10 @@ class TrackState:
     """Nights failing in a row."""
     first_bad_verdict: str = "failed"
     """``error`` when the search could not judge ``first_bad`` (the break may be later)."""
+    searched: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Release → verdict, for every release the search used (oldest first)."""
+    verified: tuple[str, ...] = ()
+    """The releases verified for the search (the rest came from a night's results)."""
 
 
 def embed(state: TrackState) -> str:

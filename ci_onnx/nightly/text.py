@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from ci_onnx.nightly.bisect import Bisection
 from ci_onnx.nightly.families import FamilyNight
 from ci_onnx.nightly.state import TrackState, embed
 from ci_onnx.report import limits, render, view
@@ -42,7 +41,6 @@ class IssueView:
     passing: tuple[str, ...]
     verified: tuple[str, ...]
     """Every release of the family verified tonight, oldest first."""
-    bisection: Bisection | None
     reproduce_first_bad: str
     baseline: str = ""
 
@@ -71,7 +69,7 @@ class IssueView:
         return "the nightly run's job summary"
 
 
-def issue_view(fam: FamilyNight, state: TrackState, night: Night, bisection: Bisection | None) -> IssueView:
+def issue_view(fam: FamilyNight, state: TrackState, night: Night) -> IssueView:
     family_view = view.build(Collection(fam.entries), commit=night.commit, run_url=night.run_url)
     first_bad = next((e for e in fam.entries if e.target.runtime == state.first_bad), fam.failing[0])
     target = dataclasses.replace(first_bad.target, runtime=state.first_bad)
@@ -87,7 +85,6 @@ def issue_view(fam: FamilyNight, state: TrackState, night: Night, bisection: Bis
         failing=tuple(e.target.runtime for e in fam.failing),
         passing=tuple(e.target.runtime for e in fam.entries if e.outcome is Outcome.PASSED),
         verified=tuple(e.target.runtime for e in fam.entries),
-        bisection=bisection,
         reproduce_first_bad=(
             f"onnx-gate verify --bundle onnx-gate-out/bundles/{target.bundle_key} --target {target.id}"
         ),

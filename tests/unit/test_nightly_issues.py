@@ -124,7 +124,10 @@ def test_green_red_red_green_leaves_one_issue_opened_commented_closed(
     assert comment["issue"] == issue["number"]
     assert comment["body"].startswith("❌ Still failing the night of 2026-11-28")
     assert "night 2 in a row" in comment["body"] and "First failing release: **1.31.3**" in comment["body"]
-    assert "Failing since 2026-11-27 (2 nights)" in gh.state.issues[issue["number"]]["body"]
+    again = gh.state.issues[issue["number"]]["body"]
+    assert "Failing since 2026-11-27 (2 nights)" in again
+    assert "| 1.31.3 | failed | verified for this search |" in again  # the search is kept in the state
+    assert "| 1.32.0 | failed | a night's results |" in again
 
     # night 4: latest is 1.32.1 and passes: the issue closes with a comment
     fourth = night(

@@ -17,6 +17,7 @@ from ci_onnx import matrix
 from ci_onnx.errors import EnvironmentProblem
 from ci_onnx.nightly.bisect import VerifyAt
 from ci_onnx.nightly.families import FamilyNight
+from ci_onnx.nightly.night import VerifierFor
 from ci_onnx.target import Status, Target
 
 
@@ -56,7 +57,7 @@ def available() -> bool:
         return False
 
 
-def for_family(bundles: Path | None, work: Path, options: Any) -> Any:
+def for_family(bundles: Path | None, work: Path, options: Any) -> VerifierFor:
     """A ``VerifierFor``: an EnvVerifier for families this machine can verify (those the Linux
     container serves: no GPU here); None for the rest, whose answer stays a range."""
     usable = bundles is not None and available()

@@ -30,3 +30,9 @@ def fake_index() -> FakeIndex:
             "onnxruntime-gpu": ["1.31.1", "1.24.4"],
         }
     )
+
+
+@pytest.fixture(scope="session")
+def env_cache(request: pytest.FixtureRequest) -> Path:
+    """Runtime environments, built once and kept in pytest's cache directory across runs and tests."""
+    return Path(request.config.cache.mkdir("onnx-gate-envs"))

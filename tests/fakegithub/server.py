@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from tests.fakegithub import spec
 
@@ -311,7 +311,11 @@ class FakeGitHub(ThreadingHTTPServer):
             ]
         per_page = min(int(query.get("per_page", 30)), 100)
         page = int(query.get("page", 1))
-        return 200, [self._issue(i) for i in found[(page - 1) * per_page : page * per_page]], {}
+        headers = {}
+        if page * per_page < len(found):
+            nxt = urlencode({**query, "per_page": per_page, "page": page + 1})
+            headers["Link"] = f'<{self.url}/repos/{self.repo}/issues?{nxt}>; rel="next"'
+        return 200, [self._issue(i) for i in found[(page - 1) * per_page : page * per_page]], headers
 
     def _list_comments(self, issue: int, query: dict[str, str]) -> tuple[int, Any, dict[str, str]]:
         s = self.state

@@ -1,0 +1,107 @@
+"""What one tracking issue follows: a target family, the same cell whatever release the spec named.
+
+A nightly plan resolves ``latest`` to a new release now and then; an issue keyed by the resolved
+version would open again with every release. The family is the target without its version: provider,
+opset, exporter, precision and the runtime *spec* (``latest``, ``latest-2``, ``nightly``, ``1.24.*``;
+an exact pin is its own spec). With ``latest-N`` a family holds N releases in one night.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ci_onnx import matrix
+from ci_onnx.matrix import version_key
+from ci_onnx.report.collect import Collection, Entry, Outcome
+from ci_onnx.target import Status, Target
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class FamilyKey:
+    provider: str
+    opset: int
+    exporter: str
+    precision: str
+    spec: str
+
+    @classmethod
+    def of(cls, target: Target) -> FamilyKey:
+        return cls(
+            target.provider,
+            target.opset,
+            target.exporter,
+            target.precision,
+            target.runtime_spec or target.runtime,
+        )
+
+    @property
+    def id(self) -> str:
+        """``cpu-op17-dynamo@latest``: readable, and stable from one release to the next."""
+        suffix = "" if self.precision == "fp32" else f"-{self.precision}"
+        return f"{self.provider}-op{self.opset}-{self.exporter}{suffix}@{self.spec}"
+
+    @property
+    def cell(self) -> tuple[str, int, str, str]:
+        """The family without its spec: releases verified under other specs say as much about it."""
+        return (self.provider, self.opset, self.exporter, self.precision)
+
+    @property
+    def marker(self) -> str:
+        """The hidden line that finds this family's tracking issue again."""
+        return f"<!-- onnx-gate:nightly:{self.id} -->"
+
+    @property
+    def package(self) -> str:
+        info = matrix.providers().get(self.provider)
+        return info.package if info else "onnxruntime"
+
+
+@dataclasses.dataclass(frozen=True)
+class FamilyNight:
+    """One night's entries of a family, oldest release first (expected skips left out)."""
+
+    key: FamilyKey
+    entries: tuple[Entry, ...]
+
+    @property
+    def broken(self) -> bool:
+        return any(e.outcome.blocks for e in self.entries)
+
+    @property
+    def failing(self) -> tuple[Entry, ...]:
+        return tuple(e for e in self.entries if e.outcome.blocks)
+
+    @property
+    def newest(self) -> Entry:
+        return self.entries[-1]
+
+    def verdicts(self) -> dict[str, Status]:
+        """Release → verdict; a missing result counts as an error (not good)."""
+        return {e.target.runtime: _status(e.outcome) for e in self.entries}
+
+    def newest_passing(self) -> str:
+        passed = [e.target.runtime for e in self.entries if e.outcome is Outcome.PASSED]
+        return passed[-1] if passed else ""
+
+
+def newest_passing(verdicts: dict[str, Status], below: str) -> str:
+    """The newest release below ``below`` that passed, or ''."""
+    passed = [v for v, s in verdicts.items() if s is Status.PASSED and version_key(v) < version_key(below)]
+    return max(passed, key=version_key, default="")
+
+
+def _status(outcome: Outcome) -> Status:
+    return Status.ERROR if outcome is Outcome.MISSING else Status(outcome.value)
+
+
+def group(collection: Collection) -> list[FamilyNight]:
+    """The families of a night, in a stable order; expected skips and plain skips are not judged."""
+    by_key: dict[FamilyKey, list[Entry]] = {}
+    for e in collection.entries:
+        if e.outcome in (Outcome.EXPECTED, Outcome.SKIPPED):
+            continue
+        by_key.setdefault(FamilyKey.of(e.target), []).append(e)
+    return [
+        FamilyNight(key, tuple(sorted(entries, key=lambda e: version_key(e.target.runtime))))
+        for key, entries in sorted(by_key.items())
+    ]

@@ -1,0 +1,68 @@
+"""Verify a family's bundle on one more release, for the search: an environment per release.
+
+This is the one piece of the nightly run that installs anything (through ci_onnx.envs, the same cached
+environments `onnx-gate run` uses). Everything else codes against ``bisect.VerifyAt``, so the search is
+tested with fakes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+
+from ci_onnx import matrix
+from ci_onnx.nightly.bisect import VerifyAt
+from ci_onnx.nightly.families import FamilyNight
+from ci_onnx.nightly.night import VerifierFor
+from ci_onnx.target import Status, Target
+from ci_onnx.verify.options import VerifyOptions
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvVerifier:
+    """``verify_at`` for one family: its bundle, verified on ``version`` in that release's environment."""
+
+    target: Target
+    bundles: Path
+    work: Path
+    cache_dir: Path
+    options: VerifyOptions
+    base_env: Mapping[str, str]
+    uv: str | None = None
+
+    def __call__(self, version: str) -> Status:
+        from ci_onnx import envs
+        from ci_onnx.verify import stage
+
+        t = dataclasses.replace(self.target, runtime=version, runtime_spec="")
+        env = envs.for_target(t, self.cache_dir, uv=self.uv)
+        written = stage.verify(
+            self.bundles / t.bundle_key,
+            t,
+            self.work / "bisect" / version,
+            self.options,
+            python=str(env.python),
+            base_env=self.base_env,
+        )
+        return written.result.status
+
+
+def for_family(
+    bundles: Path | None,
+    work: Path,
+    cache_dir: Path,
+    options: VerifyOptions,
+    base_env: Mapping[str, str],
+    uv: str | None = None,
+) -> VerifierFor:
+    """A ``VerifierFor``: an EnvVerifier for families this machine can verify (those the Linux
+    container serves: no GPU here); None for the rest, whose answer stays a range."""
+
+    def make(fam: FamilyNight) -> VerifyAt | None:
+        info = matrix.providers().get(fam.key.provider)
+        if bundles is None or info is None or not info.container:
+            return None
+        return EnvVerifier(fam.failing[0].target, bundles, work, cache_dir, options, base_env, uv)
+
+    return make

@@ -1,0 +1,58 @@
+"""The nightly's specs resolved through pip against indexes on loopback, and shown in the plan."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ci_onnx.cli import cli
+from ci_onnx.nightly.families import FamilyKey
+from ci_onnx.plan import read_plan
+from tests.conftest import EXAMPLE_CONFIG
+from tests.support import pypi
+
+FINALS = ["1.30.0", "1.31.1", "1.32.0"]
+PRE = "1.33.0.dev20261128001"
+
+
+def test_latest_n_and_nightly_are_resolved_shown_and_kept_as_families(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key in [k for k in os.environ if k.startswith("PIP_")]:
+        monkeypatch.delenv(key)
+    shutil.copytree(EXAMPLE_CONFIG.parent, tmp_path / "ex")
+    config = tmp_path / "ex" / "onnx-gate.yml"
+    finals = {"onnxruntime": [pypi.wheel_name("onnxruntime", v) for v in FINALS]}
+    nightlies = {"onnxruntime": [pypi.wheel_name("onnxruntime", PRE)]}
+    with pypi.serve(finals) as index_url, pypi.serve(nightlies) as nightly_url:
+        text = config.read_text().replace(
+            'runtimes: ["1.20.1", latest]',
+            f'runtimes: [latest-2, nightly]\n  nightly_index: "{nightly_url}"',
+        )
+        config.write_text(text.replace("providers: [cpu, openvino]", "providers: [cpu]"))
+        env = {**pypi.pip_env(index_url), "PIP_INDEX_URL": index_url}
+        args = [
+            "plan",
+            "--config",
+            str(config),
+            "--only",
+            "*-op17-dynamo",
+            "--out",
+            str(tmp_path / "plan.json"),
+        ]
+        result = CliRunner().invoke(cli, args, env=env, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "latest-2 → 1.32.0" in result.output and "latest-2 → 1.31.1" in result.output
+    assert f"nightly → {PRE}" in result.output  # only the extra index serves it
+    assert "1.30.0" not in result.output
+    targets = read_plan(tmp_path / "plan.json").targets
+    assert sorted({FamilyKey.of(t).id for t in targets}) == [
+        "cpu-op17-dynamo@latest-2",
+        "cpu-op17-dynamo@nightly",
+    ]
+    assert json.loads((tmp_path / "plan.json").read_text())["targets"][0]["runtime_spec"] == "latest-2"

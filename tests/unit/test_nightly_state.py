@@ -1,0 +1,53 @@
+"""What nights remember: the family key, the state in the issue body, the state file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ci_onnx.errors import UsageError
+from ci_onnx.nightly.families import FamilyKey
+from ci_onnx.nightly.state import Memory, TrackState, embed, extract, read_memory, write_memory
+from ci_onnx.target import Target
+
+
+def test_the_family_survives_a_new_release_but_not_a_new_spec() -> None:
+    a = FamilyKey.of(Target("1.32.0", "cpu", 17, "dynamo", runtime_spec="latest"))
+    b = FamilyKey.of(Target("1.32.1", "cpu", 17, "dynamo", runtime_spec="latest"))
+    c = FamilyKey.of(Target("1.32.1", "cpu", 17, "dynamo", runtime_spec="latest-2"))
+    pinned = FamilyKey.of(Target("1.20.1", "cpu", 17, "dynamo"))
+    assert a == b and a.id == "cpu-op17-dynamo@latest" and pinned.id == "cpu-op17-dynamo@1.20.1"
+    assert a != c and a.marker not in f"body\n{c.marker}\n"  # a marker never finds another family's issue
+    fp16 = FamilyKey.of(Target("1.32.0", "openvino", 18, "torchscript", "fp16", "nightly"))
+    assert fp16.id == "openvino-op18-torchscript-fp16@nightly" and fp16.package == "onnxruntime-openvino"
+
+
+def test_the_state_round_trips_through_an_issue_body() -> None:
+    s = TrackState(1, "cpu-op17-dynamo@latest", "1.31.3", "1.31.2", ("x--y",), "1.32.0", "2026-11-27", 3)
+    hidden = embed(s)
+    assert "--" not in hidden.removeprefix("<!--").removesuffix("-->")  # cannot end the comment early
+    assert extract(f"<!-- marker -->\n{hidden}\n## text") == s
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "",
+        "no state here",
+        '<!-- onnx-gate:nightly-state {"schema_version":1} -->',
+        "<!-- onnx-gate:nightly-state {oops} -->",
+    ],
+)
+def test_a_body_without_readable_state_gives_none(body: str) -> None:
+    assert extract(body) is None
+
+
+def test_the_state_file(tmp_path: Path) -> None:
+    path = tmp_path / "cache" / "nightly-state.json"
+    assert read_memory(path) == Memory(1, {})  # the first night, or an evicted cache
+    write_memory(path, Memory(1, {"cpu-op17-dynamo@latest": "1.31.1"}))
+    assert read_memory(path).last_good == {"cpu-op17-dynamo@latest": "1.31.1"}
+    path.write_text("[1, 2]")
+    with pytest.raises(UsageError, match=r"nightly-state\.json: not a nightly state file .* delete it"):
+        read_memory(path)

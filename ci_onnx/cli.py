@@ -76,6 +76,7 @@ def cli() -> None:
     export  export the model once per opset and exporter, check it, write bundles
     verify  verify one target on its runtime: parity, decisions, batches, placement, latency
     report  aggregate results into the PR comment, job summary, check and exit code
+    nightly keep one tracking issue per target broken by a new runtime release
     run     all of it on this machine, each runtime in its own environment
     init    write a starter onnx-gate.yml and GitHub workflows
     """

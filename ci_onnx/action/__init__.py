@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from ci_onnx.errors import UsageError
 
-COMMANDS = ("plan", "export", "verify", "report")
+COMMANDS = ("plan", "export", "verify", "report", "nightly")
 
 OPTIONS: dict[str, dict[str, str]] = {
     "plan": {"config": "--config", "only": "--only", "out": "--out"},
@@ -34,6 +34,16 @@ OPTIONS: dict[str, dict[str, str]] = {
         "check-name": "--check-name",
         "comment-key": "--comment-key",
     },
+    "nightly": {
+        "results": "--results",
+        "plan": "--plan",
+        "config": "--config",
+        "out": "--out",
+        "github-token": "--github-token",
+        "state": "--state",
+        "bundles": "--bundles",
+        "labels": "--label",
+    },
 }
 """For each command, the action input that feeds each of its options. tests/unit keeps this table,
 action.yml and the click commands in step."""
@@ -49,10 +59,15 @@ UNEXPOSED: dict[str, dict[str, str]] = {
         "--pr": "in a workflow_run job the pull-request input writes the event that report reads",
         "--publish": "the action always publishes when it has a token",
     },
+    "nightly": {
+        "--date": "the night's date is today's",
+        "--dry-run": "a scheduled run either manages the issues or does nothing",
+        "--fail-on-broken": "the tracking issue is the signal; a red scheduled run every night is noise",
+    },
 }
 """Options of a command that the action deliberately does not offer, and why."""
 
-MULTI = frozenset({"only", "results", "junit"})
+MULTI = frozenset({"only", "results", "junit", "labels"})
 """Inputs that take several values, one per line (or separated by commas), each a repeated option."""
 
 ACTION_ONLY = frozenset(

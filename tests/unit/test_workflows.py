@@ -132,7 +132,9 @@ def test_least_privilege_everywhere(generated: list[Path]) -> None:
         assert "permissions" in job, f"{path.name}: job {name} states its permissions"
         writes = {k for k, v in job["permissions"].items() if v == "write"}
         if name == "nightly":
-            assert writes == {"issues"}, f"{path.name}: the nightly job writes tracking issues and nothing else"
+            assert writes == {"issues"}, (
+                f"{path.name}: the nightly job writes tracking issues and nothing else"
+            )
         elif name != "report" and name != "comment":
             assert not writes, f"{path.name}: job {name} needs no write access"
 

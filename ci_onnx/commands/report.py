@@ -1,0 +1,141 @@
+"""`onnx-gate report`: the targets' results as the PR comment, the job summary, the check, the exit code."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from ci_onnx.commands.options import EXIT_FAIL
+
+
+@click.command()
+@click.option(
+    "--results",
+    "results_dirs",
+    type=click.Path(path_type=Path),
+    multiple=True,
+    required=True,
+    help="Directories holding results/*.json (searched recursively); repeatable.",
+)
+@click.option(
+    "--plan",
+    "plan_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="The plan JSON, so that targets that never reported count as missing.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default="onnx-gate-out",
+    show_default=True,
+    help="Writes report.md (the full report) and summary.md here.",
+)
+@click.option(
+    "--junit",
+    "junit_paths",
+    type=click.Path(path_type=Path, exists=True),
+    multiple=True,
+    help="JUnit XML from other tools (files or directories), shown in the report; failures block.",
+)
+@click.option(
+    "--github-token",
+    envvar="GITHUB_TOKEN",
+    default="",
+    show_default=False,
+    help="Token for the PR comment and the check run [env: GITHUB_TOKEN]. Without one, nothing is sent.",
+)
+@click.option("--pr", "pr_number", type=int, help="The pull request to comment on (default: from the event).")
+@click.option("--check-name", default="onnx-gate", show_default=True, help="Name of the check run / status.")
+@click.option("--comment-key", default="", help="Tells apart the comments of several configs on one PR.")
+@click.option(
+    "--publish/--no-publish",
+    default=True,
+    show_default=True,
+    help="Comment and set the check on GitHub when a token and repository are known.",
+)
+def report(
+    results_dirs: Sequence[Path],
+    plan_path: Path | None,
+    out: Path,
+    junit_paths: Sequence[Path],
+    github_token: str,
+    pr_number: int | None,
+    check_name: str,
+    comment_key: str,
+    publish: bool,
+) -> None:
+    """Aggregate target results into one report: PR comment, job summary, check, exit code."""
+    from ci_onnx.github import workflow
+    from ci_onnx.github.client import Client
+    from ci_onnx.github.context import from_env
+    from ci_onnx.plan import read_plan
+    from ci_onnx.report import junit_reader, limits, render, view
+    from ci_onnx.report.collect import collect
+    from ci_onnx.report.publish import publish as publish_report
+
+    ctx = from_env(os.environ, token=github_token, pr_number=pr_number)
+    the_plan = read_plan(plan_path) if plan_path else None
+    collection = collect(results_dirs, the_plan)
+    junit = junit_reader.read(junit_paths) if junit_paths else None
+    report_file = out / "report.md"
+    the_view = view.build(
+        collection,
+        commit=view.Commit(ctx.sha, ctx.commit_url),
+        run_url=ctx.run_url,
+        junit=junit,
+        report_file=str(report_file),
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    report_file.write_text(render.render(the_view))
+    summary = render.render_within(the_view, limits.JOB_SUMMARY)
+    (out / "summary.md").write_text(summary)
+    if ctx.step_summary:
+        workflow.append_summary(ctx.step_summary, summary)
+
+    def info(msg: str) -> None:
+        click.echo(f"onnx-gate: {msg}")
+
+    def warn(msg: str) -> None:
+        click.echo(
+            workflow.annotation("warning", msg, title="onnx-gate")
+            if ctx.in_actions
+            else f"onnx-gate: warning: {msg}"
+        )
+
+    if ctx.in_actions:
+        for f in the_view.failures[:10]:  # GitHub shows at most 10 error annotations per step
+            click.echo(workflow.annotation("error", f.reason, title=f"{f.target} {f.outcome}"))
+    if publish and ctx.can_publish:
+        client = Client(ctx.token, ctx.api_url, log=info)
+        publish_report(
+            the_view,
+            ctx,
+            client,
+            info=info,
+            warn=warn,
+            check_name=check_name,
+            config_path=collection.config_path or "onnx-gate.yml",
+            comment_key=comment_key,
+        )
+    elif publish and ctx.in_actions:
+        warn("no GITHUB_TOKEN (or --github-token): the report is in the job summary only")
+    if ctx.output:
+        workflow.set_outputs(
+            ctx.output,
+            {
+                "verdict": "fail" if the_view.blocks else "pass",
+                "failed": str(the_view.counts.blocking),
+                "report": str(report_file),
+            },
+        )
+    for f in the_view.failures[:20]:
+        click.echo(f"  {f.icon} {f.target}: {f.reason}")
+    if len(the_view.failures) > 20:
+        click.echo(f"  … and {len(the_view.failures) - 20} more")
+    mark = "❌" if the_view.blocks else "✅"
+    click.echo(f"{mark} {the_view.headline}; the full report: {report_file}")
+    if the_view.blocks:
+        raise click.exceptions.Exit(EXIT_FAIL)

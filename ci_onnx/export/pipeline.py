@@ -128,7 +128,15 @@ def export_finding(outcome: torch_export.ExportOutcome, exporter: str, opset: in
         )
         figures["operator"] = outcome.unsupported_op
     elif outcome.data_dependent:
-        message = f"{exporter} stopped on control flow that depends on a tensor value; see control-flow"
+        # the cause is the model's control flow, and that check fails; this one only says why no file
+        return Finding(
+            "export",
+            Status.SKIPPED,
+            f"no model written: {exporter} stopped on control flow that depends on a tensor value; see "
+            "control-flow",
+            figures,
+            outcome.warnings,
+        )
     else:
         message = f"the {exporter} exporter failed: {outcome.error}"
     return Finding("export", Status.FAILED, message, figures, outcome.warnings)

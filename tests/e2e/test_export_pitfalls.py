@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -56,9 +57,13 @@ def test_tensor_branch_traced_by_torchscript_fails_control_flow(tmp_path: Path) 
 def test_tensor_branch_under_dynamo_is_reported_as_control_flow(tmp_path: Path) -> None:
     code, fails, bundle = _export(tmp_path, "control_flow", "[batch, 8]", 18, "dynamo")
     assert code == 1
+    assert set(fails) == {"control-flow"}, "the control flow is the cause; export only says no file"
     assert "data-dependent" in fails["control-flow"]
     assert "\x1b[" not in fails["control-flow"]
-    assert "see control-flow" in fails["export"]
+    export = next(
+        f for f in json.loads((bundle / "manifest.json").read_text())["findings"] if f["name"] == "export"
+    )
+    assert export["status"] == "skipped" and "see control-flow" in export["message"]
     assert not (bundle / "model.onnx").exists()
 
 

@@ -53,8 +53,12 @@ def fmt_share(x: float) -> str:
     return f"{100 * x:.1f} %"
 
 
-def default_reproduce(entry: Entry) -> str:
+def default_reproduce(entry: Entry, config_path: str = "") -> str:
+    """A command that reproduces this one target on a laptop: with the config known (from the plan),
+    `onnx-gate run` exports and verifies that cell alone; else verify on a bundle already exported."""
     t = entry.target
+    if config_path:
+        return f"onnx-gate run --config {config_path} --only '{t.id}'"
     return f"onnx-gate verify --bundle onnx-gate-out/bundles/{t.bundle_key} --target {t.id}"
 
 
@@ -134,7 +138,7 @@ def _figures(figures: dict[str, object]) -> str:
     return ", ".join(parts)
 
 
-def _failure(entry: Entry) -> Failure:
+def _failure(entry: Entry, config_path: str) -> Failure:
     r = entry.result
     checks: tuple[FailedCheck, ...] = ()
     if r is not None:
@@ -149,7 +153,9 @@ def _failure(entry: Entry) -> Failure:
         outcome=entry.outcome.value,
         reason=entry.reason or "(no reason recorded)",
         checks=checks,
-        reproduce=(r.reproduce if r and r.reproduce else default_reproduce(entry)),
+        reproduce=default_reproduce(entry, config_path)
+        if config_path or not (r and r.reproduce)
+        else r.reproduce,
     )
 
 
@@ -220,7 +226,7 @@ def build(
         counts=counts,
         commit=commit or Commit(),
         run_url=run_url,
-        failures=tuple(_failure(e) for e in entries if e.outcome.blocks),
+        failures=tuple(_failure(e, collection.config_path) for e in entries if e.outcome.blocks),
         problems=collection.problems,
         parity=tuple(_parity_row(e, e.result) for e in judged if e.result and e.result.parity),
         fallback=fallback,

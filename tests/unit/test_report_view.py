@@ -51,14 +51,18 @@ def test_failures_carry_failing_checks_and_the_reproduce_command() -> None:
     f = v.failures[0]
     assert [c.name for c in f.checks] == ["parity[logits]", "decision"]
     assert "out_of_tolerance=37" in f.checks[0].figures
-    assert f.reproduce.endswith(f"--target {scenarios.PARITY_FAIL}")
+    # the plan names the config, so the command needs nothing from CI: it exports and verifies that cell
+    assert (
+        f.reproduce
+        == f"onnx-gate run --config examples/tinycnn/onnx-gate.yml --only '{scenarios.PARITY_FAIL}'"
+    )
 
 
 def test_a_missing_target_gets_a_reproduce_command_too() -> None:
     plan, results = scenarios.all_passing()
     v = build(plan, scenarios.without(results, "ort1.20.1-cpu-op17-dynamo"))
     f = v.failures[0]
-    assert f.outcome == "missing" and "--bundle onnx-gate-out/bundles/op17-dynamo" in f.reproduce
+    assert f.outcome == "missing" and f.reproduce.startswith("onnx-gate run --config ")
     assert v.headline == "1 of 12 targets failed (missing)"
 
 
@@ -109,3 +113,11 @@ def test_an_export_finding_names_its_check_in_the_headline() -> None:
     v = build(plan, results)
     assert v.headline == "1 of 12 targets failed (train-mode)"
     assert [c.name for c in v.failures[0].checks] == ["train-mode"]
+
+
+def test_without_a_plan_the_reproduce_command_is_the_one_the_result_recorded() -> None:
+    plan, results = scenarios.tinycnn()
+    collection = merge({r.target.id: r for r in results}, plan)
+    bare = dataclasses.replace(collection, config_path="")
+    f = next(f for f in view.build(bare).failures if f.target == scenarios.PARITY_FAIL)
+    assert f.reproduce.startswith("onnx-gate verify --bundle ")

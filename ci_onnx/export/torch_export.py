@@ -63,30 +63,29 @@ def export(
         try:
             with contextlib.redirect_stdout(chatter), torch.no_grad():
                 if exporter == "dynamo":
-                    torch.onnx.export(
-                        model,
-                        tuple(example),
-                        str(path),
-                        dynamo=True,
-                        opset_version=opset,
-                        input_names=names,
-                        output_names=list(outputs),
-                        dynamic_shapes=dynamic_shapes(inputs, dynamic_axes),
-                        external_data=external,
-                        optimize=True,
-                    )
+                    specific: dict[str, Any] = {
+                        "dynamo": True,
+                        "dynamic_shapes": dynamic_shapes(inputs, dynamic_axes),
+                        "external_data": external,
+                        "optimize": True,
+                    }
                 else:
-                    torch.onnx.export(
-                        model,
-                        tuple(example),
-                        str(path),
-                        dynamo=False,
-                        opset_version=opset,
-                        input_names=names,
-                        output_names=list(outputs),
-                        dynamic_axes={k: {int(a): n for a, n in v.items()} for k, v in dynamic_axes.items()},
-                        do_constant_folding=True,
-                    )
+                    specific = {
+                        "dynamo": False,
+                        "dynamic_axes": {
+                            k: {int(a): n for a, n in ax.items()} for k, ax in dynamic_axes.items()
+                        },
+                        "do_constant_folding": True,
+                    }
+                torch.onnx.export(
+                    model,
+                    tuple(example),
+                    str(path),
+                    opset_version=opset,
+                    input_names=names,
+                    output_names=list(outputs),
+                    **specific,
+                )
             failure = ""
         except Exception as exc:
             failure = _full_text(exc)

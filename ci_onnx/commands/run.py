@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+import ci_onnx
 from ci_onnx.commands.options import default_cache_dir, only_option
 from ci_onnx.commands.report import report
 from ci_onnx.errors import EnvironmentProblem
@@ -68,7 +69,7 @@ def run(
                 "the demo matrix verifies the onnxruntime installed beside onnx-gate, and there is none; "
                 "pip install onnxruntime, or pass --config"
             ) from None
-        example = config.load(localrun.example_config(Path(__file__).parent))
+        example = config.load(localrun.example_config(Path(ci_onnx.__file__).parent))
         cfg = localrun.demo_config(example, installed, platform_tag(sys.platform, platform.machine()))
         click.echo(
             f"no onnx-gate.yml here: running the bundled example {example.path} with the demo matrix\n"

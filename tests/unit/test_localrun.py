@@ -114,3 +114,25 @@ def test_terminal_table_has_a_line_per_planned_target(tmp_path: Path) -> None:
         "(batch",
         "8)",
     ]
+
+
+def test_run_without_a_config_takes_the_bundled_example_with_the_demo_matrix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from ci_onnx.cli import cli
+
+    seen: list[config.Config] = []
+
+    def fake_run(cfg: config.Config, *_: object) -> None:
+        seen.append(cfg)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(localrun, "run", fake_run)
+    monkeypatch.chdir(tmp_path)  # no onnx-gate.yml here
+    result = CliRunner().invoke(cli, ["run", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert "running the bundled example" in result.output
+    assert seen[0].path == EXAMPLE_CONFIG
+    assert seen[0].export.opsets == (17, 21)

@@ -1,7 +1,8 @@
 """`onnx-gate run`: the whole matrix on this machine, the way CI would run it.
 
-plan → export (once per opset × exporter, through the same command CI runs) → for every target, its
-serving environment (cached, created with uv or venv) and `verify` in parallel → report. Each stage
+plan → export (once per opset × exporter, each in its own process, as CI's export job does) → for
+every target, its serving environment (cached, created with uv or venv) and `verify` in parallel →
+report. Each stage
 talks to the next through the same files as in CI (bundles, results/, junit/, plan.json), so a local
 run reproduces a CI run, and a target whose environment cannot be created or whose runtime crashes is
 recorded as an error while every other target still runs.
@@ -18,10 +19,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ci_onnx import config as config_mod
-from ci_onnx import envs, matrix, proc
+from ci_onnx import envs, matrix
 from ci_onnx import plan as planning
 from ci_onnx.config import Config
-from ci_onnx.errors import ConfigError, EnvironmentProblem, GateError
+from ci_onnx.errors import ConfigError, GateError
 from ci_onnx.progress import Progress
 from ci_onnx.resolve import Resolver
 from ci_onnx.results import CheckResult, write_result
@@ -60,14 +61,17 @@ class RunSummary:
 def run(cfg: Config, resolver: Resolver, options: RunOptions, echo: Callable[[str], None]) -> RunSummary:
     out = options.out
     out.mkdir(parents=True, exist_ok=True)
-    the_plan = planning.select(planning.expand(cfg, resolver), options.only)
+    onnx_opset = _onnx_opset(cfg)
+    the_plan = planning.select(
+        planning.expand(cfg, resolver, (onnx_opset,) if onnx_opset else None), options.only
+    )
     (out / PLAN).write_text(planning.to_json(the_plan))
     echo(planning.render_table(the_plan) + "\n")
 
     t0 = time.monotonic()
     echo(f"== export: {', '.join(the_plan.bundle_keys()) or 'nothing to export'}")
     if the_plan.runnable:
-        _export(cfg, options, echo)
+        _export(cfg, the_plan.bundle_keys(), options, echo)
     export_s = time.monotonic() - t0
 
     t1 = time.monotonic()
@@ -87,33 +91,27 @@ def run(cfg: Config, resolver: Resolver, options: RunOptions, echo: Callable[[st
     return RunSummary(the_plan, statuses, export_s, verify_s, _count_envs(options.cache_dir) - before)
 
 
-def _export(cfg: Config, options: RunOptions, echo: Callable[[str], None]) -> None:
-    args = [
-        sys.executable,
-        "-m",
-        "ci_onnx",
-        "export",
-        "--config",
-        str(cfg.path),
-        "--out",
-        str(options.out / BUNDLES),
-    ]
-    for pattern in options.only:
-        args += ["--only", pattern]
-    done = proc.run(args, timeout=cfg.export.timeout_s * 4 + 60, env=options.env, what="onnx-gate export")
-    for line in (done.stderr + done.stdout).splitlines():
-        if line.strip():
-            echo(f"   {line}")
-    if done.returncode in (0, 1):
-        return  # 1: a check failed; the bundles are written and every target reports why
-    if done.returncode == 2:
-        raise ConfigError(_last_error(done.stderr) or "onnx-gate export rejected its input")
-    raise EnvironmentProblem(f"onnx-gate export failed, {done.describe_failure()}")
+def _export(
+    cfg: Config, bundle_keys: Sequence[str], options: RunOptions, echo: Callable[[str], None]
+) -> None:
+    """Export the bundles the plan needs, from the Config in hand (which may differ from the file on
+    disk: the demo matrix replaces the example's opsets), each in its own process as in CI."""
+    from ci_onnx.export import runner
+
+    jobs = [job for job in runner.candidates(cfg, _onnx_opset(cfg)) if job.key in bundle_keys]
+    outcomes = runner.export_all(cfg, jobs, options.out / BUNDLES, log=lambda line: echo(f"   {line}"))
+    failed = [o.job.key for o in outcomes if o.failed]
+    if failed:
+        echo(f"   a check failed for {', '.join(failed)}: each of their targets reports why")
 
 
-def _last_error(text: str) -> str:
-    lines = [ln for ln in text.splitlines() if ln.startswith("onnx-gate: error: ")]
-    return lines[-1].removeprefix("onnx-gate: error: ") if lines else ""
+def _onnx_opset(cfg: Config) -> int:
+    """The opset an ONNX-only model was exported at (read from the file); 0 for a torch model."""
+    if not cfg.onnx_only:
+        return 0
+    from ci_onnx.export import onnx_only
+
+    return onnx_only.file_opset(cfg)
 
 
 def _verify_one(target: Target, cfg: Config, options: RunOptions, progress: Progress) -> Status:

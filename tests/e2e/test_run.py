@@ -89,3 +89,23 @@ def test_matrix_of_real_runtimes_with_expected_skips_an_error_and_the_openvino_f
     again, second = run(config, tmp_path / "again", env_cache, "ort1.20.1-*")
     assert again == 0, second
     assert "0 environment(s) created" in second
+
+
+def test_the_demo_matrix_exports_the_opsets_it_plans_not_the_files(
+    tmp_path: Path, env_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.metadata
+
+    installed = importlib.metadata.version("onnxruntime")
+    monkeypatch.chdir(tmp_path)  # no onnx-gate.yml here: the bundled example with the demo matrix
+    code, output = run_default(tmp_path / "out", env_cache, f"ort{installed}-cpu-op21-torchscript")
+    assert code == 0, output
+    assert "running the bundled example" in output
+    manifest = json.loads((tmp_path / "out" / "bundles" / "op21-torchscript" / "manifest.json").read_text())
+    assert manifest["opset"] == 21  # the example's own file asks for 17 and 18
+
+
+def run_default(out: Path, cache: Path, only: str) -> tuple[int, str]:
+    args = ["run", "--out", str(out), "--cache-dir", str(cache), "--only", only]
+    result = CliRunner().invoke(cli, args)
+    return result.exit_code, result.output

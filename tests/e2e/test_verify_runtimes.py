@@ -143,14 +143,23 @@ def test_openvino_fallback_table_names_exactly_the_cpu_nodes(
     assert "fallback to CPU EP has been explicitly disabled" in fallback["message"]
 
 
+@pytest.mark.parametrize(
+    ("provider_key", "ep"),
+    [
+        ("openvino", "OpenVINOExecutionProvider"),
+        ("cuda", "CUDAExecutionProvider"),
+        ("tensorrt", "TensorrtExecutionProvider"),
+    ],
+)
 def test_a_provider_the_package_lacks_fails_the_provider_check(
-    bundle_root: Path, ort_latest: str, tmp_path: Path
+    bundle_root: Path, ort_latest: str, tmp_path: Path, provider_key: str, ep: str
 ) -> None:
-    b = bundles.mlp_bundle(bundle_root / "mlp_for_provider")
-    code, data = verify(b, f"ort{ORT_LATEST}-openvino-op17-onnx", tmp_path, ort_latest)
+    """The CPU package on a machine without a GPU stands in for a GPU runner whose driver is missing."""
+    b = bundles.mlp_bundle(bundle_root / f"mlp_for_{provider_key}")
+    code, data = verify(b, f"ort{ORT_LATEST}-{provider_key}-op17-onnx", tmp_path, ort_latest)
     provider = checks(data)["provider"]
     assert code == 1 and provider["status"] == "failed"
-    assert provider["message"].startswith("asked for OpenVINOExecutionProvider, got CPUExecutionProvider")
+    assert provider["message"].startswith(f"asked for {ep}, got CPUExecutionProvider")
 
 
 def test_old_runtime_cannot_load_the_opset(bundle_root: Path, ort_old: str, tmp_path: Path) -> None:

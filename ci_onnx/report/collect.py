@@ -64,8 +64,11 @@ def _looks_like_result(path: Path) -> bool:
     return isinstance(data, dict) and {"schema_version", "target", "status"} <= data.keys()
 
 
-def find_result_files(dirs: Sequence[Path]) -> list[Path]:
-    """Every TargetResult JSON under ``dirs`` (other JSON, e.g. observations and plans, is ignored)."""
+def find_result_files(dirs: Sequence[Path], missing: list[str] | None = None) -> list[Path]:
+    """Every TargetResult JSON under ``dirs`` (other JSON, e.g. observations and plans, is ignored).
+
+    A directory that does not exist is a usage error, unless ``missing`` collects it: with a plan, a
+    run whose verify jobs all died uploads no results at all, and that must still be reported."""
     found: list[Path] = []
     walked = 0
     for d in dirs:
@@ -73,6 +76,9 @@ def find_result_files(dirs: Sequence[Path]) -> list[Path]:
             candidates: Iterable[Path] = [d]
         elif d.is_dir():
             candidates = sorted(d.rglob("*.json"))
+        elif missing is not None:
+            missing.append(f"--results {d}: no such file or directory (no job uploaded results?)")
+            continue
         else:
             raise UsageError(f"--results {d}: no such file or directory")
         for path in candidates:
@@ -96,7 +102,7 @@ def _entry(result: TargetResult, planned: Target | None) -> Entry:
 def collect(dirs: Sequence[Path], plan: Plan | None = None) -> Collection:
     problems: list[str] = []
     by_id: dict[str, TargetResult] = {}
-    for path in find_result_files(dirs):
+    for path in find_result_files(dirs, problems if plan is not None else None):
         try:
             result = read_result(path)
         except GateError as exc:

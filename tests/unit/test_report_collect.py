@@ -6,6 +6,9 @@ import dataclasses
 import json
 from pathlib import Path
 
+import pytest
+
+from ci_onnx.errors import UsageError
 from ci_onnx.report.collect import Outcome, collect, merge
 from ci_onnx.results import write_result
 from tests.golden import scenarios
@@ -81,3 +84,13 @@ def test_an_expected_skip_that_ran_and_passed_is_flagged_as_stale() -> None:
     got = merge({r.target.id: r for r in [*results, ran]}, plan)
     entry = next(e for e in got.entries if e.target.id == skip.id)
     assert entry.outcome is Outcome.EXPECTED and "may be stale" in entry.reason
+
+
+def test_with_a_plan_a_results_directory_that_never_arrived_is_reported_not_refused(tmp_path: Path) -> None:
+    """Every verify job died, so no artifact was downloaded: the report must still say so, and block."""
+    plan, _ = scenarios.tinycnn()
+    collection = collect([tmp_path / "collected"], plan)
+    assert any("no such file or directory" in p for p in collection.problems)
+    assert {e.outcome.value for e in collection.entries} == {"missing", "expected"}
+    with pytest.raises(UsageError, match="no such file or directory"):
+        collect([tmp_path / "collected"], None)

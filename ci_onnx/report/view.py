@@ -198,7 +198,7 @@ def headline(counts: Counts, problems: int, junit_failed: int, kinds: Sequence[s
             else (f"{counts.passed} of {counts.judged} targets passed, none failed")
         )
     if problems:
-        text += f"; {problems} unreadable result file(s)"
+        text += f"; {problems} problem(s) reading the results"
     if junit_failed:
         text += f"; {junit_failed} other test(s) failed"
     return text

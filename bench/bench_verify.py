@@ -1,0 +1,121 @@
+"""Measures 1 and 2: `onnx-gate verify` against a bare script doing the same work, and against Polygraphy.
+
+All cases of one model run interleaved in one loop, so the two tables share their measurements:
+- bare script, full work (the baseline of measure 1): bench/bare_verify.py, the runner's and the
+  judge's work with nothing written;
+- bare script, parity only: one session, every data set once, the same comparisons and decisions;
+- the runner alone (`python -m ci_onnx.runners.ort`): verify without the parent process and the judge;
+- `onnx-gate verify` (the full stage);
+- `polygraphy run model.onnx --onnxrt --load-inputs … --load-outputs … --atol … --rtol …` (the
+  baseline of measure 2): the same feeds, the same references, the same tolerances.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from bench import common, harness, prepare
+
+BARE = Path(__file__).resolve().parent / "bare_verify.py"
+FULL, PARITY, RUNNER, VERIFY, POLY = (
+    "bare script, full work",
+    "bare script, parity only",
+    "runner alone",
+    "onnx-gate verify",
+    "polygraphy run --onnxrt",
+)
+
+
+def cases(p: prepare.Prepared, python: str, work: Path) -> dict[str, harness.Case]:
+    from ci_onnx import serde
+    from ci_onnx.target import Target
+
+    ort_version = common.output(
+        [python, "-c", "import onnxruntime; print(onnxruntime.__version__)"]
+    ).stdout.strip()
+    target = Target.from_id(p.target.format(ort=ort_version))
+    poly = str(Path(sys.executable).parent / "polygraphy")
+    return {
+        FULL: harness.Command((python, str(BARE), str(p.spec))),
+        PARITY: harness.Command((python, str(BARE), str(p.spec), "--parity-only")),
+        RUNNER: harness.Command(
+            (
+                python,
+                "-m",
+                "ci_onnx.runners.ort",
+                "--bundle",
+                str(p.bundle),
+                "--target-json",
+                json.dumps(serde.to_json(target)),
+                "--ep",
+                "CPUExecutionProvider",
+                "--out",
+                str(work / "runner-out"),
+                "--latency-runs",
+                str(common.LATENCY_RUNS),
+            ),
+            env={"PYTHONPATH": str(prepare.ROOT)},
+        ),
+        VERIFY: harness.Command(
+            (
+                common.onnx_gate(),
+                "verify",
+                "--bundle",
+                str(p.bundle),
+                "--target",
+                target.id,
+                "--out",
+                str(work / "verify-out"),
+                "--python",
+                python,
+            )
+        ),
+        POLY: harness.Command(
+            (
+                poly,
+                "run",
+                str(p.bundle / "model.onnx"),
+                "--onnxrt",
+                "--load-inputs",
+                str(p.poly_inputs),
+                "--load-outputs",
+                str(p.poly_reference),
+                "--atol",
+                repr(p.atol),
+                "--rtol",
+                repr(p.rtol),
+            )
+        ),
+    }
+
+
+def measure(models: list[prepare.Prepared], python: str, work: Path, runs: int) -> list[harness.Section]:
+    overhead, against = [], []
+    for p in models:
+        timings = harness.interleaved(cases(p, python, work / "out"), runs=runs)
+        r = harness.ratio(timings, VERIFY, FULL)
+        overhead.append(
+            f"### {p.name}\n\n"
+            + harness.table(timings, FULL, names=[FULL, RUNNER, VERIFY, PARITY])
+            + "\n\n"
+            + harness.verdict(r <= 1.2, f"verify takes {r:.2f}× the bare script", "≤ 1.2×")
+        )
+        rp = harness.ratio(timings, VERIFY, POLY)
+        rb = harness.ratio(timings, PARITY, POLY)
+        against.append(
+            f"### {p.name}\n\n"
+            + harness.table(timings, POLY, names=[POLY, VERIFY, PARITY])
+            + "\n\n"
+            + harness.verdict(
+                rp < 1.0,
+                f"the full onnx-gate verify takes {rp:.2f}× Polygraphy's parity check "
+                f"(a bare parity script: {rb:.2f}×)",
+                "onnx-gate faster",
+            )
+        )
+    return [
+        harness.Section("1. Verify overhead against a bare script", "\n\n".join(overhead)),
+        harness.Section("2. Against Polygraphy", "\n\n".join(against)),
+    ]

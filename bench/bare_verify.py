@@ -4,7 +4,10 @@ numpy and onnxruntime only; no onnx-gate, no onnx, no protobuf. Inputs and refer
 from ``.npy`` copies made once beforehand (untimed), which is the cheapest reading there is, so the
 baseline is as fast as such a script can be. Nothing is written: no observation, no result, no JUnit.
 
-    python bare_verify.py SPEC.json            # the full work of verify (see ``--parity-only``)
+    python bare_verify.py SPEC.json [--parity-only] [--phases FILE]
+
+``--phases FILE`` appends one JSON line of seconds per part of the work (imports, session, parity,
+batch, placement, latency, memory), which tells what each part of verify costs.
 
 SPEC.json (written by bench/prepare.py from the bundle's manifest) names the model, the data sets with
 their .npy inputs and references, the outputs, atol/rtol, the decision output, the batch sizes and the
@@ -21,19 +24,25 @@ latency runs. The full work, as the runner and the judge do it:
    is sampled every 2 ms.
 """
 
+# ruff: noqa: E402  (the clock starts before the imports it measures)
 from __future__ import annotations
+
+import time
+
+STARTED = time.perf_counter()
 
 import json
 import os
 import resource
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnxruntime as ort
+
+IMPORTED = time.perf_counter()
 
 CPU = "CPUExecutionProvider"
 
@@ -81,7 +90,27 @@ def peak_rss(fn: Any, threads: int = 4, runs_each: int = 5, min_s: float = 0.25)
     return peak
 
 
-def main(spec_path: str, parity_only: bool) -> int:
+class Phases:
+    def __init__(self) -> None:
+        self.seconds = {"imports": IMPORTED - STARTED}
+        self._last = time.perf_counter()
+
+    def __call__(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = now - self._last
+        self._last = now
+
+
+def main(spec_path: str, parity_only: bool, phases_file: str = "") -> int:
+    phase = Phases()
+    code = _work(spec_path, parity_only, phase)
+    if phases_file:
+        with open(phases_file, "a") as f:
+            f.write(json.dumps(phase.seconds) + "\n")
+    return code
+
+
+def _work(spec_path: str, parity_only: bool, phase: Phases) -> int:
     spec = json.loads(Path(spec_path).read_text())
     base = Path(spec_path).parent
     model, atol, rtol = spec["model"], spec["atol"], spec["rtol"]
@@ -89,6 +118,7 @@ def main(spec_path: str, parity_only: bool) -> int:
     so.log_severity_level = 3
     sess = ort.InferenceSession(model, so, providers=[CPU])
     assert CPU in sess.get_providers()
+    phase("session")
     sets = [
         ({k: np.load(base / f) for k, f in ds["inputs"].items()}, ds["outputs"]) for ds in spec["data_sets"]
     ]
@@ -100,6 +130,7 @@ def main(spec_path: str, parity_only: bool) -> int:
             failures += compare(got[name], ref, atol, rtol)[0] > 0
             if name == spec.get("decision"):
                 failures += int((got[name].argmax(-1) != ref.argmax(-1)).sum())
+    phase("parity")
     if parity_only:
         return 1 if failures else 0
 
@@ -110,6 +141,7 @@ def main(spec_path: str, parity_only: bool) -> int:
     for n in sizes:
         for name, value in run(sess, first(samples, n)).items():
             failures += compare(value, single[name][:n], atol, rtol)[0] > 0
+    phase("batch")
 
     pso = ort.SessionOptions()
     pso.log_severity_level = 3
@@ -127,6 +159,7 @@ def main(spec_path: str, parity_only: bool) -> int:
             p = e.get("args", {}).get("provider", "")
             per_provider[p] = per_provider.get(p, 0.0) + float(e.get("dur", 0))
     trace.unlink()
+    phase("placement")
 
     runs = spec["latency_runs"]
     for n in sizes:
@@ -139,10 +172,14 @@ def main(spec_path: str, parity_only: bool) -> int:
             sess.run(None, feeds)
             times.append(time.perf_counter() - t)
         np.percentile(np.array(times), [50, 90, 99])
+    phase("latency")
     largest = first(sets[0][0], max(sizes))
     peak_rss(lambda: sess.run(None, largest), runs_each=max(2, runs // 4))
+    phase("memory")
     return 1 if failures else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], "--parity-only" in sys.argv[2:]))
+    args = sys.argv[1:]
+    phases = args[args.index("--phases") + 1] if "--phases" in args else ""
+    sys.exit(main(args[0], "--parity-only" in args, phases))

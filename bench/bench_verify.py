@@ -13,6 +13,7 @@ All cases of one model run interleaved in one loop, so the two tables share thei
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -28,7 +29,7 @@ FULL, PARITY, RUNNER, VERIFY, POLY = (
 )
 
 
-def cases(p: prepare.Prepared, python: str, work: Path) -> dict[str, harness.Case]:
+def cases(p: prepare.Prepared, python: str, work: Path, phases: Path) -> dict[str, harness.Case]:
     from ci_onnx import serde
     from ci_onnx.target import Target
 
@@ -38,7 +39,7 @@ def cases(p: prepare.Prepared, python: str, work: Path) -> dict[str, harness.Cas
     target = Target.from_id(p.target.format(ort=ort_version))
     poly = str(Path(sys.executable).parent / "polygraphy")
     return {
-        FULL: harness.Command((python, str(BARE), str(p.spec))),
+        FULL: harness.Command((python, str(BARE), str(p.spec), "--phases", str(phases))),
         PARITY: harness.Command((python, str(BARE), str(p.spec), "--parity-only")),
         RUNNER: harness.Command(
             (
@@ -94,13 +95,19 @@ def cases(p: prepare.Prepared, python: str, work: Path) -> dict[str, harness.Cas
 def measure(models: list[prepare.Prepared], python: str, work: Path, runs: int) -> list[harness.Section]:
     overhead, against = [], []
     for p in models:
-        timings = harness.interleaved(cases(p, python, work / "out"), runs=runs)
+        phases = work / "out" / "bare-phases.jsonl"
+        phases.parent.mkdir(parents=True, exist_ok=True)
+        phases.unlink(missing_ok=True)
+        timings = harness.interleaved(cases(p, python, work / "out", phases), runs=runs)
+        parts = breakdown(phases, timings[FULL].median, warmup=1)
         r = harness.ratio(timings, VERIFY, FULL)
         overhead.append(
             f"### {p.name}\n\n"
             + harness.table(timings, FULL, names=[FULL, RUNNER, VERIFY, PARITY])
             + "\n\n"
             + harness.verdict(r <= 1.2, f"verify takes {r:.2f}× the bare script", "≤ 1.2×")
+            + "\n\nWhat each part of the work costs (the bare script's phases, medians):\n\n"
+            + parts
         )
         rp = harness.ratio(timings, VERIFY, POLY)
         rb = harness.ratio(timings, PARITY, POLY)
@@ -119,3 +126,28 @@ def measure(models: list[prepare.Prepared], python: str, work: Path, runs: int) 
         harness.Section("1. Verify overhead against a bare script", "\n\n".join(overhead)),
         harness.Section("2. Against Polygraphy", "\n\n".join(against)),
     ]
+
+
+PHASES = {
+    "interpreter start and exit": "",
+    "imports": "import numpy, onnxruntime",
+    "session": "create the session",
+    "parity": "every data set once, compared (all Polygraphy does)",
+    "batch": "single runs, each batch size, compared",
+    "placement": "a profiling session, one run, the trace read",
+    "latency": f"3 warm-up + {common.LATENCY_RUNS} timed runs per batch size",
+    "memory": "4 threads serving the largest batch, RSS sampled",
+}
+
+
+def breakdown(phases: Path, total_s: float, *, warmup: int) -> str:
+    """Median seconds of each phase over the timed runs; the rest of the wall time is the interpreter."""
+    rows = [json.loads(line) for line in phases.read_text().splitlines()[warmup:]]
+    medians = {name: statistics.median(r[name] for r in rows) for name in rows[0]}
+    medians = {"interpreter start and exit": max(0.0, total_s - sum(medians.values())), **medians}
+    lines = ["| part | what | median | share |", "|---|---|---|---|"]
+    for name, seconds in medians.items():
+        lines.append(
+            f"| {name} | {PHASES.get(name, '')} | {seconds * 1000:.0f} ms | {seconds / total_s:.0%} |"
+        )
+    return "\n".join(lines)

@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
         "--only", default=",".join(MEASURES), help=f"Comma-separated subset of {', '.join(MEASURES)}."
     )
     parser.add_argument("--work", type=Path, default=HERE / ".work", help="Bundles, environments, outputs.")
+    parser.add_argument("--models", default="tinycnn,minilm", help="Models of measures 1 and 2.")
     parser.add_argument("--ort", default="1.32.0", help="The onnxruntime release of the verify environment.")
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     args = parser.parse_args(argv)
@@ -53,7 +54,11 @@ def main(argv: list[str] | None = None) -> int:
         from ci_onnx import envs
 
         runtime = envs.ensure("onnxruntime", args.ort, work / "cache", uv=envs.find_uv())
-        models = [prepare.tinycnn(work), prepare.minilm(work)]
+        makers = {"tinycnn": prepare.tinycnn, "minilm": prepare.minilm}
+        names = [m.strip() for m in args.models.split(",") if m.strip()]
+        if set(names) - set(makers):
+            parser.error(f"--models: choose from {', '.join(makers)}")
+        models = [makers[m](work) for m in names]
         done(bench_verify.measure(models, str(runtime.python), work, args.runs))
     if "startup" in chosen:
         from bench import bench_startup
@@ -77,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         f"Measured {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC "
         f"in {time.perf_counter() - started:.0f} s with",
         f"`python -m bench.run_all --runs {args.runs} --run-rounds {args.run_rounds} "
-        f"--only {','.join(chosen)}`.",
+        f"--only {','.join(chosen)} --models {args.models}`.",
         "",
         *common.machine_lines(),
         "",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -77,3 +79,19 @@ def test_bare_script_compares_as_verify_does() -> None:
     assert bad == 1
     assert max_abs == pytest.approx(0.05, rel=1e-3)
     assert compare(np.array([np.nan]), np.array([1.0]), 1e-4, 1e-3)[0] == 1
+
+
+def test_breakdown_skips_the_warmup_and_leaves_the_rest_to_the_interpreter(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    from bench.bench_verify import breakdown
+
+    phases = tmp_path / "phases.jsonl"
+    lines = [
+        {"imports": 9.0, "parity": 9.0},
+        {"imports": 0.2, "parity": 0.1},
+        {"imports": 0.4, "parity": 0.3},
+    ]
+    phases.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    rows = breakdown(phases, 1.0, warmup=1).splitlines()
+    assert rows[2].startswith("| interpreter start and exit |") and "| 500 ms | 50% |" in rows[2]
+    assert "| 300 ms | 30% |" in rows[3] and "| 200 ms | 20% |" in rows[4]

@@ -13,7 +13,16 @@ def _venv(path: Path, requirements: list[str], uv: str | None) -> Path:
         if uv:
             common.check_call([uv, "venv", "--quiet", "--python", sys.executable, str(path)])
             common.check_call(
-                [uv, "pip", "install", "--quiet", "--python", str(path / "bin" / "python"), *requirements]
+                [
+                    uv,
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--compile-bytecode",
+                    "--python",
+                    str(path / "bin" / "python"),
+                    *requirements,
+                ]
             )
         else:
             common.check_call([sys.executable, "-m", "venv", str(path)])
@@ -45,5 +54,8 @@ def measure(work: Path, ort_version: str) -> list[harness.Section]:
     lines += [f"| {name} | {mb:,.0f} MiB | {mb / base:.1f}× |" for name, mb in sized]
     if torch_dir is not None:
         lines.append(f"| of which torch alone | {common.du_mb(torch_dir):,.0f} MiB | |")
-    lines.append("\nSizes are allocated blocks (as `du` counts them), hard links counted once per tree.")
+    lines.append(
+        "\nSizes are allocated blocks (as `du` counts them), hard links counted once per tree, .pyc files "
+        "included (all three are compiled)."
+    )
     return [harness.Section("6. Footprint", "\n".join(lines))]

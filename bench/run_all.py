@@ -19,13 +19,23 @@ from bench import common, harness
 
 HERE = Path(__file__).resolve().parent
 MEASURES = ("verify", "startup", "report", "run", "footprint")
+START, END = "<!-- results:start -->", "<!-- results:end -->"
+
+
+def splice(readme: str, results: str) -> str:
+    """``readme`` with the text between the results markers replaced by ``results``."""
+    head, found, rest = readme.partition(START)
+    _, found_end, tail = rest.partition(END)
+    if not found or not found_end:
+        raise ValueError(f"the README has no {START} … {END} block to put the results in")
+    return f"{head}{START}\n{results.strip()}\n{END}{tail}"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.run_all", description=__doc__)
     parser.add_argument("--runs", type=int, default=5, help="Timed runs per case (after one warm-up).")
     parser.add_argument(
-        "--run-rounds", type=int, default=1, help="Rounds of measure 5 (each runs 3 `onnx-gate run`s)."
+        "--run-rounds", type=int, default=3, help="Rounds of measure 5 (each runs 3 `onnx-gate run`s)."
     )
     parser.add_argument(
         "--only", default=",".join(MEASURES), help=f"Comma-separated subset of {', '.join(MEASURES)}."
@@ -34,6 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default="tinycnn,minilm", help="Models of measures 1 and 2.")
     parser.add_argument("--ort", default="1.32.0", help="The onnxruntime release of the verify environment.")
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
+    parser.add_argument(
+        "--readme", type=Path, default=HERE / "README.md", help="Also put the results in it ('' for no)."
+    )
     args = parser.parse_args(argv)
     chosen = [m.strip() for m in args.only.split(",") if m.strip()]
     unknown = set(chosen) - set(MEASURES)
@@ -87,7 +100,12 @@ def main(argv: list[str] | None = None) -> int:
         *common.machine_lines(),
         "",
     ]
-    args.out.write_text("\n".join(header) + "\n" + "\n".join(s.markdown() for s in sections))
+    text = "\n".join(header) + "\n" + "\n".join(s.markdown() for s in sections)
+    args.out.write_text(text)
+    if str(args.readme) and args.readme.is_file():
+        body = text.replace("# onnx-gate benchmarks: latest results", "", 1)
+        body = body.replace("\n### ", "\n#### ").replace("\n## ", "\n### ")
+        args.readme.write_text(splice(args.readme.read_text(), body))
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

@@ -8,36 +8,13 @@ from pathlib import Path
 from bench import common, harness
 
 
-def _venv(path: Path, requirements: list[str], uv: str | None) -> Path:
-    if not (path / ".done").is_file():
-        if uv:
-            common.check_call([uv, "venv", "--quiet", "--python", sys.executable, str(path)])
-            common.check_call(
-                [
-                    uv,
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--compile-bytecode",
-                    "--python",
-                    str(path / "bin" / "python"),
-                    *requirements,
-                ]
-            )
-        else:
-            common.check_call([sys.executable, "-m", "venv", str(path)])
-            common.check_call([str(path / "bin" / "python"), "-m", "pip", "install", "-q", *requirements])
-        (path / ".done").write_text("")
-    return path
-
-
 def measure(work: Path, ort_version: str) -> list[harness.Section]:
     from bench.prepare import ROOT
     from ci_onnx import envs
 
     uv = envs.find_uv()
     runtime = envs.ensure("onnxruntime", ort_version, work / "cache", uv=uv)
-    core = _venv(work / "venv-core", ["-c", str(ROOT / "constraints.txt"), str(ROOT)], uv)
+    core = common.venv(work / "venv-core", ["-c", str(ROOT / "constraints.txt"), str(ROOT)], uv)
     export_env = Path(sys.prefix)
     torch_dir = next(iter((export_env / "lib").glob("python3*/site-packages/torch")), None)
     rows = [

@@ -90,3 +90,19 @@ def du_mb(path: Path) -> float:
             seen.add(key)
             total += st.st_blocks * 512
     return total / (1 << 20)
+
+
+def venv(path: Path, requirements: list[str], uv: str | None) -> Path:
+    """A virtual environment at ``path`` holding ``requirements`` (compiled), made once and kept."""
+    if not (path / ".done").is_file():
+        python = str(path / "bin" / "python")
+        if uv:
+            check_call([uv, "venv", "--quiet", "--python", sys.executable, str(path)])
+            check_call(
+                [uv, "pip", "install", "--quiet", "--compile-bytecode", "--python", python, *requirements]
+            )
+        else:
+            check_call([sys.executable, "-m", "venv", str(path)])
+            check_call([python, "-m", "pip", "install", "-q", *requirements])
+        (path / ".done").write_text("")
+    return path

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import sys
 import textwrap
 from pathlib import Path
@@ -30,6 +31,9 @@ SENTENCES = [
 class Prepared:
     name: str
     bundle: Path
+    lean_bundle: Path
+    """A copy of the bundle whose manifest serves no batch sizes: verify then checks parity, decisions
+    and placement only (no batch, latency or memory work), the closest to Polygraphy's check."""
     target: str
     spec: Path
     poly_inputs: Path
@@ -130,9 +134,17 @@ def _baselines(name: str, bundle: Path, target: str, home: Path) -> Prepared:
     (home / "spec.json").write_text(json.dumps(spec, indent=1))
     save_json(poly_feeds, str(home / "inputs.json"))
     RunResults([("pytorch-reference", poly_outputs)]).save(str(home / "reference.json"))
+    lean = home / "lean-bundle"
+    if lean.exists():
+        shutil.rmtree(lean)
+    shutil.copytree(bundle, lean)
+    manifest = json.loads((lean / "manifest.json").read_text())
+    manifest["batch_sizes"] = []
+    (lean / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return Prepared(
         name,
         bundle,
+        lean,
         target,
         home / "spec.json",
         home / "inputs.json",

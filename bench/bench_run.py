@@ -91,8 +91,7 @@ def measure(work: Path, ort_version: str, runs: int) -> list[harness.Section]:
         + "\n\nEnvironment creation (the first run's verify stage less the second's) costs about "
         f"{env_s('first run, warm uv cache'):.1f} s with uv's download cache warm and "
         f"{env_s('first run, cold uv cache'):.1f} s with it empty (onnxruntime and numpy wheels fetched "
-        "from the package index this machine reaches). Both runs export again: `onnx-gate run` does not "
-        "reuse bundles, so the export (torch) dominates a local run and its noise hides the environment's "
-        "cost in the wall-clock ratio."
+        "from the package index this machine reaches). Both runs export again (`onnx-gate run` does not "
+        "reuse bundles), so the export with torch is most of a local run."
     )
     return [harness.Section("5. Local run: first against second", body)]

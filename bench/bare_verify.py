@@ -16,9 +16,9 @@ latency runs. The full work, as the runner and the judge do it:
 1. one session on the CPU provider;
 2. parity: each data set in one stacked run, every output compared elementwise
    (|got − ref| ≤ atol + rtol·|ref|, max abs, max rel, count out of tolerance), top-k decisions;
-3. batch sizes: the first max(sizes) samples one at a time, then each size in one run, compared;
-4. placement: a second session with profiling and graph-assignment info, data set 0 run once, the
-   trace read and the node events counted per provider;
+3. placement: the parity runs are profiled (with graph-assignment info); the assignment read,
+   profiling ended, the trace read and the node events counted per provider;
+4. batch sizes: the first max(sizes) samples one at a time, then each size in one run, compared;
 5. latency: per working batch size, 3 warm-up runs and ``latency_runs`` timed runs, p50/p90/p99;
 6. memory: 4 threads serving the largest batch (at least 5 runs each and 0.25 s) while /proc/self/statm
    is sampled every 2 ms.
@@ -116,6 +116,10 @@ def _work(spec_path: str, parity_only: bool, phase: Phases) -> int:
     model, atol, rtol = spec["model"], spec["atol"], spec["rtol"]
     so = ort.SessionOptions()
     so.log_severity_level = 3
+    if not parity_only:  # the parity runs are profiled, to learn placement, as verify's runner does
+        so.enable_profiling = True
+        so.profile_file_prefix = str(base / f"bare-profile-{os.getpid()}")
+        so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
     sess = ort.InferenceSession(model, so, providers=[CPU])
     assert CPU in sess.get_providers()
     phase("session")
@@ -133,6 +137,16 @@ def _work(spec_path: str, parity_only: bool, phase: Phases) -> int:
     phase("parity")
     if parity_only:
         return 1 if failures else 0
+    if hasattr(sess, "get_provider_graph_assignment_info"):
+        [n.op_type for sub in sess.get_provider_graph_assignment_info() for n in sub.get_nodes()]
+    trace = Path(sess.end_profiling())
+    per_provider: dict[str, float] = {}
+    for e in json.loads(trace.read_text()):
+        if e.get("cat") == "Node":
+            p = e.get("args", {}).get("provider", "")
+            per_provider[p] = per_provider.get(p, 0.0) + float(e.get("dur", 0))
+    trace.unlink()
+    phase("placement")
 
     sizes = sorted(spec["batch_sizes"])
     samples = first(sets[0][0], max(sizes))
@@ -142,24 +156,6 @@ def _work(spec_path: str, parity_only: bool, phase: Phases) -> int:
         for name, value in run(sess, first(samples, n)).items():
             failures += compare(value, single[name][:n], atol, rtol)[0] > 0
     phase("batch")
-
-    pso = ort.SessionOptions()
-    pso.log_severity_level = 3
-    pso.enable_profiling = True
-    pso.profile_file_prefix = str(base / f"bare-profile-{os.getpid()}")
-    pso.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
-    psess = ort.InferenceSession(model, pso, providers=[CPU])
-    run(psess, sets[0][0])
-    if hasattr(psess, "get_provider_graph_assignment_info"):
-        [n.op_type for sub in psess.get_provider_graph_assignment_info() for n in sub.get_nodes()]
-    trace = Path(psess.end_profiling())
-    per_provider: dict[str, float] = {}
-    for e in json.loads(trace.read_text()):
-        if e.get("cat") == "Node":
-            p = e.get("args", {}).get("provider", "")
-            per_provider[p] = per_provider.get(p, 0.0) + float(e.get("dur", 0))
-    trace.unlink()
-    phase("placement")
 
     runs = spec["latency_runs"]
     for n in sizes:

@@ -163,7 +163,7 @@ PHASES = {
     "session": "create the session",
     "parity": "every data set once, compared (all Polygraphy does)",
     "batch": "single runs, each batch size, compared",
-    "placement": "a profiling session, one run, the trace read",
+    "placement": "the parity runs' profile ended and read (profiling is on from the session's start)",
     "latency": f"3 warm-up + {common.LATENCY_RUNS} timed runs per batch size",
     "memory": "4 threads serving the largest batch, RSS sampled",
 }

@@ -95,3 +95,14 @@ def test_breakdown_skips_the_warmup_and_leaves_the_rest_to_the_interpreter(tmp_p
     rows = breakdown(phases, 1.0, warmup=1).splitlines()
     assert rows[2].startswith("| interpreter start and exit |") and "| 500 ms | 50% |" in rows[2]
     assert "| 300 ms | 30% |" in rows[3] and "| 200 ms | 20% |" in rows[4]
+
+
+def test_the_readme_gets_the_latest_results_between_its_markers() -> None:
+    from bench.run_all import END, START, splice
+
+    readme = f"# Benchmarks\n\nintro\n\n{START}\nold table\n{END}\n\nafter\n"
+    new = splice(readme, "\nnew table\n")
+    assert new == f"# Benchmarks\n\nintro\n\n{START}\nnew table\n{END}\n\nafter\n"
+    assert splice(new, "newer") == new.replace("new table", "newer")
+    with pytest.raises(ValueError, match="results:start"):
+        splice("no markers", "x")

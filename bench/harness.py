@@ -8,13 +8,24 @@ measured in the same run. Nothing here asserts a wall-clock limit.
 from __future__ import annotations
 
 import dataclasses
+import os
 import statistics
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-Case = Sequence[str] | Callable[[], object]
+
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """A child process to time: its argv, extra environment, and the exit codes that count as done."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    ok: frozenset[int] = frozenset({0})
+
+
+Case = Command | Sequence[str] | Callable[[], object]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,19 +46,30 @@ class Timing:
         return (q[2] - q[0]) / 2 / self.median if self.median else 0.0
 
 
+class CaseFailed(RuntimeError):
+    """A timed command did not finish as expected, so its time means nothing."""
+
+
 def _once(case: Case, cwd: Path | None, env: Mapping[str, str] | None) -> float:
     start = time.perf_counter()
     if callable(case):
         case()
     else:
-        subprocess.run(
-            list(case),
+        command = case if isinstance(case, Command) else Command(tuple(case))
+        merged = {**os.environ, **(env or {}), **command.env} if (env or command.env) else None
+        done = subprocess.run(
+            list(command.argv),
             cwd=cwd,
-            env=dict(env) if env else None,
-            check=True,
+            env=merged,
+            check=False,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
+        if done.returncode not in command.ok:
+            raise CaseFailed(
+                f"{' '.join(command.argv[:4])} … exited {done.returncode}: "
+                f"{done.stderr.decode(errors='replace')[-2000:]}"
+            )
     return time.perf_counter() - start
 
 
@@ -69,14 +91,51 @@ def interleaved(
     return {name: Timing(name, tuple(t)) for name, t in times.items()}
 
 
-def table(timings: Mapping[str, Timing], baseline: str, *, extra: Mapping[str, str] | None = None) -> str:
+def table(
+    timings: Mapping[str, Timing],
+    baseline: str,
+    *,
+    names: Sequence[str] | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> str:
+    """One row per case (``names`` picks and orders them): median, ratio to and time above the baseline."""
     base = timings[baseline].median
-    lines = ["| case | median | ratio to baseline | runs | spread (IQR/2) |", "|---|---|---|---|---|"]
-    for name, t in timings.items():
+    lines = [
+        "| case | median | ratio to baseline | above baseline | runs | spread (IQR/2) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in names or list(timings):
+        t = timings[name]
+        spread = f"±{t.spread * 100:.0f}%" if len(t.runs) >= 4 else "—"
+        above = "" if name == baseline else f"{(t.median - base) * 1000:+.0f} ms"
         lines.append(
             f"| {name}{' (baseline)' if name == baseline else ''} | {t.median * 1000:.0f} ms | "
-            f"{t.median / base:.2f}× | {len(t.runs)} | ±{t.spread * 100:.0f}% |"
+            f"{t.median / base:.2f}× | {above} | {len(t.runs)} | {spread} |"
         )
     for key, value in (extra or {}).items():
-        lines.append(f"| {key} | {value} | | | |")
+        lines.append(f"| {key} | {value} | | | | |")
     return "\n".join(lines)
+
+
+def ratio(timings: Mapping[str, Timing], case: str, baseline: str) -> float:
+    return timings[case].median / timings[baseline].median
+
+
+def above(timings: Mapping[str, Timing], case: str, baseline: str) -> float:
+    """Seconds ``case`` takes beyond ``baseline`` (medians)."""
+    return timings[case].median - timings[baseline].median
+
+
+def verdict(met: bool, figure: str, target: str) -> str:
+    return f"**{'met' if met else 'missed'}**: {figure} (target: {target})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Section:
+    """One measure's part of RESULTS.md."""
+
+    title: str
+    body: str
+
+    def markdown(self) -> str:
+        return f"## {self.title}\n\n{self.body.strip()}\n"

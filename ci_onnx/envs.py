@@ -111,8 +111,11 @@ def _create(env: RuntimeEnv, uv: str | None, base_python: str, what: str) -> Non
             proc.run(
                 [uv, "venv", "-q", "--python", base_python, env.path], timeout=120, check=True, what=what
             )
+            # Compiled now, once: the runner runs with PYTHONDONTWRITEBYTECODE, so without .pyc files
+            # every verify would compile numpy's and onnxruntime's sources again (pip compiles anyway).
             done = proc.run(
-                [uv, "pip", "install", "-q", "--python", env.python, *reqs], timeout=INSTALL_TIMEOUT_S
+                [uv, "pip", "install", "-q", "--compile-bytecode", "--python", env.python, *reqs],
+                timeout=INSTALL_TIMEOUT_S,
             )
         else:
             proc.run([base_python, "-m", "venv", env.path], timeout=300, check=True, what=what)

@@ -3,7 +3,8 @@
 ``python -m ci_onnx.runners.ort --bundle B --target-json '{…}' --ep NAME --out OBSDIR`` runs with a
 target environment's interpreter (numpy + one onnxruntime flavour) and writes OBSDIR/observation.json
 plus every observed output as a TensorProto file. One session per configuration: a plain session
-serves parity, batch sizes, latency and memory; a profiling session learns where every node ran.
+serves parity, batch sizes, latency and memory; its parity runs are profiled to learn where every node
+ran, and profiling ends before anything is timed.
 """
 
 from __future__ import annotations
@@ -63,17 +64,20 @@ def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observ
     obs = Observation(SCHEMA_VERSION, target.id, env, providers_requested=tuple(providers))
     model = str(bundle / MODEL)
     strict = options.strict_fallback and options.ep != CPU
+    # The parity runs are profiled (placement), then profiling ends before anything is timed: one
+    # session learns where nodes ran, instead of a second session created only for that.
+    profile = str(out / "profile") if options.placement in ("auto", "profile") else ""
     start = time.perf_counter()
     try:
         if strict:
             try:
-                sess = _session(ort, model, [options.ep], strict=True)
+                sess = _session(ort, model, [options.ep], strict=True, profile=profile)
             except Exception as exc:
                 obs = dataclasses.replace(obs, strict_fallback_error=_message(exc))
                 start = time.perf_counter()
-                sess = _session(ort, model, providers)
+                sess = _session(ort, model, providers, profile=profile)
         else:
-            sess = _session(ort, model, providers)
+            sess = _session(ort, model, providers, profile=profile)
     except Exception as exc:
         return dataclasses.replace(obs, load_error=_message(exc))
     create_ms = (time.perf_counter() - start) * 1000.0
@@ -82,8 +86,8 @@ def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observ
     obs = dataclasses.replace(obs, environment=env, session_create_ms=round(create_ms, 3))
 
     obs = _parity_runs(sess, manifest, bundle, out, obs)
+    obs = _placement(ort, sess if profile else None, model, providers, out, obs, options.placement)
     obs, working = _batch_runs(sess, manifest, bundle, out, obs)
-    obs = _placement(ort, model, providers, manifest, bundle, out, obs, options.placement)
     feeds_by_n = {
         n: feeds.first(feeds.read_inputs(manifest, bundle, manifest.test_data_sets[0].directory), n)
         for n in working
@@ -188,29 +192,26 @@ def _batch_runs(
 
 def _placement(
     ort: Any,
+    profiled_sess: Any,
     model: str,
     providers: list[str],
-    manifest: Manifest,
-    bundle: Path,
     out: Path,
     obs: Observation,
     method: str,
 ) -> Observation:
-    """Assignment info with the profile trace where the runtime has them, else the verbose log."""
+    """Assignment info with the profile trace of the parity runs where the runtime has them, else the
+    verbose log. Ends the session's profiling, so later runs are not profiled."""
     error = ""
-    if method in ("auto", "profile"):
+    if profiled_sess is not None:
         try:
-            sess = _session(ort, model, providers, profile=str(out / "profile"))
-            ds = manifest.test_data_sets[0]
-            feeds.run_stacked(sess, feeds.read_inputs(manifest, bundle, ds.directory), ds.count)
             assigned = None
-            if method == "auto" and hasattr(sess, "get_provider_graph_assignment_info"):
+            if method == "auto" and hasattr(profiled_sess, "get_provider_graph_assignment_info"):
                 assigned = [
                     (sub.ep_name, node.name, node.op_type)
-                    for sub in sess.get_provider_graph_assignment_info()
+                    for sub in profiled_sess.get_provider_graph_assignment_info()
                     for node in sub.get_nodes()
                 ]
-            trace = Path(sess.end_profiling())
+            trace = Path(profiled_sess.end_profiling())
             events = json.loads(trace.read_text())
             trace.unlink()
             profiled = profile_nodes(events)

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import importlib
 import json
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,8 +26,10 @@ from ci_onnx.config import Config
 from ci_onnx.errors import BundleError, UsageError
 from ci_onnx.results import CheckResult, Observation, TargetResult, write_result
 from ci_onnx.target import Status, Target
-from ci_onnx.verify import judge, junit
 from ci_onnx.verify.options import VerifyOptions
+
+WARM = ("ci_onnx.verify.judge", "ci_onnx.verify.junit")
+"""Imported (numpy with them) while the runner runs, not before: the parent waits on the child anyway."""
 
 RESULTS, JUNIT, OBSERVATIONS = "results", "junit", "observations"
 
@@ -76,6 +80,8 @@ def verify(
         duration_s=round(time.monotonic() - t0, 3),
         reproduce=reproduce,
     )
+    from ci_onnx.verify import junit
+
     return Written(result, write_result(out_dir / RESULTS, result), junit.write(out_dir / JUNIT, result))
 
 
@@ -93,6 +99,8 @@ def _check_bundle_matches(target: Target, manifest: Manifest, bundle_dir: Path) 
 
 
 def _export_failed(target: Target, manifest: Manifest) -> TargetResult:
+    from ci_onnx.verify import judge
+
     checks = judge.export_checks(manifest)
     blocking = next((c for c in checks if c.status.blocks), None)
     if blocking is None:
@@ -131,7 +139,12 @@ def _run_and_judge(
     with tempfile.TemporaryDirectory(prefix="onnx-gate-runner-") as tmp:
         (Path(tmp) / "ci_onnx").symlink_to(Path(ci_onnx.__file__).parent, target_is_directory=True)
         env = {**base_env, "PYTHONPATH": tmp, "PYTHONDONTWRITEBYTECODE": "1"}
+        warm = threading.Thread(target=_import, args=(WARM,), daemon=True)
+        warm.start()
         done = proc.run(argv, timeout=options.timeout_s, env=env, what=f"{target.id} runner")
+        warm.join()
+    from ci_onnx.verify import judge
+
     observation = obs_dir / "observation.json"
     if not done.ok or not observation.is_file():
         why = done.describe_failure() if not done.ok else "the runner wrote no observation.json"
@@ -147,6 +160,11 @@ def _run_and_judge(
         )
         return judge.result(target, manifest, [*judge.export_checks(manifest), check])
     return judge.judge(target, manifest, obs, bundle_dir, obs_dir, options, expected)
+
+
+def _import(modules: tuple[str, ...]) -> None:
+    for name in modules:
+        importlib.import_module(name)
 
 
 def options_from(cfg: Config | None, *, timeout_s: float | None = None) -> VerifyOptions:

@@ -59,6 +59,14 @@ def test_an_environment_is_built_once_and_reused(tmp_path: Path, fake_uv: tuple[
     assert other.path != first.path
 
 
+def test_the_environment_is_compiled_once_when_built(tmp_path: Path, fake_uv: tuple[str, Path]) -> None:
+    """The runner cannot write .pyc files (PYTHONDONTWRITEBYTECODE), so the install must write them."""
+    uv, log = fake_uv
+    envs.ensure("onnxruntime", "1.20.1", tmp_path, uv=uv)
+    install = log.read_text().splitlines()[1].split()
+    assert install[:2] == ["pip", "install"] and "--compile-bytecode" in install
+
+
 def test_a_half_built_environment_is_rebuilt(tmp_path: Path, fake_uv: tuple[str, Path]) -> None:
     uv, _ = fake_uv
     half = envs.env_dir(tmp_path, "onnxruntime", "1.20.1")

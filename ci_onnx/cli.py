@@ -18,7 +18,14 @@ import click
 
 from ci_onnx import __version__
 from ci_onnx.commands.nightly import nightly
-from ci_onnx.commands.options import EXIT_FAIL, EXIT_INTERNAL, EXIT_PASS, config_option, only_option
+from ci_onnx.commands.options import (
+    EXIT_FAIL,
+    EXIT_INTERNAL,
+    EXIT_PASS,
+    config_option,
+    only_option,
+    out_dir_option,
+)
 from ci_onnx.commands.report import report
 from ci_onnx.commands.run import run
 from ci_onnx.errors import GateError
@@ -109,13 +116,7 @@ def plan(config_path: Path, only: Sequence[str], fmt: str, out: Path | None) -> 
 @cli.command()
 @config_option()
 @only_option
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, file_okay=False),
-    default="onnx-gate-out/bundles",
-    show_default=True,
-    help="Directory to write one bundle per (opset, exporter) into.",
-)
+@out_dir_option("Directory to write one bundle per (opset, exporter) into.", default="onnx-gate-out/bundles")
 def export(config_path: Path, only: Sequence[str], out: Path) -> None:
     """Export the model once per (opset, exporter) the plan needs, check it, and write bundles.
 
@@ -156,13 +157,7 @@ def export(config_path: Path, only: Sequence[str], out: Path) -> None:
     help="A bundle written by `onnx-gate export`.",
 )
 @click.option("--target", "target_id", required=True, help="The target id, as `onnx-gate plan` lists it.")
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, file_okay=False),
-    default="onnx-gate-out",
-    show_default=True,
-    help="Writes results/<id>.json and junit/<id>.xml here.",
-)
+@out_dir_option("Writes results/<id>.json and junit/<id>.xml here.")
 @click.option(
     "--config",
     "config_path",

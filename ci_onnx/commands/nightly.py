@@ -8,24 +8,21 @@ from pathlib import Path
 
 import click
 
-from ci_onnx.commands.options import EXIT_FAIL, config_option, default_cache_dir
+from ci_onnx.commands.options import (
+    EXIT_FAIL,
+    config_option,
+    default_cache_dir,
+    out_dir_option,
+    plan_option,
+    results_option,
+)
 
 
 @click.command()
-@click.option(
-    "--results",
-    "results_dirs",
-    type=click.Path(path_type=Path),
-    multiple=True,
+@results_option("Directories holding the night's results/*.json (searched recursively); repeatable.")
+@plan_option(
+    "The night's plan JSON: it knows which spec (latest, latest-N, nightly) each target came from.",
     required=True,
-    help="Directories holding the night's results/*.json (searched recursively); repeatable.",
-)
-@click.option(
-    "--plan",
-    "plan_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    required=True,
-    help="The night's plan JSON: it knows which spec (latest, latest-N, nightly) each target came from.",
 )
 @click.option(
     "--state",
@@ -41,13 +38,7 @@ from ci_onnx.commands.options import EXIT_FAIL, config_option, default_cache_dir
     "(an environment per release). Without it, the search uses the night's results only.",
 )
 @config_option()
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, file_okay=False),
-    default="onnx-gate-out",
-    show_default=True,
-    help="Writes nightly.md (the night's full report) here.",
-)
+@out_dir_option("Writes nightly.md (the night's full report) here.")
 @click.option(
     "--github-token",
     envvar="GITHUB_TOKEN",

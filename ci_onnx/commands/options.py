@@ -42,3 +42,28 @@ def default_cache_dir() -> Path:
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "onnx-gate"
+
+
+def out_dir_option(help: str, default: str = "onnx-gate-out") -> Any:
+    """``--out DIR``: where a command writes what it makes."""
+    return click.option(
+        "--out",
+        type=click.Path(path_type=Path, file_okay=False),
+        default=default,
+        show_default=True,
+        help=help,
+    )
+
+
+def results_option(help: str) -> Any:
+    """``--results DIR`` (repeatable): directories searched recursively for results/*.json."""
+    return click.option(
+        "--results", "results_dirs", type=click.Path(path_type=Path), multiple=True, required=True, help=help
+    )
+
+
+def plan_option(help: str, *, required: bool = False) -> Any:
+    """``--plan FILE``: the plan JSON that `onnx-gate plan --out` wrote."""
+    return click.option(
+        "--plan", "plan_path", type=click.Path(path_type=Path, dir_okay=False), required=required, help=help
+    )

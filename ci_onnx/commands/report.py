@@ -8,31 +8,13 @@ from pathlib import Path
 
 import click
 
-from ci_onnx.commands.options import EXIT_FAIL
+from ci_onnx.commands.options import EXIT_FAIL, out_dir_option, plan_option, results_option
 
 
 @click.command()
-@click.option(
-    "--results",
-    "results_dirs",
-    type=click.Path(path_type=Path),
-    multiple=True,
-    required=True,
-    help="Directories holding results/*.json (searched recursively); repeatable.",
-)
-@click.option(
-    "--plan",
-    "plan_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="The plan JSON, so that targets that never reported count as missing.",
-)
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, file_okay=False),
-    default="onnx-gate-out",
-    show_default=True,
-    help="Writes report.md (the full report) and summary.md here.",
-)
+@results_option("Directories holding results/*.json (searched recursively); repeatable.")
+@plan_option("The plan JSON, so that targets that never reported count as missing.")
+@out_dir_option("Writes report.md (the full report) and summary.md here.")
 @click.option(
     "--junit",
     "junit_paths",

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 import ci_onnx
-from ci_onnx.commands.options import default_cache_dir, only_option
+from ci_onnx.commands.options import default_cache_dir, only_option, out_dir_option
 from ci_onnx.commands.report import report
 from ci_onnx.errors import EnvironmentProblem
 
@@ -23,13 +23,7 @@ from ci_onnx.errors import EnvironmentProblem
     help="The onnx-gate.yml to read (default: ./onnx-gate.yml, else the bundled example with a demo matrix).",
 )
 @only_option
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path, file_okay=False),
-    default="onnx-gate-out",
-    show_default=True,
-    help="Writes bundles/, results/, junit/, plan.json and report.md here.",
-)
+@out_dir_option("Writes bundles/, results/, junit/, plan.json and report.md here.")
 @click.option(
     "--jobs", "-j", type=click.IntRange(min=1), help="Targets verified at once (default: the cores)."
 )

@@ -37,9 +37,3 @@ class EnvironmentProblem(GateError):
     """Something outside the user's input failed: a package index, a virtual environment, a subprocess."""
 
     exit_code = 3
-
-
-class NotBuiltError(GateError):
-    """A command that exists in the CLI but is not implemented yet."""
-
-    exit_code = 3

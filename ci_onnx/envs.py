@@ -14,7 +14,7 @@ import fcntl
 import re
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -67,8 +67,36 @@ def env_dir(cache_dir: Path, package: str, version: str) -> Path:
     return cache_dir / "envs" / f"{package}-{version}-{tag}"
 
 
+def uv_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` for uv, with pip's index settings carried over.
+
+    The plan resolves versions through pip's index; uv reads its own variables, not pip's, so an index
+    given as PIP_INDEX_URL / PIP_EXTRA_INDEX_URL would be ignored and uv would ask PyPI instead. They
+    become UV_INDEX_URL / UV_EXTRA_INDEX_URL (unless uv's own are set), with pip's way of choosing
+    among indexes (the best match across all of them). An index set only in a pip.conf file is not
+    seen here: set the variables, or UV_INDEX_URL, for uv too.
+    """
+    out = dict(environ)
+    carried = False
+    for pip_name, uv_name in (
+        ("PIP_INDEX_URL", "UV_INDEX_URL"),
+        ("PIP_EXTRA_INDEX_URL", "UV_EXTRA_INDEX_URL"),
+    ):
+        if environ.get(pip_name) and uv_name not in environ:
+            out[uv_name] = environ[pip_name]
+            carried = True
+    if carried:
+        out.setdefault("UV_INDEX_STRATEGY", "unsafe-best-match")
+    return out
+
+
 def for_target(
-    target: Target, cache_dir: Path, *, uv: str | None = None, base_python: str | None = None
+    target: Target,
+    cache_dir: Path,
+    *,
+    uv: str | None = None,
+    base_python: str | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> RuntimeEnv:
     """The environment that serves ``target``: its provider's package at the target's runtime version."""
     info = matrix.providers().get(target.provider)
@@ -76,7 +104,15 @@ def for_target(
         raise EnvironmentProblem(
             f"{target.id}: unknown provider {target.provider!r}; known: {', '.join(matrix.providers())}"
         )
-    return ensure(info.package, target.runtime, cache_dir, uv=uv, base_python=base_python, what=target.id)
+    return ensure(
+        info.package,
+        target.runtime,
+        cache_dir,
+        uv=uv,
+        base_python=base_python,
+        what=target.id,
+        environ=environ,
+    )
 
 
 def ensure(
@@ -87,8 +123,11 @@ def ensure(
     uv: str | None = None,
     base_python: str | None = None,
     what: str = "",
+    environ: Mapping[str, str] | None = None,
 ) -> RuntimeEnv:
-    """Create ``package==version`` (+ numpy) in its own environment, or reuse the cached one."""
+    """Create ``package==version`` (+ numpy) in its own environment, or reuse the cached one.
+
+    ``environ`` is the process environment for the installer (None: this process's)."""
     env = RuntimeEnv(package, version, env_dir(cache_dir, package, version))
     marker = env.path / READY
     if marker.is_file() and env.python.exists():
@@ -99,29 +138,38 @@ def ensure(
             return env  # built by another process while we waited for the lock
         if env.path.exists():
             shutil.rmtree(env.path)  # a half-built environment from an interrupted run
-        _create(env, uv, base_python or sys.executable, what or env.requirement)
+        _create(env, uv, base_python or sys.executable, what or env.requirement, environ)
         marker.write_text(env.requirement + "\n")
     return env
 
 
-def _create(env: RuntimeEnv, uv: str | None, base_python: str, what: str) -> None:
+def _create(
+    env: RuntimeEnv, uv: str | None, base_python: str, what: str, environ: Mapping[str, str] | None
+) -> None:
     reqs = requirements(env.package, env.version)
     try:
         if uv:
+            uv_env = uv_environment(environ) if environ is not None else None
             proc.run(
-                [uv, "venv", "-q", "--python", base_python, env.path], timeout=120, check=True, what=what
+                [uv, "venv", "-q", "--python", base_python, env.path],
+                timeout=120,
+                check=True,
+                what=what,
+                env=uv_env,
             )
             # Compiled now, once: the runner runs with PYTHONDONTWRITEBYTECODE, so without .pyc files
             # every verify would compile numpy's and onnxruntime's sources again (pip compiles anyway).
             done = proc.run(
                 [uv, "pip", "install", "-q", "--compile-bytecode", "--python", env.python, *reqs],
                 timeout=INSTALL_TIMEOUT_S,
+                env=uv_env,
             )
         else:
-            proc.run([base_python, "-m", "venv", env.path], timeout=300, check=True, what=what)
+            proc.run([base_python, "-m", "venv", env.path], timeout=300, check=True, what=what, env=environ)
             done = proc.run(
                 [env.python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *reqs],
                 timeout=INSTALL_TIMEOUT_S,
+                env=environ,
             )
     except EnvironmentProblem:
         shutil.rmtree(env.path, ignore_errors=True)

@@ -119,7 +119,7 @@ def _verify_one(target: Target, cfg: Config, options: RunOptions, progress: Prog
 
     try:
         progress.update(target.id, "env", "preparing its environment")
-        env = envs.for_target(target, options.cache_dir, uv=options.uv)
+        env = envs.for_target(target, options.cache_dir, uv=options.uv, environ=options.env)
         progress.update(target.id, "running", f"{env.package}=={env.version}")
         written = stage.verify(
             options.out / BUNDLES / target.bundle_key,

@@ -36,7 +36,7 @@ class EnvVerifier:
         from ci_onnx.verify import stage
 
         t = dataclasses.replace(self.target, runtime=version, runtime_spec="")
-        env = envs.for_target(t, self.cache_dir, uv=self.uv)
+        env = envs.for_target(t, self.cache_dir, uv=self.uv, environ=self.base_env)
         written = stage.verify(
             self.bundles / t.bundle_key,
             t,

@@ -18,7 +18,9 @@ from ci_onnx.target import Target
 FAKE_UV = """#!{python}
 import pathlib, sys
 log = pathlib.Path({log!r})
+import os
 log.open("a").write(" ".join(sys.argv[1:]) + "\\n")
+log.with_suffix(".index").open("a").write(os.environ.get("UV_INDEX_URL", "-") + "\\n")
 args = sys.argv[1:]
 if args[0] == "venv":
     env = pathlib.Path(args[-1])
@@ -97,3 +99,23 @@ def test_the_provider_picks_the_package(tmp_path: Path, fake_uv: tuple[str, Path
     uv, _ = fake_uv
     env = envs.for_target(Target("1.24.1", "openvino", 17, "dynamo"), tmp_path, uv=uv)
     assert env.requirement == "onnxruntime-openvino==1.24.1"
+
+
+def test_pip_index_settings_reach_uv(tmp_path: Path, fake_uv: tuple[str, Path]) -> None:
+    """The plan resolved versions through pip's index; uv must install from that index, not PyPI."""
+    uv, log = fake_uv
+    environ = {"PATH": "/usr/bin:/bin", "PIP_INDEX_URL": "http://127.0.0.1:9/simple/"}
+    envs.ensure("onnxruntime", "1.20.1", tmp_path / "cache", uv=uv, environ=environ)
+    assert log.with_suffix(".index").read_text().splitlines() == ["http://127.0.0.1:9/simple/"] * 2
+
+
+def test_uv_environment_carries_pip_indexes_over_with_pips_strategy() -> None:
+    carried = envs.uv_environment(
+        {"PIP_INDEX_URL": "https://a/simple", "PIP_EXTRA_INDEX_URL": "https://b/simple"}
+    )
+    assert carried["UV_INDEX_URL"] == "https://a/simple"
+    assert carried["UV_EXTRA_INDEX_URL"] == "https://b/simple"
+    assert carried["UV_INDEX_STRATEGY"] == "unsafe-best-match"
+    own = envs.uv_environment({"PIP_INDEX_URL": "https://a/simple", "UV_INDEX_URL": "https://mine/simple"})
+    assert own["UV_INDEX_URL"] == "https://mine/simple"
+    assert "UV_INDEX_STRATEGY" not in envs.uv_environment({"PATH": "/bin"})

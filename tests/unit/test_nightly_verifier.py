@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,12 @@ def test_the_verifier_verifies_the_bundle_on_the_release_it_is_asked_about(
     bundles.mlp_bundle(tmp_path / "bundles" / "op17-onnx")
     family = dataclasses.replace(target("1.32.0"), exporter="onnx")
     verify_at = verifier.EnvVerifier(
-        family, tmp_path / "bundles", tmp_path / "work", env_cache, VerifyOptions(latency_runs=2), {}
+        family,
+        tmp_path / "bundles",
+        tmp_path / "work",
+        env_cache,
+        VerifyOptions(latency_runs=2),
+        dict(os.environ),
     )
     assert verify_at("1.20.1") == Status.PASSED
     assert (tmp_path / "work" / "bisect" / "1.20.1" / "results" / "ort1.20.1-cpu-op17-onnx.json").is_file()

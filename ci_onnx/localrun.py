@@ -215,10 +215,6 @@ def default_jobs(cpu_count: int | None) -> int:
     return max(1, cpu_count or 1)
 
 
-def report_args(out: Path) -> Sequence[str]:
-    return ["--results", str(out / "results"), "--plan", str(out / PLAN), "--out", str(out)]
-
-
 def child_env(environ: Mapping[str, str]) -> dict[str, str]:
     """The environment for export and runner processes: the caller's, without GitHub credentials."""
     return {k: v for k, v in environ.items() if k not in ("GITHUB_TOKEN", "INPUT_GITHUB-TOKEN")}

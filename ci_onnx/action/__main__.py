@@ -16,6 +16,7 @@ import click
 from ci_onnx import action
 from ci_onnx.action import pr_context, runtime
 from ci_onnx.errors import GateError
+from ci_onnx.github import workflow
 
 
 def run(environ: MutableMapping[str, str]) -> int:
@@ -31,13 +32,13 @@ def run(environ: MutableMapping[str, str]) -> int:
         if inputs.command == "verify" and inputs.flag("install-runtime", default=True):
             change = runtime.plan_change(inputs.get("target"))
             if change.needed:
-                click.echo(f"::group::onnx-gate: installing {' '.join(change.requirements)}")
+                click.echo(workflow.group(f"onnx-gate: installing {' '.join(change.requirements)}"))
                 runtime.apply(change)
-                click.echo("::endgroup::")
+                click.echo(workflow.endgroup())
         if inputs.command == "report":
             pr_context.apply(inputs.get("pull-request"), inputs.get("head-sha"), environ)
     except GateError as exc:
-        click.echo(f"::error title=onnx-gate::{exc.message}", err=True)
+        click.echo(workflow.annotation("error", exc.message, title="onnx-gate"), err=True)
         return exc.exit_code
     click.echo(f"onnx-gate {' '.join(action.redact(argv))}")
     try:

@@ -62,10 +62,6 @@ def default_reproduce(entry: Entry, config_path: str = "") -> str:
     return f"onnx-gate verify --bundle onnx-gate-out/bundles/{t.bundle_key} --target {t.id}"
 
 
-def _verdict(entry: Entry) -> str:
-    return f"{ICON[entry.outcome]} {entry.outcome.value}"
-
-
 def _parity_row(entry: Entry, r: TargetResult) -> ParityRow:
     worst_abs = max((p.max_abs for p in r.parity), default=float("nan"))
     worst_rel = max((p.max_rel for p in r.parity), default=float("nan"))

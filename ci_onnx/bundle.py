@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -150,15 +151,20 @@ def read_manifest(bundle_dir: Path, *, verify_hashes: bool = True) -> Manifest:
     if not path.is_file():
         raise BundleError(f"{bundle_dir}: no {MANIFEST}; is this a bundle written by `onnx-gate export`?")
     try:
-        data: Any = json.loads(path.read_text())
+        data: Any = json.loads(path.read_bytes())
         manifest = serde.from_json(Manifest, data)
-    except (ValueError, TypeError, KeyError) as exc:
-        raise BundleError(f"{path}: not a valid manifest ({exc}); re-run `onnx-gate export`") from None
-    if manifest.schema_version > SCHEMA_VERSION:
-        raise BundleError(
-            f"{path}: manifest schema {manifest.schema_version} is newer than this onnx-gate reads "
-            f"({SCHEMA_VERSION}); upgrade onnx-gate"
+    except (OSError, ValueError, TypeError, KeyError, RecursionError) as exc:
+        text = str(exc)[:300] or type(exc).__name__
+        raise BundleError(f"{path}: not a valid manifest ({text}); re-run `onnx-gate export`") from None
+    if manifest.schema_version != SCHEMA_VERSION:
+        hint = (
+            "upgrade onnx-gate" if manifest.schema_version > SCHEMA_VERSION else "re-run `onnx-gate export`"
         )
+        raise BundleError(
+            f"{path}: manifest schema_version {manifest.schema_version} is not the one this onnx-gate "
+            f"reads ({SCHEMA_VERSION}); {hint}"
+        )
+    check_manifest(manifest, bundle_dir, path)
     if verify_hashes:
         for rel, expected in manifest.files.items():
             f = bundle_dir / rel
@@ -170,3 +176,53 @@ def read_manifest(bundle_dir: Path, *, verify_hashes: bool = True) -> Manifest:
                     "after export); re-run `onnx-gate export`"
                 )
     return manifest
+
+
+def confined(root: Path, rel: str, what: str) -> Path:
+    """``root / rel``, refused unless ``rel`` is relative, has no ``..``, and (following symlinks)
+    stays inside ``root``: a bundle or an artifact may name only its own files."""
+    pure = Path(rel)
+    if not rel or "\x00" in rel or pure.is_absolute() or rel.startswith(("/", "\\")) or ".." in pure.parts:
+        raise BundleError(
+            f"{root}: {what} {rel!r} is not a path inside the directory; re-run `onnx-gate export`"
+        )
+    path = root / pure
+    try:
+        inside = path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError, ValueError):
+        inside = False
+    if not inside:
+        raise BundleError(
+            f"{root}: {what} {rel!r} leads outside the directory (a symlink?); re-run `onnx-gate export`"
+        )
+    return path
+
+
+def check_tolerance(tol: Tolerance, where: str) -> None:
+    for name in ("atol", "rtol"):
+        value = getattr(tol, name)
+        if not (isinstance(value, float) and math.isfinite(value) and value >= 0):
+            raise BundleError(
+                f"{where}.{name}: {value!r} is not a finite, non-negative number; re-run `onnx-gate export`"
+            )
+
+
+def check_manifest(manifest: Manifest, bundle_dir: Path, path: Path) -> None:
+    """What the JSON types cannot say: paths confined to the bundle, numbers in range."""
+    for rel in manifest.files:
+        confined(bundle_dir, rel, "manifest.files entry")
+    for ds in manifest.test_data_sets:
+        confined(bundle_dir, ds.directory, "test data set")
+        if ds.count < 0:
+            raise BundleError(f"{path}: test_data_sets {ds.directory}: count {ds.count} is negative")
+    for name in (MODEL, MODEL + ".data"):
+        if (bundle_dir / name).exists() or (bundle_dir / name).is_symlink():
+            confined(bundle_dir, name, "file")
+    check_tolerance(manifest.tolerance, f"{path}: tolerance")
+    for out, tol in manifest.tolerance_per_output.items():
+        check_tolerance(tol, f"{path}: tolerance_per_output.{out}")
+    if manifest.decision is not None and manifest.decision.top_k < 1:
+        raise BundleError(f"{path}: decision.top_k {manifest.decision.top_k} must be at least 1")
+    bad = [b for b in manifest.batch_sizes if b < 1]
+    if bad:
+        raise BundleError(f"{path}: batch_sizes {bad} must be positive integers")

@@ -130,8 +130,9 @@ def _verify_one(target: Target, cfg: Config, options: RunOptions, progress: Prog
             base_env=options.env,
         )
         result = written.result
-    except GateError as exc:
-        check = CheckResult("environment", Status.ERROR, exc.message)
+    except Exception as exc:  # one target's trouble never aborts the run or its report
+        message = exc.message if isinstance(exc, GateError) else f"{type(exc).__name__}: {exc}"[:500]
+        check = CheckResult("environment", Status.ERROR, message)
         result = dataclasses.replace(
             judge.result(target, None, [check]),
             reproduce=f"onnx-gate run --config {cfg.path} --only '{target.id}'",
@@ -216,8 +217,10 @@ def default_jobs(cpu_count: int | None) -> int:
 
 
 def child_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The environment for export and runner processes: the caller's, without GitHub credentials."""
-    return {k: v for k, v in environ.items() if k not in ("GITHUB_TOKEN", "INPUT_GITHUB-TOKEN")}
+    """The environment for export and runner processes: the one rule, :func:`proc.child_environment`."""
+    from ci_onnx import proc
+
+    return proc.child_environment(environ)
 
 
 def cpu_count() -> int | None:

@@ -248,7 +248,11 @@ def to_json(plan: Plan) -> str:
 
 
 def read_plan(path: Path) -> Plan:
+    from ci_onnx.results import check_schema_version
+
     try:
-        return serde.from_json(Plan, json.loads(path.read_text()))
-    except (OSError, ValueError, TypeError, KeyError) as exc:
+        data = json.loads(path.read_bytes())
+        check_schema_version(data, SCHEMA_VERSION, path, "plan")
+        return serde.from_json(Plan, data)
+    except (OSError, ValueError, TypeError, KeyError, RecursionError) as exc:
         raise UsageError(f"{path}: not a plan written by `onnx-gate plan --format json` ({exc})") from None

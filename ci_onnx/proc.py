@@ -2,6 +2,10 @@
 
 No ``shell=True`` anywhere. A crash is reported by signal name, a hang by its timeout, so a runtime
 that segfaults or hangs becomes a value the caller can record rather than an exception that escapes.
+
+Every child gets :func:`child_environment`: an allow-list of variable names, with anything that looks
+like a credential removed even from those. The children run code from the pull request (the model
+factory) and third-party runtimes; no token of any name reaches them.
 """
 
 from __future__ import annotations
@@ -15,6 +19,50 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ci_onnx.errors import EnvironmentProblem
+
+ALLOWED_NAMES = frozenset(
+    {
+        "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM", "COLUMNS",
+        "NO_COLOR", "FORCE_COLOR", "TMPDIR", "TEMP", "TMP", "PWD", "SOURCE_DATE_EPOCH",
+        "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "DYLD_FALLBACK_LIBRARY_PATH",
+        "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+        "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy",
+        "VIRTUAL_ENV", "CONDA_PREFIX", "CI", "GITHUB_ACTIONS", "RUNNER_OS", "RUNNER_ARCH", "RUNNER_TEMP",
+        "RUNNER_TOOL_CACHE", "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "APPDATA",
+        "LOCALAPPDATA", "USERPROFILE", "PROGRAMDATA", "PROGRAMFILES", "NUMBER_OF_PROCESSORS",
+        "PROCESSOR_ARCHITECTURE",
+    }
+)  # fmt: skip
+"""Variables a child may see: the system's basics, proxies and certificates, the CI's kind of machine."""
+ALLOWED_PREFIXES = (
+    "LC_", "PYTHON", "PIP_", "UV_", "VIRTUALENV_", "OMP_", "MKL_", "KMP_", "OPENBLAS_", "CUDA_", "NVIDIA_",
+    "CUDNN_", "TORCH", "HF_", "TRANSFORMERS_", "ORT_", "ONNX", "OPENVINO", "XDG_", "GIT_", "BENCH_",
+)  # fmt: skip
+SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "COOKIE")
+SECRET_PARTS = ("AUTH", "PAT", "PASS")
+"""Whole words of a name (``GH_PAT``, ``NPM_AUTH``), not parts of other words (``PATH``, ``AUTHOR``)."""
+"""A name holding one of these is dropped even when its prefix is allowed (HF_TOKEN, PIP_PASSWORD)."""
+ALLOWED_SECRET_LOOKING = frozenset({"PIP_KEYRING_PROVIDER", "UV_KEYRING_PROVIDER"})
+"""Names that hold one of the words above and no secret."""
+
+
+def is_secret_name(name: str) -> bool:
+    upper = name.upper()
+    if upper in ALLOWED_SECRET_LOOKING:
+        return False
+    words = upper.replace("-", "_").split("_")
+    return any(w in upper for w in SECRET_WORDS) or any(p in words for p in SECRET_PARTS)
+
+
+def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment every child process gets: allow-listed names, no credential of any name.
+
+    The one rule for run, export, verify and nightly (they all start children through :func:`run`)."""
+    return {
+        k: v
+        for k, v in environ.items()
+        if (k in ALLOWED_NAMES or k.upper().startswith(ALLOWED_PREFIXES)) and not is_secret_name(k)
+    }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,14 +109,16 @@ def run(
     check: bool = False,
     what: str = "",
 ) -> Completed:
-    """Run ``args``; with ``check``, a failure raises EnvironmentProblem naming ``what``."""
+    """Run ``args``; with ``check``, a failure raises EnvironmentProblem naming ``what``.
+
+    ``env`` (default: this process's) is filtered through :func:`child_environment`."""
     argv = tuple(os.fspath(a) for a in args)
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
             argv,
             cwd=cwd,
-            env=dict(env) if env is not None else None,
+            env=child_environment(env if env is not None else os.environ),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -83,12 +133,34 @@ def run(
         timed_out = False
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        out, err = proc.communicate()
+        out, err = _drain(proc)
         timed_out = True
     done = Completed(argv, proc.returncode, out, err, time.monotonic() - start, timed_out)
     if check and not done.ok:
         raise EnvironmentProblem(f"{what or argv[0]} failed, {done.describe_failure()}")
     return done
+
+
+DRAIN_S = 2.0
+"""After a kill, how long to wait for the pipes: a grandchild that left the process group (setsid)
+and holds them must not keep the caller waiting past its timeout."""
+
+
+def _drain(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    try:
+        return proc.communicate(timeout=DRAIN_S)
+    except subprocess.TimeoutExpired as exc:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        proc.wait()
+        return _text(exc.stdout), _text(exc.stderr)
+
+
+def _text(data: str | bytes | None) -> str:
+    if data is None:
+        return ""
+    return data.decode(errors="replace") if isinstance(data, bytes) else data
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:

@@ -174,8 +174,32 @@ def write_result(out_dir: Path, result: TargetResult) -> Path:
 
 
 def read_result(path: Path) -> TargetResult:
+    """A TargetResult; a file that is not one, or of a schema version this onnx-gate does not read,
+    is a UsageError naming the file (never another exception)."""
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError) as exc:
+        raise UsageError(f"{path}: not a TargetResult written by onnx-gate ({_short(exc)})") from None
+    check_schema_version(data, SCHEMA_VERSION, path, "TargetResult")
+    try:
         return serde.from_json(TargetResult, data)
-    except (OSError, ValueError, TypeError, KeyError) as exc:
-        raise UsageError(f"{path}: not a TargetResult written by onnx-gate ({exc})") from None
+    except (ValueError, TypeError, KeyError, RecursionError) as exc:
+        raise UsageError(f"{path}: not a TargetResult written by onnx-gate ({_short(exc)})") from None
+
+
+def check_schema_version(data: Any, supported: int, path: Path, what: str) -> None:
+    """The one check of a contract file's ``schema_version``: present, an integer, one we read."""
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise UsageError(f"{path}: not a {what} written by onnx-gate (no integer schema_version)")
+    if version != supported:
+        hint = "upgrade onnx-gate" if version > supported else "re-run the job that wrote it"
+        raise UsageError(
+            f"{path}: {what} schema_version {version} is not the one this onnx-gate reads "
+            f"({supported}); {hint}"
+        )
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= 200 else text[:199] + "…"

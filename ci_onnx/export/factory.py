@@ -39,6 +39,8 @@ def load_callable(spec: str, root: Path) -> Callable[[], Any]:
     else:
         try:
             module = importlib.import_module(target)
+        except SystemExit as exc:
+            raise ConfigError(f"{KEY}: importing {target} called sys.exit({exc.code!r})") from None
         except ImportError as exc:
             raise ConfigError(f"{KEY}: cannot import module {target!r} ({exc}); is it installed?") from None
     obj: Any = module
@@ -64,8 +66,14 @@ def _import_file(path: Path, spec: str) -> Any:
     sys.modules[name] = module
     try:
         module_spec.loader.exec_module(module)
+    except SystemExit as exc:
+        raise ConfigError(
+            f"{KEY}: importing {path.name} called sys.exit({exc.code!r}); a factory must return"
+        ) from None
     except Exception as exc:
-        raise ConfigError(f"{KEY}: importing {path.name} raised {type(exc).__name__}: {exc}") from None
+        raise ConfigError(
+            f"{KEY}: importing {path.name} raised {type(exc).__name__}: {_first_line(exc)}"
+        ) from None
     return module
 
 
@@ -76,6 +84,10 @@ def build_model(spec: str, root: Path) -> Any:
 
     try:
         model = factory()
+    except SystemExit as exc:
+        raise ConfigError(
+            f"{KEY}: {spec} called sys.exit({exc.code!r}); a factory must return a module"
+        ) from None
     except Exception as exc:
         raise ConfigError(f"{KEY}: {spec} raised {type(exc).__name__}: {_first_line(exc)}") from None
     if not isinstance(model, torch.nn.Module):

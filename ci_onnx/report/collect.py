@@ -56,19 +56,39 @@ class Collection:
     config_path: str = ""
 
 
-def _looks_like_result(path: Path) -> bool:
+NOT_RESULTS = frozenset({"observation.json", "manifest.json", "plan.json"})
+"""JSON that artifacts carry beside results (a runner's observation, a bundle's manifest, the plan)."""
+
+
+def _classify(path: Path) -> str:
+    """``result``, ``other`` (JSON that is not a result), or why the file cannot be read.
+
+    A file that cannot be told apart from a truncated result counts as unreadable: a result that
+    vanished must block the gate, not pass it."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and {"schema_version", "target", "status"} <= data.keys()
+        data = json.loads(path.read_bytes())
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    except RecursionError:
+        return "is nested too deeply to be a TargetResult"
+    except ValueError as exc:
+        return f"is not valid JSON (truncated or corrupted? {str(exc)[:120]})"
+    if not isinstance(data, dict):
+        return "other"
+    if "target" in data or "status" in data or ("schema_version" in data and "targets" not in data):
+        return "result"
+    return "other"
 
 
-def find_result_files(dirs: Sequence[Path], missing: list[str] | None = None) -> list[Path]:
+def find_result_files(
+    dirs: Sequence[Path], missing: list[str] | None = None, unreadable: list[str] | None = None
+) -> list[Path]:
     """Every TargetResult JSON under ``dirs`` (other JSON, e.g. observations and plans, is ignored).
 
     A directory that does not exist is a usage error, unless ``missing`` collects it: with a plan, a
-    run whose verify jobs all died uploads no results at all, and that must still be reported."""
+    run whose verify jobs all died uploads no results at all, and that must still be reported.
+    JSON that cannot be read goes to ``unreadable`` (one line naming the file), else it is returned
+    with the results so that reading it fails loudly."""
     found: list[Path] = []
     walked = 0
     for d in dirs:
@@ -85,8 +105,16 @@ def find_result_files(dirs: Sequence[Path], missing: list[str] | None = None) ->
             walked += 1
             if walked > MAX_FILES:
                 raise UsageError(f"--results {d}: more than {MAX_FILES} JSON files; point it at the results")
-            if path.name != "observation.json" and _looks_like_result(path):
+            if path.name in NOT_RESULTS or path.is_dir():
+                continue
+            kind = _classify(path)
+            if kind == "result":
                 found.append(path)
+            elif kind != "other":
+                if unreadable is None:
+                    found.append(path)
+                else:
+                    unreadable.append(f"{path}: {kind}; the result it held is lost, so the gate fails")
     return found
 
 
@@ -99,25 +127,45 @@ def _entry(result: TargetResult, planned: Target | None) -> Entry:
     return Entry(target=target, outcome=_outcome(result.status), result=result, reason=result.summary)
 
 
+_SEVERITY = {Status.ERROR: 0, Status.FAILED: 1, Status.SKIPPED: 2, Status.EXPECTED: 3, Status.PASSED: 4}
+
+
+def _agree(a: TargetResult, b: TargetResult) -> bool:
+    return a.status is b.status and (not a.bundle or not b.bundle or a.bundle == b.bundle)
+
+
 def collect(dirs: Sequence[Path], plan: Plan | None = None) -> Collection:
     problems: list[str] = []
     by_id: dict[str, TargetResult] = {}
-    for path in find_result_files(dirs, problems if plan is not None else None):
+    where: dict[str, Path] = {}
+    for path in find_result_files(dirs, problems if plan is not None else None, problems):
         try:
             result = read_result(path)
         except GateError as exc:
             problems.append(exc.message)
             continue
-        seen = by_id.get(result.target.id)
-        if seen is not None:
-            if seen.bundle and result.bundle and seen.bundle != result.bundle:
-                problems.append(
-                    f"{path}: a second result for {result.target.id} from a different bundle "
-                    f"({result.bundle[:12]} vs {seen.bundle[:12]}); download one run's artifacts only"
+        tid = result.target.id
+        seen = by_id.get(tid)
+        if seen is None:
+            by_id[tid] = result
+            where[tid] = path
+            continue
+        if not _agree(seen, result):
+            problems.append(
+                f"{tid}: two results disagree ({seen.status.value} in {where[tid]}, "
+                f"{result.status.value} in {path}"
+                + (
+                    f", bundles {seen.bundle[:12]} vs {result.bundle[:12]}"
+                    if seen.bundle != result.bundle
+                    else ""
                 )
-            if result.started_at <= seen.started_at:
-                continue
-        by_id[result.target.id] = result
+                + "); download one run's artifacts only"
+            )
+        worse = _SEVERITY.get(result.status, 0) < _SEVERITY.get(seen.status, 0)
+        same = result.status is seen.status
+        if worse or (same and result.started_at > seen.started_at):
+            by_id[tid] = result  # the worse verdict shows, never simply the newer one
+            where[tid] = path
     return merge(by_id, plan, problems)
 
 

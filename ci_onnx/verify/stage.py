@@ -21,7 +21,7 @@ from pathlib import Path
 
 import ci_onnx
 from ci_onnx import config, matrix, proc, serde
-from ci_onnx.bundle import MODEL, Manifest, read_manifest
+from ci_onnx.bundle import MODEL, Manifest, confined, read_manifest
 from ci_onnx.config import Config
 from ci_onnx.errors import BundleError, UsageError
 from ci_onnx.results import CheckResult, Observation, TargetResult, write_result
@@ -159,7 +159,18 @@ def _run_and_judge(
             "runner", Status.ERROR, f"the runner wrote an unreadable observation.json ({exc})"
         )
         return judge.result(target, manifest, [*judge.export_checks(manifest), check])
-    return judge.judge(target, manifest, obs, bundle_dir, obs_dir, options, expected)
+    try:
+        for files in [*obs.outputs.values(), *obs.batch_outputs.values(), obs.batch_reference]:
+            for rel in files.values():
+                confined(obs_dir, rel, "observed output")
+        return judge.judge(target, manifest, obs, bundle_dir, obs_dir, options, expected)
+    except (BundleError, OSError, ValueError, KeyError, IndexError) as exc:  # a bad .pb, a missing file
+        check = CheckResult(
+            "runner",
+            Status.ERROR,
+            f"the outputs cannot be compared: {getattr(exc, 'message', str(exc))[:400]}",
+        )
+        return judge.result(target, manifest, [*judge.export_checks(manifest), check])
 
 
 def _import(modules: tuple[str, ...]) -> None:

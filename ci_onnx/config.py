@@ -11,6 +11,7 @@ import dataclasses
 import difflib
 import functools
 import io
+import math
 from pathlib import Path
 from typing import Any
 
@@ -94,50 +95,124 @@ def schema() -> dict[str, Any]:
     return load_schema(CONFIG_SCHEMA)
 
 
+MAX_BYTES = 1 << 20
+"""A config is a page of YAML; anything larger is not one (and would be slow to validate)."""
+MAX_NODES = 20_000
+"""Values after aliases are expanded: a few hundred in a real config, billions in an alias bomb."""
+MAX_DEPTH = 32
+MAX_INT = 2**31 - 1
+"""Every integer in the file (opsets, dims, batch sizes, seeds, counts) fits in an int32."""
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
+
+
 def load(path: Path) -> Config:
     """Read, validate and type ``path``. Every problem is a ConfigError with file and line."""
     try:
-        text = path.read_text()
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError(
             f"{path}: no such file; pass --config or run `onnx-gate init` to write one"
         ) from None
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if len(raw) > MAX_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_BYTES >> 10} KiB; is this onnx-gate.yml?")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x}); save it as UTF-8"
+        ) from None
     return parse(text, path)
 
 
 def parse(text: str, path: Path) -> Config:
+    """The Config in ``text``; every problem, whatever its kind, is a ConfigError naming ``path``."""
     from ruamel.yaml import YAML
-    from ruamel.yaml.error import MarkedYAMLError
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     yaml = YAML(typ="rt")
     try:
-        doc = yaml.load(io.StringIO(text))
+        doc = yaml.load(io.StringIO(text.removeprefix("\ufeff")))
     except MarkedYAMLError as exc:
         mark = exc.problem_mark
         line = f":{mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}{line}: not valid YAML: {exc.problem}") from None
+        raise ConfigError(f"{path}{line}: not valid YAML: {_one_line(exc.problem)}") from None
+    except (YAMLError, ValueError, TypeError, RecursionError, OverflowError, AttributeError) as exc:
+        # ReaderError (control characters), complex keys, deep nesting: still one line
+        raise ConfigError(f"{path}: not valid YAML: {_one_line(str(exc) or type(exc).__name__)}") from None
     if doc is None:
         raise ConfigError(f"{path}: the file is empty; `onnx-gate init` writes a commented example")
-    plain = _plain(doc)
-    _validate(plain, doc, path)
-    return _build(plain, doc, path)
+    plain = _Plainer(doc, path).value()
+    try:
+        _validate(plain, doc, path)
+        return _build(plain, doc, path)
+    except (TypeError, ValueError, KeyError, AttributeError, OverflowError, RecursionError) as exc:
+        raise ConfigError(
+            f"{path}: cannot be read as an onnx-gate config ({type(exc).__name__}: {_one_line(str(exc))})"
+        ) from None
 
 
-def _plain(node: Any) -> Any:
-    """ruamel's round-trip nodes as plain JSON-like values (mapping keys as strings)."""
-    if isinstance(node, dict):
-        return {str(k): _plain(v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_plain(v) for v in node]
-    return node
+def _one_line(text: str | None) -> str:
+    line = " ".join((text or "").split())
+    return line if len(line) <= 200 else line[:199] + "…"
+
+
+class _Plainer:
+    """ruamel's round-trip nodes as plain JSON-like values (mapping keys as strings), refusing what
+    no config holds before anything expands or validates it: an alias bomb (too many values), deep
+    nesting, a number that is not finite or an integer past int32, a key that is not a scalar."""
+
+    def __init__(self, doc: Any, path: Path) -> None:
+        self.doc = doc
+        self.path = path
+        self.nodes = 0
+
+    def value(self) -> Any:
+        return self._plain(self.doc, [])
+
+    def _fail(self, keys: list[str], why: str) -> ConfigError:
+        where = ".".join(keys) or "(top level)"
+        return ConfigError(f"{self.path}:{_line_of(self.doc, keys)}: {where}: {why}")
+
+    def _plain(self, node: Any, keys: list[str]) -> Any:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise self._fail(
+                keys, f"more than {MAX_NODES} values (YAML aliases expanding?); simplify the file"
+            )
+        if len(keys) > MAX_DEPTH:
+            raise self._fail(keys, f"nested deeper than {MAX_DEPTH} levels")
+        if isinstance(node, dict):
+            out = {}
+            for k, v in node.items():
+                if isinstance(k, (dict, list, tuple, set)) or k is None:
+                    raise self._fail(keys, f"a key must be a plain name, not {type(k).__name__} {k!r:.60}")
+                out[str(k)] = self._plain(v, [*keys, str(k)])
+            return out
+        if isinstance(node, list):
+            return [self._plain(v, [*keys, str(i)]) for i, v in enumerate(node)]
+        if isinstance(node, bool) or type(node).__name__ == "ScalarBoolean":
+            return bool(node)
+        if node is None or isinstance(node, str):
+            return str(node) if isinstance(node, str) else node
+        if isinstance(node, float):
+            if not math.isfinite(node):
+                raise self._fail(keys, f"{node!r} is not a finite number")
+            return float(node)
+        if isinstance(node, int):
+            if abs(node) > MAX_INT:
+                raise self._fail(keys, f"{int(node)} is out of range (at most {MAX_INT})")
+            return int(node)
+        return str(node)  # dates, timestamps and other YAML scalars: as written
 
 
 def _validate(plain: Any, doc: Any, path: Path) -> None:
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(schema())
+    validator = _validator_class()(schema())
     errors = sorted(
         validator.iter_errors(plain), key=lambda e: (len(e.absolute_path), list(map(str, e.path)))
     )
@@ -145,6 +220,18 @@ def _validate(plain: Any, doc: Any, path: Path) -> None:
         return
     error = jsonschema.exceptions.best_match(errors) if len(errors) > 1 else errors[0]
     raise ConfigError(_describe(error, doc, path))
+
+
+@functools.cache
+def _validator_class() -> Any:
+    """Draft 2020-12, except that an integer is an int: ``17.0`` is not an opset, ``1.0`` not a batch."""
+    import jsonschema
+
+    base = jsonschema.Draft202012Validator
+    checker = base.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, v: isinstance(v, int) and not isinstance(v, bool)
+    )
+    return jsonschema.validators.extend(base, type_checker=checker)
 
 
 def _describe(error: Any, doc: Any, path: Path) -> str:
@@ -259,6 +346,13 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         if pre
         else None,
     )
+    for section in ("export", "verify"):
+        timeout = _section(plain, section)["timeout_s"]
+        if isinstance(timeout, (int, float)) and timeout > MAX_TIMEOUT_S:
+            raise ConfigError(
+                f"{path}:{_line_of(doc, [section, 'timeout_s'])}: {section}.timeout_s: {timeout} s is more "
+                f"than a week ({MAX_TIMEOUT_S:.0f} s); give the seconds one job may take"
+            )
     e = _section(plain, "export")
     export = ExportConfig(
         opsets=tuple(e["opsets"]),

@@ -90,20 +90,24 @@ def report(
             click.echo(workflow.annotation("error", f.reason, title=f"{f.target} {f.outcome}"))
     if publish and ctx.can_publish:
         # requests and the publishing code only when something is sent (about 0.1 s of start-up)
-        from ci_onnx.github.client import Client
+        from ci_onnx.github.client import Client, GitHubError
         from ci_onnx.report.publish import publish as publish_report
 
-        client = Client(ctx.token, ctx.api_url, log=info)
-        publish_report(
-            the_view,
-            ctx,
-            client,
-            info=info,
-            warn=warn,
-            check_name=check_name,
-            config_path=collection.config_path or "onnx-gate.yml",
-            comment_key=comment_key,
-        )
+        try:
+            client = Client(ctx.token, ctx.api_url, log=info)
+        except GitHubError as exc:  # a token that cannot be sent: the report stands, nothing is posted
+            warn(f"nothing was posted: {exc.message}")
+        else:
+            publish_report(
+                the_view,
+                ctx,
+                client,
+                info=info,
+                warn=warn,
+                check_name=check_name,
+                config_path=collection.config_path or "onnx-gate.yml",
+                comment_key=comment_key,
+            )
     elif publish and ctx.in_actions:
         warn("no GITHUB_TOKEN (or --github-token): the report is in the job summary only")
     if ctx.output:
@@ -115,6 +119,8 @@ def report(
                 "report": str(report_file),
             },
         )
+    for problem in collection.problems[:20]:
+        click.echo(f"  💥 {problem}")
     for f in the_view.failures[:20]:
         click.echo(f"  {f.icon} {f.target}: {f.reason}")
     if len(the_view.failures) > 20:

@@ -1,4 +1,9 @@
-"""A check run with annotations (50 per request, the rest in follow-up updates), or a commit status."""
+"""A check run with annotations (50 per request, the rest in follow-up updates), or a commit status.
+
+One check run per (commit, name): it carries ``external_id`` = :func:`external_id`, and a report first
+looks for it on the commit and updates it in place; it creates one only when none is there, and after
+an ambiguous failure of that POST it looks again before posting again.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from ci_onnx.github.client import Client
+from ci_onnx.github.client import Ambiguous, Client
 from ci_onnx.github.context import Repo
 
 ANNOTATIONS_PER_REQUEST = 50
@@ -39,11 +44,34 @@ class Annotation:
         return out
 
 
+CREATE_ATTEMPTS = 3
+
+
 @dataclasses.dataclass(frozen=True)
 class CheckRunResult:
     id: int
     url: str
     requests: int
+    action: str = "created"
+    """``created`` or ``updated`` (a re-run of the report for the same commit)."""
+
+
+def external_id(name: str) -> str:
+    return f"onnx-gate:{name}"[:100]
+
+
+def find(client: Client, repo: Repo, sha: str, name: str) -> dict[str, Any] | None:
+    """This report's check run on ``sha`` (by name and external id), the newest if several."""
+    data = client.request(
+        "GET", f"{repo.path}/commits/{sha}/check-runs", params={"check_name": name, "per_page": 100}
+    ).data
+    runs = data.get("check_runs") if isinstance(data, dict) else None
+    mine = [
+        r
+        for r in (runs if isinstance(runs, list) else [])
+        if isinstance(r, dict) and r.get("external_id") == external_id(name) and isinstance(r.get("id"), int)
+    ]
+    return max(mine, key=lambda r: int(r["id"])) if mine else None
 
 
 def publish_check_run(
@@ -69,13 +97,14 @@ def publish_check_run(
     body: dict[str, Any] = {
         "name": name,
         "head_sha": sha,
+        "external_id": external_id(name),
         "status": "completed",
         "conclusion": "success" if success else "failure",
         "output": output,
     }
     if details_url:
         body["details_url"] = details_url
-    run = client.request("POST", f"{repo.path}/check-runs", json=body).data
+    run, action = _create_or_update(client, repo, sha, name, body)
     for chunk in chunks[1:]:
         client.request(
             "PATCH",
@@ -88,7 +117,32 @@ def publish_check_run(
                 }
             },
         )
-    return CheckRunResult(int(run["id"]), str(run.get("html_url", "")), max(1, len(chunks)))
+    return CheckRunResult(int(run["id"]), str(run.get("html_url", "")), max(1, len(chunks)), action)
+
+
+def _create_or_update(
+    client: Client, repo: Repo, sha: str, name: str, body: dict[str, Any]
+) -> tuple[dict[str, Any], str]:
+    for attempt in range(1, CREATE_ATTEMPTS + 1):
+        found = find(client, repo, sha, name)
+        if found is not None:
+            update = {k: v for k, v in body.items() if k not in ("head_sha", "name")}
+            data = client.request("PATCH", f"{repo.path}/check-runs/{found['id']}", json=update).data
+            return _run(data), "updated"
+        try:
+            return _run(client.request("POST", f"{repo.path}/check-runs", json=body).data), "created"
+        except Ambiguous:
+            if attempt == CREATE_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _run(data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict) or not isinstance(data.get("id"), int):
+        from ci_onnx.github.client import GitHubError
+
+        raise GitHubError("GitHub answered a check-run request without the check run's id")
+    return data
 
 
 def publish_status(

@@ -1,6 +1,9 @@
 """A small GitHub REST client: timeouts, retries with backoff on 5xx and rate limits, pagination.
 
-The token goes into the Authorization header and nowhere else: not in errors, logs or ``repr``.
+The token goes into the Authorization header and nowhere else: not in errors, logs or ``repr`` (every
+message that leaves this module passes :meth:`Client.redact`). A POST is not idempotent: when one fails
+in a way that leaves unknown whether GitHub acted on it (a 5xx, a timeout, a reset), the client does
+not retry it but raises :class:`Ambiguous`, so the caller can look before it posts again.
 """
 
 from __future__ import annotations
@@ -42,6 +45,18 @@ class RateLimited(GitHubError):
     """The rate limit resets later than we are willing to wait."""
 
 
+class Ambiguous(GitHubError):
+    """A POST failed after it may have reached GitHub: look for what it would have created."""
+
+
+class BadToken(GitHubError):
+    """The token cannot be sent at all (characters no token has); it is not shown."""
+
+
+RETRYABLE_POSTS = ("/statuses/",)
+"""POSTs that are idempotent (the latest commit status of a context wins): retried as any request."""
+
+
 @dataclasses.dataclass(frozen=True)
 class RetryPolicy:
     attempts: int = 4
@@ -49,6 +64,8 @@ class RetryPolicy:
     """First wait after a 5xx or a dropped connection; doubled each attempt."""
     max_wait_s: float = 60.0
     """Longest single wait (a Retry-After or rate-limit reset beyond it is not waited for)."""
+    total_s: float = 180.0
+    """No retry starts once this long has passed since the first attempt (slow replies add up)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +93,13 @@ class Client:
         self._sleep = sleep
         self._log = log
         self._session = session or requests.Session()
+        token = token.strip()
+        self._token = token
+        if token and not _sendable(token):
+            raise BadToken(
+                "the GitHub token holds characters no token has (a space, a control character, or one "
+                "outside latin-1); check how the secret was pasted"
+            )
         self._session.headers.update(
             {
                 "Accept": "application/vnd.github+json",
@@ -89,20 +113,40 @@ class Client:
     def __repr__(self) -> str:
         return f"Client({self.api_url!r}, token=***)"
 
+    def redact(self, text: str) -> str:
+        return text.replace(self._token, "***") if len(self._token) >= 8 else text
+
     def request(
         self, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None
     ) -> Response:
+        try:
+            return self._request(method, path, json=json, params=params)
+        except GitHubError as exc:
+            exc.message = self.redact(exc.message)
+            exc.args = (exc.message,)
+            raise
+
+    def _request(self, method: str, path: str, *, json: Any, params: Mapping[str, Any] | None) -> Response:
         url = path if path.startswith("http") else f"{self.api_url}{path}"
         what = f"{method} {url.removeprefix(self.api_url).split('?')[0]}"
+        once = method == "POST" and not any(p in url for p in RETRYABLE_POSTS)
+        start = time.monotonic()
         for attempt in range(1, self._retry.attempts + 1):
-            last = attempt == self._retry.attempts
+            last = attempt == self._retry.attempts or time.monotonic() - start > self._retry.total_s
             try:
                 r = self._session.request(method, url, json=json, params=params, timeout=self._timeout)
             except (requests.ConnectionError, requests.Timeout) as exc:
+                if once:
+                    raise Ambiguous(f"GitHub did not answer {what} ({type(exc).__name__})") from None
                 if last:
                     raise GitHubError(f"GitHub did not answer {what}: {type(exc).__name__}") from None
                 self._wait(self._backoff(attempt), f"{what}: {type(exc).__name__}", attempt)
                 continue
+            except (requests.RequestException, ValueError, UnicodeError) as exc:
+                # InvalidHeader and friends quote the header, token and all: say only what kind it was
+                raise GitHubError(f"could not send {what} ({type(exc).__name__})") from None
+            if once and r.status_code >= 500:
+                raise Ambiguous(f"GitHub answered {r.status_code} to {what}", r.status_code)
             wait = self._retry_wait(r, attempt)
             if wait is None:
                 return self._result(r, what)
@@ -164,6 +208,13 @@ class Client:
             data = r.json() if r.content else None
         except ValueError:
             data = None
+            if r.status_code < 400:
+                kind = r.headers.get("Content-Type", "no content type").split(";")[0]
+                raise GitHubError(
+                    f"GitHub answered {r.status_code} to {what} with a body that is not JSON ({kind}); "
+                    "a proxy or an outage page in the way?",
+                    r.status_code,
+                ) from None
         if r.status_code < 400:
             return Response(r.status_code, data, r.headers)
         message = data.get("message", "") if isinstance(data, dict) else ""
@@ -176,6 +227,11 @@ class Client:
         if r.status_code == 404:
             raise NotFound(text, r.status_code)
         raise GitHubError(text, r.status_code)
+
+
+def _sendable(token: str) -> bool:
+    """What a GitHub token is made of: printable ASCII, no whitespace inside."""
+    return all(33 <= ord(c) <= 126 for c in token)
 
 
 def _message(r: requests.Response) -> str:

@@ -4,6 +4,10 @@ Two reports of the same pull request can run at once (a re-run, two pushes in a 
 comment and both create one; so after creating, the reporter lists again and, if it sees more than one
 of its comments, keeps the oldest (edited to its body) and deletes the rest. Whatever the interleaving,
 one comment remains.
+
+Creating is the one request that is not idempotent. When it fails ambiguously (a 5xx, a timeout: GitHub
+may have made the comment), the reporter lists again and posts again only if its comment is not there.
+A duplicate that cannot be deleted is counted in ``left_duplicates``, so the log says what is there.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ci_onnx.github.client import Client, Forbidden, NotFound
+from ci_onnx.github.client import Ambiguous, Client, Forbidden, GitHubError, NotFound
 from ci_onnx.github.context import Repo
 
 ACTIONS_BOT = "github-actions[bot]"
@@ -25,6 +29,8 @@ class CommentResult:
     action: str
     """``created`` or ``updated``."""
     removed_duplicates: int = 0
+    left_duplicates: int = 0
+    """Duplicates that could not be deleted (GitHub failed the DELETE)."""
 
 
 def whoami(client: Client) -> str:
@@ -42,18 +48,49 @@ def ours(client: Client, repo: Repo, number: int, marker: str, login: str) -> li
         c
         for c in client.paginate(f"{repo.path}/issues/{number}/comments")
         if isinstance(c, dict)
-        and marker in (c.get("body") or "")
-        and (c.get("user") or {}).get("login", "").lower() == login.lower()
+        and isinstance(c.get("id"), int)
+        and marker in str(c.get("body") or "")
+        and str((c.get("user") if isinstance(c.get("user"), dict) else {}).get("login") or "").lower()
+        == login.lower()
     ]
     return sorted(found, key=lambda c: int(c["id"]))
 
 
-def _delete(client: Client, repo: Repo, comment_id: int) -> bool:
+def _delete(client: Client, repo: Repo, comment_id: int) -> bool | None:
+    """True: deleted; False: already gone; None: GitHub failed the request (the duplicate stays)."""
     try:
         client.request("DELETE", f"{repo.path}/issues/comments/{comment_id}")
     except NotFound:  # a concurrent reporter deleted it first
         return False
+    except Forbidden:
+        raise
+    except GitHubError:
+        return None
     return True
+
+
+def _delete_all(client: Client, repo: Repo, ids: list[int]) -> tuple[int, int]:
+    outcomes = [_delete(client, repo, i) for i in ids]
+    return sum(o is True for o in outcomes), sum(o is None for o in outcomes)
+
+
+CREATE_ATTEMPTS = 3
+
+
+def _create(client: Client, repo: Repo, number: int, body: str, marker: str, login: str) -> dict[str, Any]:
+    """POST the comment; after an ambiguous failure, the comment found by its marker, else POST again."""
+    for attempt in range(1, CREATE_ATTEMPTS + 1):
+        try:
+            return dict(
+                client.request("POST", f"{repo.path}/issues/{number}/comments", json={"body": body}).data
+            )
+        except Ambiguous:
+            found = ours(client, repo, number, marker, login)
+            if found:
+                return found[0]
+            if attempt == CREATE_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def _update(client: Client, repo: Repo, comment_id: int, body: str) -> dict[str, Any]:
@@ -72,14 +109,14 @@ def upsert(
     existing = ours(client, repo, number, marker, login)
     if existing:
         keep = _update(client, repo, int(existing[0]["id"]), body)
-        removed = sum(_delete(client, repo, int(c["id"])) for c in existing[1:])
-        return CommentResult(int(keep["id"]), str(keep.get("html_url", "")), "updated", removed)
-    created = client.request("POST", f"{repo.path}/issues/{number}/comments", json={"body": body}).data
+        removed, left = _delete_all(client, repo, [int(c["id"]) for c in existing[1:]])
+        return CommentResult(int(keep["id"]), str(keep.get("html_url", "")), "updated", removed, left)
+    created = _create(client, repo, number, body, marker, login)
     mine = ours(client, repo, number, marker, login)
     if len(mine) <= 1:
         return CommentResult(int(created["id"]), str(created.get("html_url", "")), "created")
     oldest = int(mine[0]["id"])
     keep = _update(client, repo, oldest, body) if oldest != int(created["id"]) else created
-    removed = sum(_delete(client, repo, int(c["id"])) for c in mine if int(c["id"]) != oldest)
+    removed, left = _delete_all(client, repo, [int(c["id"]) for c in mine if int(c["id"]) != oldest])
     action = "created" if oldest == int(created["id"]) else "updated"
-    return CommentResult(int(keep["id"]), str(keep.get("html_url", "")), action, removed)
+    return CommentResult(int(keep["id"]), str(keep.get("html_url", "")), action, removed, left)

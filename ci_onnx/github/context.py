@@ -66,10 +66,19 @@ class GitHubContext:
 
 def _event(path: str) -> dict[str, Any]:
     try:
-        data = json.loads(Path(path).read_text()) if path else {}
-    except (OSError, ValueError):
+        data = json.loads(Path(path).read_bytes()) if path else {}
+    except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    """An event field that should be an object; anything else (``head: null``) reads as empty."""
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def from_env(env: Mapping[str, str], *, token: str = "", pr_number: int | None = None) -> GitHubContext:
@@ -84,23 +93,27 @@ def from_env(env: Mapping[str, str], *, token: str = "", pr_number: int | None =
     run = event.get("workflow_run")
     if isinstance(pr, dict):
         number = pr.get("number")
-        sha = pr.get("head", {}).get("sha") or sha
-        head_repo = (pr.get("head", {}).get("repo") or {}).get("full_name", "")
+        head = _obj(pr.get("head"))
+        sha = _str(head.get("sha")) or sha
+        head_repo = _str(_obj(head.get("repo")).get("full_name"))
         from_fork = bool(head_repo) and head_repo != repository
     elif isinstance(run, dict):
-        sha = run.get("head_sha") or sha
-        prs = run.get("pull_requests") or []
-        number = prs[0].get("number") if prs and isinstance(prs[0], dict) else None
-        head_repo = (run.get("head_repository") or {}).get("full_name", "")
+        sha = _str(run.get("head_sha")) or sha
+        prs = run.get("pull_requests")
+        first = _obj(prs[0]) if isinstance(prs, list) and prs else {}
+        number = first.get("number")
+        head_repo = _str(_obj(run.get("head_repository")).get("full_name"))
         from_fork = bool(head_repo) and head_repo != repository
     return GitHubContext(
-        token=token,
+        token=token.strip(),
         repository=repository,
         api_url=env.get("GITHUB_API_URL", "https://api.github.com") or "https://api.github.com",
         server_url=env.get("GITHUB_SERVER_URL", "https://github.com") or "https://github.com",
         run_id=env.get("GITHUB_RUN_ID", ""),
         sha=sha,
-        pr_number=pr_number if pr_number is not None else (number if isinstance(number, int) else None),
+        pr_number=pr_number
+        if pr_number is not None
+        else (number if isinstance(number, int) and not isinstance(number, bool) and number > 0 else None),
         event_name=env.get("GITHUB_EVENT_NAME", ""),
         from_fork=from_fork,
         step_summary=Path(env["GITHUB_STEP_SUMMARY"]) if env.get("GITHUB_STEP_SUMMARY") else None,

@@ -3,14 +3,15 @@
 JUnit has no single schema in the wild: the root may be ``<testsuites>`` or ``<testsuite>``, suites
 nest, attributes are missing, a case may carry several of ``<skipped>``, ``<failure>``, ``<error>``.
 A case's result is the most severe element it holds (error > failure > skipped). A file that is not
-JUnit, or not XML, becomes a parse error the report shows; it never raises.
+JUnit, or not XML (an unknown encoding, thousands of nested suites, anything), becomes a parse error
+the report shows; it never raises. Cases past ``MAX_CASES_KEPT`` are not kept but still counted.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 SEVERITY = ("error", "failure", "skipped")
@@ -41,13 +42,15 @@ class JUnitSummary:
     suites: int = 0
     cases: tuple[JUnitCase, ...] = ()
     parse_errors: tuple[str, ...] = ()
+    dropped: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Cases counted but not kept (beyond ``MAX_CASES_KEPT``), by result."""
 
     def _n(self, result: str) -> int:
-        return sum(1 for c in self.cases if c.result == result)
+        return sum(1 for c in self.cases if c.result == result) + self.dropped.get(result, 0)
 
     @property
     def tests(self) -> int:
-        return len(self.cases)
+        return len(self.cases) + sum(self.dropped.values())
 
     @property
     def passed(self) -> int:
@@ -98,42 +101,77 @@ def _case(el: ET.Element, file: str, suite: str) -> JUnitCase:
     )
 
 
-def _suites(el: ET.Element) -> Iterator[ET.Element]:
-    """Every <testsuite>, innermost first (a suite's own cases are its direct <testcase> children)."""
-    for child in el:
-        if child.tag == "testsuite":
-            yield from _suites(child)
-            yield child
+def _suites(root: ET.Element) -> list[ET.Element]:
+    """Every <testsuite> below ``root``, innermost first (a suite's own cases are its direct <testcase>
+    children). Iterative: a file may nest suites thousands deep."""
+    out: list[ET.Element] = []
+    stack: list[tuple[ET.Element, bool]] = [(c, False) for c in reversed(list(root)) if c.tag == "testsuite"]
+    while stack:
+        el, children_done = stack.pop()
+        if children_done:
+            out.append(el)
+            continue
+        stack.append((el, True))
+        stack.extend((c, False) for c in reversed(list(el)) if c.tag == "testsuite")
+    return out
+
+
+def _keep(
+    cases: Sequence[JUnitCase], dropped: dict[str, int]
+) -> tuple[tuple[JUnitCase, ...], dict[str, int]]:
+    counts = dict(dropped)
+    for c in cases[MAX_CASES_KEPT:]:
+        counts[c.result] = counts.get(c.result, 0) + 1
+    return tuple(cases[:MAX_CASES_KEPT]), counts
 
 
 def read_file(path: Path) -> JUnitSummary:
+    """One file's summary; whatever is wrong with the file is a parse error, never an exception."""
+    try:
+        return _read_file(path)
+    except Exception as exc:  # documented never to raise: a file from another tool is data
+        text = " ".join(str(exc).split())[:200] or type(exc).__name__
+        return JUnitSummary(files=1, parse_errors=(f"{path.name}: not readable as JUnit XML ({text})",))
+
+
+def _read_file(path: Path) -> JUnitSummary:
     name = path.name
     try:
         root = ET.parse(path).getroot()
-    except (ET.ParseError, OSError) as exc:
-        return JUnitSummary(files=1, parse_errors=(f"{name}: not readable as XML ({exc})",))
+    except (ET.ParseError, OSError, LookupError, ValueError) as exc:
+        text = " ".join(str(exc).split())[:200] or type(exc).__name__
+        return JUnitSummary(files=1, parse_errors=(f"{name}: not readable as XML ({text})",))
     if root.tag == "testsuite":
         suites = [*_suites(root), root]
     elif root.tag == "testsuites":
-        suites = list(_suites(root))
+        suites = _suites(root)
     else:
-        return JUnitSummary(files=1, parse_errors=(f"{name}: not JUnit XML (root element <{root.tag}>)",))
+        tag = str(root.tag)[:60]
+        return JUnitSummary(files=1, parse_errors=(f"{name}: not JUnit XML (root element <{tag}>)",))
     cases = [_case(c, name, s.get("name") or "") for s in suites for c in s if c.tag == "testcase"]
-    return JUnitSummary(files=1, suites=len(suites), cases=tuple(cases[:MAX_CASES_KEPT]))
+    kept, dropped = _keep(cases, {})
+    return JUnitSummary(files=1, suites=len(suites), cases=kept, dropped=dropped)
 
 
 def read(paths: Sequence[Path]) -> JUnitSummary:
     """Read JUnit files and directories (``*.xml`` found recursively) into one summary."""
     files: list[Path] = []
+    errors: list[str] = []
     for p in paths:
-        files.extend(sorted(p.rglob("*.xml")) if p.is_dir() else [p])
-    total = JUnitSummary()
+        try:
+            files.extend(sorted(p.rglob("*.xml")) if p.is_dir() else [p])
+        except OSError as exc:
+            errors.append(f"{p}: cannot be listed ({exc.strerror or exc})")
+    total = JUnitSummary(parse_errors=tuple(errors))
     for f in files:
         one = read_file(f)
+        merged = {k: total.dropped.get(k, 0) + one.dropped.get(k, 0) for k in {*total.dropped, *one.dropped}}
+        cases, dropped = _keep([*total.cases, *one.cases], merged)
         total = JUnitSummary(
             files=total.files + one.files,
             suites=total.suites + one.suites,
-            cases=(total.cases + one.cases)[:MAX_CASES_KEPT],
+            cases=cases,
+            dropped=dropped,
             parse_errors=total.parse_errors + one.parse_errors,
         )
     return total

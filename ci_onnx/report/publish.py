@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import PurePath
 
 from ci_onnx.github.checks import Annotation, CheckRunResult, publish_check_run, publish_status
-from ci_onnx.github.client import Client, Forbidden, GitHubError
+from ci_onnx.github.client import Ambiguous, Client, Forbidden, GitHubError
 from ci_onnx.github.comments import CommentResult, upsert
 from ci_onnx.github.context import GitHubContext
 from ci_onnx.report import limits
@@ -87,8 +87,18 @@ def publish(
         try:
             comment = upsert(client, repo, ctx.pr_number, body, mark)
             info(f"{comment.action} the report comment: {comment.url}")
+            if comment.left_duplicates:
+                warn(
+                    f"pull request #{ctx.pr_number} holds {comment.left_duplicates} older copy(ies) of the "
+                    "report comment that GitHub did not let onnx-gate delete; the next report removes them"
+                )
         except Forbidden:
             warn(FORK_HELP.format(what=f"comment on pull request #{ctx.pr_number}"))
+        except Ambiguous as exc:
+            warn(
+                f"the report comment on pull request #{ctx.pr_number} may or may not have been posted "
+                f"(GitHub failed to confirm it: {exc.message}); the next report finds it and edits it"
+            )
         except GitHubError as exc:
             warn(f"could not comment on pull request #{ctx.pr_number}: {exc.message}")
     else:
@@ -111,10 +121,16 @@ def publish(
                     annotations=attempt_notes,
                     details_url=ctx.run_url,
                 )
-                info(f"check run {check_name!r}: {check.url}")
+                info(f"check run {check_name!r} {check.action}: {check.url}")
                 break
             except Forbidden:
                 status = _status(view, ctx, client, check_name, info, warn)
+                break
+            except Ambiguous as exc:
+                warn(
+                    f"the check run {check_name!r} may or may not have been created (GitHub failed to "
+                    f"confirm it: {exc.message}); a re-run of this job finds it and updates it"
+                )
                 break
             except GitHubError as exc:
                 if exc.status == 422 and attempt_notes:  # GitHub refused an annotation: keep the check

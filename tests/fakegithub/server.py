@@ -13,7 +13,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,7 +30,11 @@ ACTIONS_BOT = "github-actions[bot]"
 
 @dataclasses.dataclass
 class Fault:
-    """Answer the next ``times`` requests matching ``method`` and ``path`` (a regex) with this."""
+    """Answer the next ``times`` requests matching ``method`` and ``path`` (a regex) with this.
+
+    ``after``: GitHub acts on the request first, then the answer is lost (a 502 from a proxy: the
+    ambiguous failure). ``delay_s``: answer this late (slow replies, client timeouts). ``html``: send this
+    body as text/html instead of JSON. ``reset``: close the connection without an answer."""
 
     method: str
     path: str
@@ -36,6 +42,10 @@ class Fault:
     headers: dict[str, str] = dataclasses.field(default_factory=dict)
     body: dict[str, Any] = dataclasses.field(default_factory=dict)
     times: int = 1
+    after: bool = False
+    delay_s: float = 0.0
+    html: str = ""
+    reset: bool = False
 
 
 @dataclasses.dataclass
@@ -124,6 +134,13 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
+    def _send_raw(self, status: int, payload: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
     def _handle(self, method: str) -> None:
         state = self.server.state
         url = urlsplit(self.path)
@@ -160,8 +177,20 @@ class Handler(BaseHTTPRequestHandler):
                 fault.times -= 1
                 if fault.times <= 0:
                     state.faults.remove(fault)
+        if fault and fault.after:
+            self.server.route(op.id, url.path, query, body)  # GitHub did it; the answer is lost
         if fault:
             rec.status = fault.status
+            if fault.delay_s:
+                time.sleep(fault.delay_s)
+            if fault.reset:
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return None
+            if fault.html:
+                return self._send_raw(fault.status, fault.html.encode(), "text/html; charset=utf-8")
+            if fault.status < 300 and fault.after:
+                return self._send(fault.status, None, fault.headers)
             return self._send(
                 fault.status, fault.body or {"message": f"fake fault {fault.status}"}, fault.headers
             )
@@ -220,6 +249,8 @@ class FakeGitHub(ThreadingHTTPServer):
                     return 204, None, {}
                 found["body"] = body["body"]
                 return 200, self._comment(found), {}
+            if op == "checks/list-for-ref":
+                return self._list_check_runs(parts[4], query)
             if op in ("checks/create", "checks/update"):
                 if s.checks_forbidden:
                     return forbidden
@@ -337,6 +368,47 @@ class FakeGitHub(ThreadingHTTPServer):
             headers["Link"] = f'<{nxt}>; rel="next"'
         return 200, [self._comment(c) for c in chunk], headers
 
+    def _shaped_run(self, rid: int, op: str, status: str) -> dict[str, Any]:
+        s = self.state
+        run = s.check_runs[rid]
+        schema = self._schema(op, status)
+        if op == "checks/list-for-ref":
+            schema = schema["properties"]["check_runs"]["items"]
+        out_schema = schema["properties"]["output"]
+        return spec.example(
+            schema,
+            {
+                "id": rid,
+                "name": run["name"],
+                "head_sha": run.get("head_sha", "0" * 40),
+                "external_id": run.get("external_id"),
+                "status": run.get("status", "queued"),
+                "conclusion": run.get("conclusion"),
+                "html_url": f"https://github.com/{self.repo}/runs/{rid}",
+                "output": spec.example(
+                    out_schema,
+                    {
+                        "title": run.get("output", {}).get("title"),
+                        "summary": run.get("output", {}).get("summary"),
+                        "text": None,
+                        "annotations_count": len(s.annotations[rid]),
+                    },
+                ),
+            },
+        )
+
+    def _list_check_runs(self, sha: str, query: dict[str, str]) -> tuple[int, Any, dict[str, str]]:
+        s = self.state
+        if s.checks_forbidden:
+            return 403, {"message": "Resource not accessible by integration"}, {}
+        ids = [
+            rid
+            for rid, run in sorted(s.check_runs.items())
+            if run.get("head_sha") == sha and query.get("check_name", run["name"]) == run["name"]
+        ]
+        runs = [self._shaped_run(rid, "checks/list-for-ref", "200") for rid in ids]
+        return 200, {"total_count": len(runs), "check_runs": runs}, {}
+
     def _check_run(self, op: str, parts: list[str], body: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
         s = self.state
         if op == "checks/create":
@@ -352,29 +424,7 @@ class FakeGitHub(ThreadingHTTPServer):
         s.annotations[rid].extend(output.get("annotations", []))
         if output:
             s.check_runs[rid]["output"] = {k: v for k, v in output.items() if k != "annotations"}
-        run = s.check_runs[rid]
-        schema = self._schema(op, "201" if op == "checks/create" else "200")
-        out_schema = schema["properties"]["output"]
-        shaped = spec.example(
-            schema,
-            {
-                "id": rid,
-                "name": run["name"],
-                "head_sha": run.get("head_sha", "0" * 40),
-                "status": run.get("status", "queued"),
-                "conclusion": run.get("conclusion"),
-                "html_url": f"https://github.com/{self.repo}/runs/{rid}",
-                "output": spec.example(
-                    out_schema,
-                    {
-                        "title": run.get("output", {}).get("title"),
-                        "summary": run.get("output", {}).get("summary"),
-                        "text": None,
-                        "annotations_count": len(s.annotations[rid]),
-                    },
-                ),
-            },
-        )
+        shaped = self._shaped_run(rid, op, "201" if op == "checks/create" else "200")
         return (201 if op == "checks/create" else 200), shaped, {}
 
 

@@ -23,6 +23,7 @@ OPERATIONS = (
     "issues/delete-comment",
     "checks/create",
     "checks/update",
+    "checks/list-for-ref",
     "repos/create-commit-status",
     # the nightly tracking issue
     "issues/list-for-repo",

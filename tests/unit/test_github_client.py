@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ci_onnx.github.client import Client, Forbidden, GitHubError, RateLimited, RetryPolicy
+from ci_onnx.github.client import Ambiguous, Client, Forbidden, GitHubError, RateLimited, RetryPolicy
 from tests.fakegithub import server
 from tests.fakegithub.server import FakeGitHub, Fault
 
@@ -31,17 +31,32 @@ def client(gh: FakeGitHub, sleeps: list[float]) -> Client:
 
 
 def test_a_500_is_retried_with_backoff(gh: FakeGitHub, client: Client, sleeps: list[float]) -> None:
-    gh.state.faults.append(Fault("POST", "/comments$", 500, times=2))
-    r = client.request("POST", COMMENTS, json={"body": "hi"})
-    assert r.status == 201 and sleeps == [0.5, 1.0]
-    assert [q.status for q in gh.state.requests] == [500, 500, 201]
+    created = client.request("POST", COMMENTS, json={"body": "hi"}).data
+    gh.state.faults.append(Fault("PATCH", "/comments/", 500, times=2))
+    r = client.request("PATCH", f"/repos/acme/digits/issues/comments/{created['id']}", json={"body": "ho"})
+    assert r.status == 200 and sleeps == [0.5, 1.0]
+    assert [q.status for q in gh.state.requests] == [201, 500, 500, 200]
 
 
 def test_5xx_until_the_last_attempt_is_an_error(gh: FakeGitHub, client: Client) -> None:
-    gh.state.faults.append(Fault("POST", "/comments$", 502, times=5))
-    with pytest.raises(GitHubError, match="502 to POST /repos/acme/digits/issues/7/comments"):
-        client.request("POST", COMMENTS, json={"body": "hi"})
+    gh.state.faults.append(Fault("GET", "/comments$", 502, times=5))
+    with pytest.raises(GitHubError, match="502 to GET /repos/acme/digits/issues/7/comments"):
+        client.request("GET", COMMENTS)
     assert len(gh.state.requests) == 3
+
+
+def test_a_post_that_failed_ambiguously_is_not_retried(gh: FakeGitHub, client: Client) -> None:
+    """GitHub may have acted on it: the caller must look before posting again."""
+    gh.state.faults.append(Fault("POST", "/comments$", 502, after=True))
+    with pytest.raises(Ambiguous, match="502 to POST"):
+        client.request("POST", COMMENTS, json={"body": "hi"})
+    assert len(gh.state.requests) == 1 and len(gh.state.comments) == 1
+
+
+def test_a_200_with_an_html_body_is_a_clear_error(gh: FakeGitHub, client: Client) -> None:
+    gh.state.faults.append(Fault("GET", "/comments$", 200, html="<html>Unicorn!</html>"))
+    with pytest.raises(GitHubError, match="not JSON \\(text/html\\)"):
+        client.request("GET", COMMENTS)
 
 
 def test_a_rate_limit_403_waits_for_retry_after(gh: FakeGitHub, client: Client, sleeps: list[float]) -> None:
@@ -131,9 +146,9 @@ def test_pagination_is_bounded(gh: FakeGitHub, client: Client) -> None:
 def test_the_token_is_never_in_errors_or_repr(gh: FakeGitHub, sleeps: list[float]) -> None:
     logged: list[str] = []
     c = Client(server.TOKEN, gh.url, sleep=sleeps.append, log=logged.append)
-    gh.state.faults.append(Fault("POST", "/comments$", 500, times=9))
+    gh.state.faults.append(Fault("GET", "/comments$", 500, times=9))
     with pytest.raises(GitHubError) as info:
-        c.request("POST", COMMENTS, json={"body": "x"})
+        c.request("GET", COMMENTS)
     assert server.TOKEN not in f"{info.value} {c!r} {' '.join(logged)}"
     assert logged  # the retries were logged, without the token
 

@@ -50,10 +50,13 @@ def ours(client: Client, repo: Repo, number: int, marker: str, login: str) -> li
         if isinstance(c, dict)
         and isinstance(c.get("id"), int)
         and marker in str(c.get("body") or "")
-        and str((c.get("user") if isinstance(c.get("user"), dict) else {}).get("login") or "").lower()
-        == login.lower()
+        and _login(c.get("user")).lower() == login.lower()
     ]
     return sorted(found, key=lambda c: int(c["id"]))
+
+
+def _login(user: Any) -> str:
+    return str(user.get("login") or "") if isinstance(user, dict) else ""
 
 
 def _delete(client: Client, repo: Repo, comment_id: int) -> bool | None:

@@ -93,8 +93,13 @@ def plan(config_path: Path, only: Sequence[str], fmt: str, out: Path | None) -> 
     index = PipIndex(extra_index_urls=[cfg.targets.nightly_index] if cfg.targets.nightly_index else [])
     the_plan = planning.select(planning.expand(cfg, index), only)
     if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(planning.to_json(the_plan))
+        from ci_onnx.errors import UsageError
+
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(planning.to_json(the_plan))
+        except OSError as exc:
+            raise UsageError(f"--out {out}: cannot write the plan there ({exc.strerror or exc})") from None
     if fmt == "table":
         click.echo(planning.render_table(the_plan))
     elif fmt == "json":

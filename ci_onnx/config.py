@@ -134,6 +134,7 @@ def parse(text: str, path: Path) -> Config:
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     yaml = YAML(typ="rt")
+    _check_flow_depth(text, path)
     try:
         doc = yaml.load(io.StringIO(text.removeprefix("\ufeff")))
     except MarkedYAMLError as exc:
@@ -153,6 +154,23 @@ def parse(text: str, path: Path) -> Config:
         raise ConfigError(
             f"{path}: cannot be read as an onnx-gate config ({type(exc).__name__}: {_one_line(str(exc))})"
         ) from None
+
+
+def _check_flow_depth(text: str, path: Path) -> None:
+    """Refuse ``[[[[…`` before the YAML parser sees it (it takes seconds on ten thousand levels)."""
+    depth, quote = 0, ""
+    for n, ch in enumerate(text):
+        if quote:
+            quote = "" if ch in (quote, "\n") else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = text.count("\n", 0, n) + 1
+                raise ConfigError(f"{path}:{line}: nested deeper than {MAX_DEPTH} levels")
+        elif ch in "]}":
+            depth = max(0, depth - 1)
 
 
 def _one_line(text: str | None) -> str:
@@ -188,7 +206,7 @@ class _Plainer:
         if isinstance(node, dict):
             out = {}
             for k, v in node.items():
-                if isinstance(k, (dict, list, tuple, set)) or k is None:
+                if isinstance(k, bool) or not isinstance(k, (str, int, float)):
                     raise self._fail(keys, f"a key must be a plain name, not {type(k).__name__} {k!r:.60}")
                 out[str(k)] = self._plain(v, [*keys, str(k)])
             return out

@@ -119,7 +119,7 @@ def report(
                 "report": str(report_file),
             },
         )
-    for problem in collection.problems[:20]:
+    for problem in [*collection.problems, *(junit.parse_errors if junit else ())][:20]:
         click.echo(f"  💥 {problem}")
     for f in the_view.failures[:20]:
         click.echo(f"  {f.icon} {f.target}: {f.reason}")

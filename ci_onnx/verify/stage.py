@@ -153,8 +153,8 @@ def _run_and_judge(
         )
         return judge.result(target, manifest, [*judge.export_checks(manifest), check])
     try:
-        obs = serde.from_json(Observation, json.loads(observation.read_text()))
-    except (ValueError, TypeError, KeyError) as exc:
+        obs = serde.from_json(Observation, json.loads(observation.read_bytes()))
+    except (OSError, ValueError, TypeError, KeyError, RecursionError) as exc:
         check = CheckResult(
             "runner", Status.ERROR, f"the runner wrote an unreadable observation.json ({exc})"
         )
@@ -164,7 +164,7 @@ def _run_and_judge(
             for rel in files.values():
                 confined(obs_dir, rel, "observed output")
         return judge.judge(target, manifest, obs, bundle_dir, obs_dir, options, expected)
-    except (BundleError, OSError, ValueError, KeyError, IndexError) as exc:  # a bad .pb, a missing file
+    except (BundleError, OSError, ValueError, KeyError, IndexError, OverflowError) as exc:  # a bad .pb
         check = CheckResult(
             "runner",
             Status.ERROR,

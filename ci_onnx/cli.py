@@ -23,6 +23,7 @@ from ci_onnx.commands.options import (
     EXIT_INTERNAL,
     EXIT_PASS,
     config_option,
+    finite,
     only_option,
     out_dir_option,
 )
@@ -176,7 +177,11 @@ def export(config_path: Path, only: Sequence[str], out: Path) -> None:
     help="The interpreter of the environment to verify in (default: this one).",
 )
 @click.option(
-    "--timeout", "timeout_s", type=click.FloatRange(min=1), help="Seconds before the runner is stopped."
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=1, max=604_800),
+    callback=finite,
+    help="Seconds before the runner is stopped (at most a week).",
 )
 def verify(
     bundle_dir: Path,

@@ -11,6 +11,7 @@ factory) and third-party runtimes; no token of any name reaches them.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import signal
 import subprocess
@@ -113,6 +114,10 @@ def run(
 
     ``env`` (default: this process's) is filtered through :func:`child_environment`."""
     argv = tuple(os.fspath(a) for a in args)
+    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT_S):
+        raise EnvironmentProblem(
+            f"{what or argv[0]}: a timeout of {timeout!r} s is not between 0 and {MAX_TIMEOUT_S:.0f} s"
+        )
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -141,6 +146,7 @@ def run(
     return done
 
 
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
 DRAIN_S = 2.0
 """After a kill, how long to wait for the pipes: a grandchild that left the process group (setsid)
 and holds them must not keep the caller waiting past its timeout."""

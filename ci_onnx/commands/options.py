@@ -67,3 +67,12 @@ def plan_option(help: str, *, required: bool = False) -> Any:
     return click.option(
         "--plan", "plan_path", type=click.Path(path_type=Path, dir_okay=False), required=required, help=help
     )
+
+
+def finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """A click callback: NaN passes every range check, so refuse it (and infinities) by name."""
+    import math
+
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a finite number of seconds", ctx=ctx, param=param)
+    return value

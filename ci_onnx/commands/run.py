@@ -25,7 +25,7 @@ from ci_onnx.errors import EnvironmentProblem
 @only_option
 @out_dir_option("Writes bundles/, results/, junit/, plan.json and report.md here.")
 @click.option(
-    "--jobs", "-j", type=click.IntRange(min=1), help="Targets verified at once (default: the cores)."
+    "--jobs", "-j", type=click.IntRange(min=1, max=256), help="Targets verified at once (default: the cores)."
 )
 @click.option(
     "--cache-dir",

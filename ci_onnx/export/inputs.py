@@ -78,8 +78,11 @@ def load_samples(path: Path, specs: Sequence[TensorSpec], key: str = "model.samp
         raise ConfigError(
             f"{key}: {path} does not exist; give the path of an .npz relative to the config"
         ) from None
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{key}: {path} is not a readable .npz ({exc})") from None
+    except Exception as exc:  # a truncated or forged file: BadZipFile, EOFError, zlib.error, …
+        text = " ".join(str(exc).split())[:200] or type(exc).__name__
+        raise ConfigError(
+            f"{key}: {path} is not a readable .npz ({text}); save it with numpy.savez"
+        ) from None
     out: Arrays = {}
     counts = set()
     for spec in specs:
@@ -95,10 +98,11 @@ def load_samples(path: Path, specs: Sequence[TensorSpec], key: str = "model.samp
                 f"model.inputs.{spec.name} declares {list(spec.shape)}"
             )
         want = np.dtype(spec.dtype)
-        if arr.dtype != want and not np.can_cast(arr.dtype, want, casting="same_kind"):
+        same_kind = arr.dtype.kind == want.kind or {arr.dtype.kind, want.kind} <= {"i", "u"}
+        if arr.dtype != want and not (same_kind and np.can_cast(arr.dtype, want, casting="same_kind")):
             raise ConfigError(
                 f"{key}: array {spec.name!r} in {path.name} is {arr.dtype}, but model.inputs.{spec.name} "
-                f"declares {spec.dtype}"
+                f"declares {spec.dtype}; save the samples as {spec.dtype}"
             )
         out[spec.name] = arr.astype(want, copy=False)
         if batch_axis(spec):

@@ -329,6 +329,36 @@ def cli_cases() -> list[Case]:
             USAGE,
             ("none", "export"),
         ),
+        *(
+            Case(
+                f"cli/verify-timeout-{name}",
+                ("verify", "--bundle", "{d}", "--target", "ort1.20.1-cpu-op17-dynamo", "--timeout", value),
+                files,
+                USAGE,
+                ("--timeout",),
+            )
+            for name, value in (
+                ("inf", "inf"),
+                ("nan", "nan"),
+                ("1e999", "1e999"),
+                ("zero", "0"),
+                ("huge", "1e300"),
+            )
+        ),
+        Case(
+            "cli/run-jobs-zero",
+            ("run", "--config", f"{{d}}/{CONFIG}", "--jobs", "0"),
+            files,
+            USAGE,
+            ("--jobs",),
+        ),
+        Case(
+            "cli/run-jobs-huge",
+            ("run", "--config", f"{{d}}/{CONFIG}", "--jobs", "99999"),
+            files,
+            USAGE,
+            ("--jobs",),
+        ),
         Case(
             "cli/verify-no-python",
             ("verify", "--bundle", "{d}", "--target", "ort1.20.1-cpu-op17-dynamo", "--python", "{d}/py"),

@@ -101,7 +101,11 @@ def export_one(cfg: Config, job: Job, bundle_dir: Path) -> Outcome:
     ]  # fmt: skip
     done = proc.run(args, timeout=cfg.export.timeout_s, what=f"export {job.key}")
     if done.returncode == ConfigError.exit_code and not done.timed_out:
-        raise ConfigError(proc.last_line(done.stderr).removeprefix("onnx-gate: error: "))
+        raise ConfigError(
+            proc.last_line(done.stderr).removeprefix("onnx-gate: error: ")
+            or f"export {job.key}: the export process exited {done.returncode} without a message "
+            "(does model.factory call sys.exit or os._exit?)"
+        )
     if not done.ok:
         why = done.describe_failure()
         if done.timed_out:

@@ -26,7 +26,7 @@ def test_a_truncated_npz_is_a_config_error(tmp_path: Path, keep: float) -> None:
     path = _npz(tmp_path, x=np.zeros((4, 8), np.float32))
     raw = path.read_bytes()
     path.write_bytes(raw[: int(len(raw) * keep) if isinstance(keep, float) else keep])
-    with pytest.raises(ConfigError, match="model.samples: .*samples.npz is not a readable .npz"):
+    with pytest.raises(ConfigError, match=r"model\.samples: .*samples\.npz is not a readable \.npz"):
         load_samples(path, SPEC)
 
 
@@ -44,7 +44,7 @@ def test_a_forged_npz_is_a_config_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8, np.bool_, np.complex64])
 def test_samples_of_another_kind_are_refused_not_cast(tmp_path: Path, dtype: type) -> None:
     path = _npz(tmp_path, x=np.ones((4, 8), dtype))
-    with pytest.raises(ConfigError, match="model.inputs.x declares float32"):
+    with pytest.raises(ConfigError, match=r"model\.inputs\.x declares float32"):
         load_samples(path, SPEC)
 
 

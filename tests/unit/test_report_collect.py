@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ci_onnx import serde
 from ci_onnx.errors import UsageError
 from ci_onnx.report.collect import Outcome, collect, merge
 from ci_onnx.results import write_result
@@ -94,3 +95,40 @@ def test_with_a_plan_a_results_directory_that_never_arrived_is_reported_not_refu
     assert {e.outcome.value for e in collection.entries} == {"missing", "expected"}
     with pytest.raises(UsageError, match="no such file or directory"):
         collect([tmp_path / "collected"], None)
+
+
+@pytest.mark.parametrize("planned", [True, False])
+def test_a_truncated_result_blocks_with_or_without_a_plan(tmp_path: Path, planned: bool) -> None:
+    """The failing target must not vanish: its unreadable file is a problem listed by name."""
+    plan, results = scenarios.all_passing()
+    write_artifacts(tmp_path, results[1:])
+    text = serde.dumps(results[0])
+    (tmp_path / "cut.json").write_text(text[: len(text) // 2])
+    got = collect([tmp_path], plan if planned else None)
+    assert len(got.problems) == 1 and "cut.json" in got.problems[0] and "not valid JSON" in got.problems[0]
+
+
+@pytest.mark.parametrize("version", [99, 0, "1", None])
+def test_an_unknown_schema_version_is_a_problem(tmp_path: Path, version: object) -> None:
+    _, results = scenarios.all_passing()
+    write_artifacts(tmp_path, results[:1])
+    path = next(tmp_path.rglob("*.json"))
+    data = json.loads(path.read_text())
+    data["schema_version"] = version
+    path.write_text(json.dumps(data))
+    got = collect([tmp_path])
+    assert len(got.problems) == 1 and "schema_version" in got.problems[0] and not got.entries
+
+
+def test_two_results_that_disagree_are_a_problem_and_the_worse_shows(tmp_path: Path) -> None:
+    from ci_onnx.target import Status
+
+    _, results = scenarios.all_passing()
+    first = results[0]
+    failing = dataclasses.replace(first, status=Status.FAILED, summary="older, failing", started_at="1")
+    passing = dataclasses.replace(first, started_at="2")
+    write_result(tmp_path / "a", failing)
+    write_result(tmp_path / "b", passing)
+    got = collect([tmp_path])
+    assert len(got.problems) == 1 and "disagree" in got.problems[0]
+    assert got.entries[0].outcome is Outcome.FAILED

@@ -198,7 +198,7 @@ def reference_outputs(
     """The PyTorch outputs on ``feeds`` (eval mode, no grad), by declared output name; 0-d stays 0-d."""
     import torch
 
-    leaves = {s.name: torch.from_numpy(np.ascontiguousarray(feeds[s.name])) for s in specs}
+    leaves = {s.name: torch.from_numpy(np.asarray(feeds[s.name], order="C")) for s in specs}
     with torch.no_grad():
         result = binding.call(model, leaves)
     tensors = signature.flatten(result)

@@ -50,7 +50,7 @@ def write_set(bundle_dir: Path, index: int, inputs: Arrays, outputs: Arrays) -> 
     target.mkdir(parents=True, exist_ok=True)
     for kind, arrays in (("input", inputs), ("output", outputs)):
         for i, (name, arr) in enumerate(arrays.items()):
-            tensor = numpy_helper.from_array(np.ascontiguousarray(arr), name=name)
+            tensor = numpy_helper.from_array(np.asarray(arr, order="C"), name=name)  # 0-d stays 0-d
             (target / f"{kind}_{i}.pb").write_bytes(tensor.SerializeToString())
     return directory
 

@@ -216,12 +216,55 @@ CORPUS: tuple[Entry, ...] = (
     ),
 )
 
-EXPECTED: dict[tuple[str, str, int], tuple[str, ...]] = {}
+_SPLIT_18 = (
+    "dynamo builds at opset 18 and down-converts; the converted graph keeps Split's `num_outputs` "
+    "attribute, which only exists from opset 18, so the file claims 17 but is invalid there. Checked by "
+    "hand: onnx.checker rejects it and onnxruntime 1.32 refuses to load it (INVALID_GRAPH, node Split)."
+)
+_STAYS_18 = (
+    "dynamo could not down-convert from 18 (it logs that it tries, and keeps 18 when it fails), so the "
+    "file is at opset 18 while 17 was asked for: a runtime that loads at most 17 would reject it. Checked "
+    "by hand: the file's default-domain opset_import is 18."
+)
+_LSTM_SHAPE = (
+    "dynamo's LSTM translation writes the output type as [batch, 7, 5]: the sequence axis the example had "
+    "is frozen into the file's declared output shape, though the input axis is symbolic. Checked by hand: "
+    "onnxruntime computes the right values at lengths 1, 5 and 12 (max abs 5e-8 from torch) but warns "
+    "'Expected shape from model of {-1,7,5} does not match actual shape'; a consumer that allocates "
+    "outputs from the declared shape (IOBinding, TensorRT) breaks. TorchScript writes [batch, seq, 5]."
+)
+
+EXPECTED: dict[tuple[str, str, int], tuple[str, ...]] = {
+    ("gpt2", "dynamo", 17): ("checker", "reference-parity"),
+    ("gpt2_past", "dynamo", 17): ("checker", "reference-parity"),
+    ("scalar", "dynamo", 17): ("checker", "reference-parity"),
+    ("t5", "dynamo", 17): ("opset",),
+    ("multi_rank", "dynamo", 17): ("opset",),
+    ("lstm", "dynamo", 17): ("dynamic-axes",),
+    ("lstm", "dynamo", 18): ("dynamic-axes",),
+}
 """(model, exporter, opset) → the checks that fail, for the cells that fail for a true reason.
 
 Every other cell must pass. Each failing cell is explained in REASONS and was checked by hand."""
 
-REASONS: dict[tuple[str, str, int], str] = {}
+REASONS: dict[tuple[str, str, int], str] = {
+    ("gpt2", "dynamo", 17): _SPLIT_18,
+    ("gpt2_past", "dynamo", 17): _SPLIT_18,
+    ("scalar", "dynamo", 17): (
+        "dynamo's down-conversion to 17 keeps ReduceMean's `noop_with_empty_axes` attribute (opset 18 "
+        "only) on the 0-d mean. Checked by hand: onnx.checker rejects it and onnxruntime 1.32 refuses it "
+        "(INVALID_GRAPH, node ReduceMean)."
+    ),
+    ("t5", "dynamo", 17): _STAYS_18,
+    ("multi_rank", "dynamo", 17): _STAYS_18,
+    ("lstm", "dynamo", 17): _LSTM_SHAPE,
+    ("lstm", "dynamo", 18): _LSTM_SHAPE,
+}
+
+RUNNER_0D = "zero-dimensional arrays cannot be concatenated"
+"""The verify runner's batch check still concatenates a 0-d output (the runner side of 0-d shapes is
+fixed with the ONNX-only types work); a cell failing only on this is a false fail of the gate, counted
+as one in the table, and the e2e test marks it as an expected failure until that fix lands."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,6 +278,9 @@ class Cell:
     export_s: float
     verify_s: float
     message: str = ""
+    bundle: str = ""
+    suspects: tuple[str, ...] = ()
+    """control-flow's warnings: branches the trace warned about that no probe showed to diverge."""
 
     @property
     def failed(self) -> tuple[str, ...]:
@@ -300,6 +346,8 @@ def run_entry(
                 (done.stderr.strip().splitlines() or [""])[-1],
             )
         first = outcome.failed[0].message if outcome.failed else summary
+        flow = next(f for f in outcome.manifest.findings if f.name == "control-flow")
+        suspects = flow.warnings if flow.status.value == "passed" else ()
         cells.append(
             Cell(
                 entry.name,
@@ -311,6 +359,8 @@ def run_entry(
                 outcome.seconds,
                 verify_s,
                 first[:400],
+                str(outcome.directory),
+                suspects,
             )
         )
     return cells
@@ -329,13 +379,13 @@ def table(cells: Sequence[Cell], seconds: float) -> str:
         "verify on the onnxruntime of the same interpreter, CPU). A cell fails only for the reason written",
         "under the table; any other failure is a false fail of the gate.",
         "",
-        "| model | exporter | opset | verdict | failed checks | export s | verify s |",
-        "|---|---|---|---|---|---|---|",
+        "| model | exporter | opset | verdict | failed checks | suspect branches (warned) | export s | verify s |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for c in cells:
         lines.append(
             f"| {c.model} | {c.exporter} | {c.opset} | {c.verdict} | {', '.join(c.failed) or '–'} | "
-            f"{c.export_s:.1f} | {c.verify_s:.1f} |"
+            f"{len(c.suspects) or '–'} | {c.export_s:.1f} | {c.verify_s:.1f} |"
         )
     wrong = false_fails(cells)
     lines += ["", f"{len(cells)} cells, {sum(c.verdict == 'pass' for c in cells)} pass, "

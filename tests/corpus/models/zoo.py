@@ -136,15 +136,16 @@ class AudioEncoder(nn.Module):
 
 def whisper() -> nn.Module:
     """A Whisper-like audio encoder: log-mel features (fixed length) in, hidden states out."""
-    from transformers import WhisperConfig, WhisperModel
+    from transformers import WhisperConfig
+    from transformers.models.whisper.modeling_whisper import WhisperEncoder
 
     _seeded()
     cfg = WhisperConfig(
-        num_mel_bins=16, d_model=32, encoder_layers=2, encoder_attention_heads=2, decoder_layers=1,
-        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_source_positions=32,
-        max_target_positions=32, vocab_size=100,
+        num_mel_bins=16, d_model=32, encoder_layers=2, encoder_attention_heads=2, encoder_ffn_dim=64,
+        max_source_positions=32, vocab_size=100, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+        decoder_start_token_id=0,
     )  # fmt: skip
-    return AudioEncoder(WhisperModel(cfg).get_encoder())
+    return AudioEncoder(WhisperEncoder(cfg))
 
 
 def _example(name: str) -> Any:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ci_onnx.bundle import MODEL, Finding, Manifest, TensorSpec, TestDataSet
 from ci_onnx.config import Config
-from ci_onnx.export import checks, factory, inputs, parity, torch_export, writer
+from ci_onnx.export import checks, control_flow, factory, inputs, parity, signature, torch_export, writer
 from ci_onnx.target import Status
 
 NO_MODEL = "not run: the export produced no model"
@@ -28,6 +28,7 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
     specs = m.inputs
     samples = inputs.load_samples(cfg.resolve(m.samples), specs) if m.samples else None
     model = factory.build_model(m.factory, cfg.root)
+    binding = signature.bind(model.forward, [s.name for s in specs])
     writer.fresh_dir(bundle_dir)
     batch_dynamic = any("0" in m.dynamic_axes.get(s.name, {}) for s in specs if inputs.batch_axis(s))
     example_batch = inputs.EXAMPLE_BATCH if batch_dynamic else min(cfg.verify.batch_sizes)
@@ -42,8 +43,9 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
         inputs=specs,
         outputs=m.outputs,
         dynamic_axes=m.dynamic_axes,
+        binding=binding,
     )
-    findings = [export_finding(outcome, exporter, opset), control_flow_finding(outcome, exporter)]
+    findings = [export_finding(outcome, exporter, opset, binding), control_flow_finding(outcome, exporter)]
     if not outcome.ok:
         for leftover in bundle_dir.glob(f"{MODEL}*"):
             leftover.unlink()
@@ -75,12 +77,24 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
             continue
         count = inputs.count_of(feeds, specs)
         try:
-            refs = reference_outputs(model, feeds, specs, m.outputs)
+            refs = reference_outputs(model, binding, feeds, specs, m.outputs)
         except Exception as exc:  # the model itself fails on these inputs: say so, keep the bundle
             torch_failed = f"torch failed on the {kind} inputs ({count} stacked): {type(exc).__name__}: {exc}"
             break
         directory = writer.write_set(bundle_dir, index, feeds, refs)
         data.append((directory, TestDataSet(directory, kind, count), feeds, refs))
+    if outcome.frozen_branches:
+        candidates = control_flow.probes(specs, m.dynamic_axes, example_batch, m.dim_sizes, cfg.verify.seed)
+        findings.append(
+            control_flow.differential(
+                path,
+                outcome.frozen_branches,
+                lambda feeds: reference_outputs(model, binding, feeds, specs, m.outputs),
+                candidates,
+                cfg.verify.tolerance,
+                cfg.verify.tolerance_per_output,
+            )
+        )
     if torch_failed:
         findings.append(Finding("reference-parity", Status.FAILED, torch_failed.splitlines()[0][:500]))
     else:
@@ -107,16 +121,22 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
     )
 
 
-def export_finding(outcome: torch_export.ExportOutcome, exporter: str, opset: int) -> Finding:
+def export_finding(
+    outcome: torch_export.ExportOutcome, exporter: str, opset: int, binding: signature.Binding | None = None
+) -> Finding:
     figures: dict[str, Any] = {
         "seconds": round(outcome.duration_s, 2),
         "external_data": outcome.external_data,
     }
+    call = ""
+    if binding is not None:
+        figures["call"] = binding.describe()
+        call = "" if binding.obvious else f"; inputs bound as {binding.describe()}"
     if outcome.ok:
         return Finding(
             "export",
             Status.PASSED,
-            f"exported with {exporter} at opset {opset} in {outcome.duration_s:.1f} s",
+            f"exported with {exporter} at opset {opset} in {outcome.duration_s:.1f} s{call}",
             figures,
             outcome.warnings,
         )
@@ -150,16 +170,14 @@ def control_flow_finding(outcome: torch_export.ExportOutcome, exporter: str) -> 
             f"a Python branch on a tensor value cannot be exported by dynamo: {outcome.error}; use "
             "torch.where or torch.cond, or branch on shapes only",
         )
-    if outcome.frozen_branches:
+    if outcome.frozen_branches and outcome.ok:
         return Finding(
             "control-flow",
-            Status.FAILED,
-            "the trace converted a tensor to a Python value, so the graph always takes the branch the "
-            f"example took: {'; '.join(outcome.frozen_branches[:3])}; use torch.where or torch.cond, or "
-            "the dynamo exporter",
-            {"warnings": len(outcome.frozen_branches)},
+            Status.SKIPPED,
+            "not judged: the differential run of the suspect branches did not happen",
+            {},
             outcome.frozen_branches,
-        )
+        )  # replaced by control_flow.differential once the file is written and checked
     if not outcome.ok:
         return Finding("control-flow", Status.SKIPPED, "not judged: the export failed for another reason")
     how = (
@@ -171,30 +189,20 @@ def control_flow_finding(outcome: torch_export.ExportOutcome, exporter: str) -> 
 
 
 def reference_outputs(
-    model: Any, feeds: dict[str, Any], specs: Sequence[TensorSpec], names: Sequence[str]
+    model: Any,
+    binding: signature.Binding,
+    feeds: dict[str, Any],
+    specs: Sequence[TensorSpec],
+    names: Sequence[str],
 ) -> dict[str, Any]:
-    """The PyTorch outputs on ``feeds`` (eval mode, no grad), by declared output name."""
+    """The PyTorch outputs on ``feeds`` (eval mode, no grad), by declared output name; 0-d stays 0-d."""
     import torch
 
+    leaves = {s.name: torch.from_numpy(np.asarray(feeds[s.name], order="C")) for s in specs}
     with torch.no_grad():
-        result = model(*[torch.from_numpy(np.ascontiguousarray(feeds[s.name])) for s in specs])
-    tensors = flatten(result)
+        result = binding.call(model, leaves)
+    tensors = signature.flatten(result)
     return {name: t.detach().cpu().numpy() for name, t in zip(names, tensors, strict=False)}
-
-
-def flatten(result: Any) -> list[Any]:
-    """Tensors in the order a model returned them: a tensor, tuples/lists, dicts, HF ModelOutput."""
-    import torch
-
-    if isinstance(result, torch.Tensor):
-        return [result]
-    if hasattr(result, "to_tuple"):
-        result = result.to_tuple()
-    if isinstance(result, dict):
-        result = list(result.values())
-    if isinstance(result, (list, tuple)):
-        return [t for item in result for t in flatten(item)]
-    return []
 
 
 def graph_outputs(proto: Any) -> tuple[TensorSpec, ...]:

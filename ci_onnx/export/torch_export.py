@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ci_onnx.bundle import TensorSpec
-from ci_onnx.export import errors
+from ci_onnx.export import errors, signature
 
 EXTERNAL_DATA_BYTES = 1_800_000_000
 """Above this the model cannot live in one protobuf file (2 GiB limit, with room for the graph)."""
@@ -39,6 +39,27 @@ class ExportOutcome:
     external_data: bool = False
 
 
+def flat_call(model: Any, binding: signature.Binding, names: Sequence[str]) -> Any:
+    """``model`` behind ``forward(*leaves) -> tuple of tensors``: the one structure both exporters see.
+
+    The leaves are the declared inputs in order; ``binding`` rebuilds the call ``model.forward`` expects
+    (keywords, defaults, nested tuples and dicts) and the result is flattened as the outputs are named.
+    """
+    import torch
+
+    class FlatCall(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, *leaves: Any) -> tuple[Any, ...]:
+            result = binding.call(self.model, dict(zip(names, leaves, strict=True)))
+            return tuple(signature.flatten(result))
+
+    # eval, like the model: the TorchScript exporter restores the wrapper's mode onto the whole tree
+    return FlatCall().eval()
+
+
 def export(
     model: Any,
     example: Sequence[Any],
@@ -49,12 +70,16 @@ def export(
     inputs: Sequence[TensorSpec],
     outputs: Sequence[str],
     dynamic_axes: Mapping[str, Mapping[str, str]],
+    binding: signature.Binding | None = None,
 ) -> ExportOutcome:
-    """Export ``model`` called on ``example`` (torch tensors, in input order) to ``path``."""
+    """Export ``model`` called on ``example`` (torch tensors, in declared input order) to ``path``."""
     import torch
 
     external = sum(p.numel() * p.element_size() for p in model.parameters()) > EXTERNAL_DATA_BYTES
     names = [s.name for s in inputs]
+    if binding is None:
+        binding = signature.bind(model.forward, names)
+    wrapped = flat_call(model, binding, names)
     start = time.monotonic()
     chatter = io.StringIO()
     logged = _LogRecorder()
@@ -78,7 +103,7 @@ def export(
                         "do_constant_folding": True,
                     }
                 torch.onnx.export(
-                    model,
+                    wrapped,
                     tuple(example),
                     str(path),
                     opset_version=opset,
@@ -114,8 +139,11 @@ def export(
 
 def dynamic_shapes(
     inputs: Sequence[TensorSpec], dynamic_axes: Mapping[str, Mapping[str, str]]
-) -> tuple[dict[int, Any] | None, ...]:
-    """dynamo's ``dynamic_shapes`` in input order; one ``Dim`` per symbolic name, shared across inputs."""
+) -> tuple[tuple[dict[int, Any] | None, ...]] | None:
+    """dynamo's ``dynamic_shapes`` for ``FlatCall.forward(*leaves)``: one entry, the tuple of leaves.
+
+    One ``Dim`` per symbolic name, shared across inputs; None when no axis is dynamic.
+    """
     import torch
 
     dims: dict[str, Any] = {}
@@ -126,7 +154,7 @@ def dynamic_shapes(
             out.append(None)
             continue
         out.append({int(a): dims.setdefault(n, torch.export.Dim(_identifier(n))) for a, n in axes.items()})
-    return tuple(out)
+    return (tuple(out),) if dims else None
 
 
 def _identifier(name: str) -> str:

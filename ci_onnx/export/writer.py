@@ -5,10 +5,13 @@ Importable without torch or onnx (the parent process writes the manifest of an e
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
+import math
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -47,7 +50,7 @@ def write_set(bundle_dir: Path, index: int, inputs: Arrays, outputs: Arrays) -> 
     target.mkdir(parents=True, exist_ok=True)
     for kind, arrays in (("input", inputs), ("output", outputs)):
         for i, (name, arr) in enumerate(arrays.items()):
-            tensor = numpy_helper.from_array(np.ascontiguousarray(arr), name=name)
+            tensor = numpy_helper.from_array(np.asarray(arr, order="C"), name=name)  # 0-d stays 0-d
             (target / f"{kind}_{i}.pb").write_bytes(tensor.SerializeToString())
     return directory
 
@@ -67,6 +70,25 @@ EXPORT_PACKAGES = ("torch", "onnx", "onnxruntime", "onnxscript")
 
 def skipped(name: str, reason: str) -> Finding:
     return Finding(name, Status.SKIPPED, reason)
+
+
+NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+"""How a non-finite figure is written: JSON has no NaN or Infinity, and a manifest must stay JSON."""
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with non-finite floats as strings and numpy scalars and arrays as plain Python."""
+    if isinstance(value, np.ndarray):
+        return json_safe(value.tolist())
+    if isinstance(value, np.generic):
+        return json_safe(value.item())
+    if isinstance(value, float):
+        return value if math.isfinite(value) else NON_FINITE[repr(value)]
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
 
 
 def complete(findings: Sequence[Finding], reason: str) -> tuple[Finding, ...]:
@@ -111,7 +133,7 @@ def write(
         decision=v.decision,
         batch_sizes=v.batch_sizes,
         test_data_sets=tuple(test_data_sets),
-        findings=tuple(findings),
+        findings=tuple(dataclasses.replace(f, figures=json_safe(f.figures)) for f in findings),
         node_count=node_count,
         op_histogram=dict(op_histogram or {}),
         versions=dict(package_versions or versions(*EXPORT_PACKAGES)),

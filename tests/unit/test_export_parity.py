@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -24,15 +25,39 @@ def _relu(tmp_path: Path, batch: int | str) -> Path:
     return path
 
 
-def test_compare_counts_elements_out_of_tolerance_and_nan() -> None:
-    ref = np.array([1.0, 100.0, 0.0], np.float32)
-    tol = Tolerance(atol=1e-4, rtol=1e-3)
-    assert parity.compare(ref.copy(), ref, tol)["out_of_tolerance"] == 0
-    within = parity.compare(np.array([1.0, 100.05, 0.0], np.float32), ref, tol)
-    assert within["out_of_tolerance"] == 0  # 0.05 <= 1e-4 + 1e-3 * 100
-    stats = parity.compare(np.array([1.0, 100.2, np.nan], np.float32), ref, tol)
-    assert stats["out_of_tolerance"] == 2  # 0.2 > 0.1001, and NaN never passes
-    assert parity.compare(np.zeros(2, np.float32), ref, tol)["shape_mismatch"] == 1
+def _one_set(x: np.ndarray, y: np.ndarray) -> list[tuple[str, dict[str, np.ndarray], dict[str, np.ndarray]]]:
+    return [("test_data_set_0", {"x": x}, {"y": y})]
+
+
+def test_nan_meets_nan_and_inf_meets_the_same_inf(tmp_path: Path) -> None:
+    path = _relu(tmp_path, "batch")
+    x = np.array([[np.nan, np.inf, 1.0], [-np.inf, 2.0, np.nan]], np.float32)
+    got = np.maximum(x, 0)  # what onnxruntime computes: NaN stays NaN, -inf becomes 0
+    ok = parity.reference_parity(path, _one_set(x, got), Tolerance(), {})
+    assert ok.status is Status.PASSED, ok.message
+    wrong = got.copy()
+    wrong[0, 1] = -np.inf  # +inf against -inf, and a NaN against a number
+    wrong[1, 2] = 0.0
+    bad = parity.reference_parity(path, _one_set(x, wrong), Tolerance(), {})
+    assert bad.status is Status.FAILED
+    assert "2 of 6 elements out of tolerance (2 NaN/Inf mismatches)" in bad.message
+
+
+def test_figures_of_a_shape_mismatch_and_infinities_stay_json(tmp_path: Path) -> None:
+    import json
+
+    from ci_onnx.export import writer
+
+    path = _relu(tmp_path, "batch")
+    x = np.ones((2, 3), np.float32)
+    f = parity.reference_parity(path, _one_set(x, np.ones((3, 2), np.float32)), Tolerance(), {})
+    assert f.status is Status.FAILED and "got shape [2, 3], the reference has [3, 2]" in f.message
+    safe = writer.json_safe(f.figures)
+    assert safe["test_data_set_0/y"]["max_abs"] == "NaN"
+    json.dumps(safe, allow_nan=False)
+    assert writer.json_safe({"a": (np.float32(np.inf), -math.inf, 1.5)}) == {
+        "a": ["Infinity", "-Infinity", 1.5]
+    }
 
 
 def test_parity_passes_then_fails_on_a_wrong_reference(tmp_path: Path) -> None:

@@ -6,9 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from ci_onnx import matrix, serde, tensorproto
+from ci_onnx import matrix, serde
 from ci_onnx.bundle import Manifest
 from ci_onnx.results import (
     SCHEMA_VERSION,
@@ -19,7 +17,7 @@ from ci_onnx.results import (
     TargetResult,
 )
 from ci_onnx.target import Status, Target
-from ci_onnx.verify import compare, serving
+from ci_onnx.verify import compare, decode, serving
 from ci_onnx.verify.options import VerifyOptions
 
 
@@ -123,8 +121,8 @@ def _provider(ep: str, obs: Observation) -> CheckResult:
     )
 
 
-def _load(path: Path) -> np.ndarray:
-    return tensorproto.load(path)[1]
+def _load(path: Path, type_str: str = "") -> Any:
+    return decode.load(path, type_str)
 
 
 def _parity(
@@ -144,9 +142,13 @@ def _parity(
             if rel is None:
                 problems.append(f"{ds.directory}: the model gave no output {spec.name!r}")
                 continue
-            p = compare.parity(
-                spec.name, _load(obs_dir / rel), _load(bundle_dir / ds.directory / f"output_{i}.pb"), tol
-            )
+            try:
+                got = _load(obs_dir / rel, spec.dtype)
+                ref = _load(bundle_dir / ds.directory / f"output_{i}.pb", spec.dtype)
+            except decode.DecodeError as exc:
+                problems.append(f"{ds.directory}: {exc}")
+                continue
+            p = compare.values(spec.name, got, ref, tol)
             if p.shape_mismatch:
                 problems.append(f"{ds.directory}: {p.shape_mismatch}")
             parts.append(p)

@@ -43,20 +43,24 @@ def test_onnx_only_bundle_is_keyed_by_the_files_opset_and_checked(tmp_path: Path
     status = {f.name: f.status for f in m.findings}
     assert status["export"] is Status.SKIPPED and status["control-flow"] is Status.SKIPPED
     assert all(status[n] is Status.PASSED for n in ("checker", "opset", "train-mode", "outputs", "graph"))
-    assert status["reference-parity"] is Status.PASSED
+    assert status["reference-parity"] is Status.SKIPPED  # each target compares with the test data
     assert (m.exporter, m.opset, m.ir_version) == ("onnx", 17, 8)
     assert m.dynamic_axes == {"x": {"0": "n"}, "y": {"0": "n"}}
     assert [(s.directory, s.kind, s.count) for s in m.test_data_sets] == [("test_data_set_0", "sample", 4)]
     assert (out / "op17-onnx" / "test_data_set_0" / "output_0.pb").is_file()
 
 
-def test_onnx_only_parity_fails_when_the_test_data_disagrees(tmp_path: Path) -> None:
+def test_onnx_only_copies_the_test_data_byte_for_byte(tmp_path: Path) -> None:
+    """The export stage does not judge the test data: the targets do, each on its own runtime."""
     cfg = _make(tmp_path, 3.0)
     result = CliRunner().invoke(cli, ["export", "--config", str(cfg), "--out", str(tmp_path / "out")])
-    assert result.exit_code == 1
+    assert result.exit_code == 0, result.output
     m = read_manifest(tmp_path / "out" / "op17-onnx")
     (parity,) = [f for f in m.findings if f.name == "reference-parity"]
-    assert parity.status is Status.FAILED and "test_data_set_0/y" in parity.message
+    assert parity.status is Status.SKIPPED and "each target" in parity.message
+    for name in ("input_0.pb", "output_0.pb"):
+        written = tmp_path / "out" / "op17-onnx" / "test_data_set_0" / name
+        assert written.read_bytes() == next(tmp_path.rglob(f"data/test_data_set_0/{name}")).read_bytes()
 
 
 def test_onnx_only_without_test_data_names_the_key(tmp_path: Path) -> None:

@@ -34,8 +34,10 @@ def _load(cfg: Config, *, with_data: bool) -> Any:
         raise ConfigError(f"model.onnx: {path} is not a readable ONNX model ({exc})") from None
 
 
-def file_opset(cfg: Config) -> int:
-    return checks.default_opset(_load(cfg, with_data=False))
+def file_versions(cfg: Config) -> tuple[int, int]:
+    """(default-domain opset, IR version) of model.onnx; use ci_onnx.plan.model_file, which calls this."""
+    proto = _load(cfg, with_data=False)
+    return checks.default_opset(proto), int(proto.ir_version)
 
 
 def type_string(tp: Any) -> str:

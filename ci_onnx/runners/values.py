@@ -36,6 +36,16 @@ def kind(type_str: str) -> str:
     return type_str.split("(", 1)[0] if "(" in type_str else "tensor"
 
 
+def element_names(type_str: str) -> list[str]:
+    """The element types inside a value type, in onnxruntime's names: ``seq(tensor(float))`` → float."""
+    if "(" not in type_str or type_str.startswith("tensor("):
+        return [tensorproto.NAMES.get(element_code(type_str), type_str)] if type_str else []
+    if kind(type_str) == "map":
+        key, value = inner(type_str).split(",", 1)
+        return [*element_names(key), *element_names(value)]
+    return element_names(inner(type_str))
+
+
 def element_code(type_str: str) -> int:
     """``tensor(float)`` (or a bare ``float`` / numpy name) → its TensorProto data type."""
     name = inner(type_str) if type_str.startswith("tensor(") else type_str

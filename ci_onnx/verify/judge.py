@@ -16,6 +16,7 @@ from ci_onnx.results import (
     OutputParity,
     TargetResult,
 )
+from ci_onnx.runners.values import element_names
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import compare, decode, serving
 from ci_onnx.verify.options import VerifyOptions
@@ -66,6 +67,8 @@ def judge(
                 f"{target.runtime}",
             )
         )
+    if obs.load_error or obs.run_errors:
+        expected_skip = expected_skip or _cannot_hold(target, manifest)
     if obs.load_error:
         if expected_skip:
             checks.append(
@@ -84,6 +87,10 @@ def judge(
         )
     )
     checks.append(_provider(provider.ep, obs))
+    if obs.run_errors and expected_skip:
+        first = next(iter(obs.run_errors.values()))
+        checks.append(CheckResult("run", Status.EXPECTED, f"{expected_skip}; the runtime says: {first}"))
+        return result(target, manifest, checks, environment=env)
     parity, parity_checks = _parity(manifest, obs, bundle_dir, obs_dir)
     checks += parity_checks
     decisions = _decisions(manifest, obs, bundle_dir, obs_dir)
@@ -104,6 +111,12 @@ def judge(
         session_create_ms=obs.session_create_ms,
         peak_rss_mb=obs.peak_rss_mb,
     )
+
+
+def _cannot_hold(target: Target, manifest: Manifest) -> str:
+    """The runtime table's reason, when an input or output has a type this release cannot express."""
+    types = [t for s in (*manifest.inputs, *manifest.outputs) if s.dtype for t in element_names(s.dtype)]
+    return matrix.caps_for(target.runtime).cannot_hold(types)
 
 
 def _provider(ep: str, obs: Observation) -> CheckResult:

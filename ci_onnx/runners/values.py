@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ci_onnx import tensorproto
-from ci_onnx.tensorproto import Tensor, TensorProtoError
+from ci_onnx.tensorproto import Tensor, TensorProtoError, storage_dtype
 
 Value = Any
 CODES = {name: code for code, name in tensorproto.NAMES.items()}
@@ -208,7 +208,15 @@ def from_output(value: Any, type_str: str) -> Value:
     if k == "seq":
         return [from_output(v, inner(type_str)) for v in value]
     if k == "map":
-        return {key: from_output(v, inner(type_str).split(",", 1)[1]) for key, v in value.items()}
+        # onnxruntime returns a map's values as Python scalars: they have the map's declared type.
+        value_type = inner(type_str).split(",", 1)[1]
+        code = element_code(value_type)
+        return {
+            key: Tensor("", code, np.asarray(v, dtype=storage_dtype(code)))
+            if np.isscalar(v)
+            else from_output(v, value_type)
+            for key, v in value.items()
+        }
     if isinstance(value, Tensor):
         return value
     arr = np.asarray(value)

@@ -132,21 +132,16 @@ def export(config_path: Path, only: Sequence[str], out: Path) -> None:
     Exit 0 when every check passed, 1 when one failed (the bundles are still written).
     """
     from ci_onnx import config
+    from ci_onnx import plan as planning
     from ci_onnx.export import runner
 
     cfg = config.load(config_path)
-    onnx_opset = 0
-    if cfg.onnx_only:
-        from ci_onnx.export import onnx_only
-
-        onnx_opset = onnx_only.file_opset(cfg)
+    onnx_opset = planning.opsets_of(cfg)[0] if cfg.onnx_only else 0
 
     def plan_keys(patterns: Sequence[str]) -> Sequence[str]:
-        from ci_onnx import plan as planning
         from ci_onnx.resolve import PipIndex
 
-        opsets = (onnx_opset,) if cfg.onnx_only else None
-        return planning.select(planning.expand(cfg, PipIndex(), opsets), patterns).bundle_keys()
+        return planning.select(planning.expand(cfg, PipIndex()), patterns).bundle_keys()
 
     jobs = runner.select(runner.candidates(cfg, onnx_opset), only, plan_keys)
     outcomes = runner.export_all(cfg, jobs, out, log=lambda line: click.echo(line, err=True))

@@ -61,10 +61,7 @@ class RunSummary:
 def run(cfg: Config, resolver: Resolver, options: RunOptions, echo: Callable[[str], None]) -> RunSummary:
     out = options.out
     out.mkdir(parents=True, exist_ok=True)
-    onnx_opset = _onnx_opset(cfg)
-    the_plan = planning.select(
-        planning.expand(cfg, resolver, (onnx_opset,) if onnx_opset else None), options.only
-    )
+    the_plan = planning.select(planning.expand(cfg, resolver), options.only)
     (out / PLAN).write_text(planning.to_json(the_plan))
     echo(planning.render_table(the_plan) + "\n")
 
@@ -107,11 +104,7 @@ def _export(
 
 def _onnx_opset(cfg: Config) -> int:
     """The opset an ONNX-only model was exported at (read from the file); 0 for a torch model."""
-    if not cfg.onnx_only:
-        return 0
-    from ci_onnx.export import onnx_only
-
-    return onnx_only.file_opset(cfg)
+    return planning.opsets_of(cfg)[0] if cfg.onnx_only else 0
 
 
 def _verify_one(target: Target, cfg: Config, options: RunOptions, progress: Progress) -> Status:

@@ -47,9 +47,40 @@ class Plan:
         raise UsageError(f"target {target_id!r} is not in the plan; `onnx-gate plan` lists the ids")
 
 
+@dataclasses.dataclass(frozen=True)
+class ModelFile:
+    """What an ONNX-only model's file says about itself."""
+
+    opset: int
+    """The default-domain opset; 0 when the file imports only other domains (ai.onnx.ml …)."""
+    ir_version: int
+
+
+def model_file(config: Config) -> ModelFile | None:
+    """An ONNX-only model's opset and IR version, read from the file (None for a torch model).
+
+    The one place plan, export, run, nightly and the generated workflows learn them: an ONNX-only
+    model is verified at the opset it was written at, never at ``export.opsets``.
+    """
+    if not config.onnx_only:
+        return None
+    from ci_onnx.export import onnx_only
+
+    opset, ir_version = onnx_only.file_versions(config)
+    return ModelFile(opset, ir_version)
+
+
+def opsets_of(config: Config) -> tuple[int, ...]:
+    """The opsets the plan expands: an ONNX-only model's own, else ``export.opsets``."""
+    m = model_file(config)
+    return (m.opset,) if m is not None else tuple(config.export.opsets)
+
+
 def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = None) -> Plan:
-    """The plan for ``config``; ``opsets`` overrides the configured ones (an ONNX-only model's own)."""
+    """The plan for ``config``; ``opsets`` overrides :func:`opsets_of` (the demo matrix does)."""
     t = config.targets
+    m = model_file(config) if opsets is None else None
+    ir_version = m.ir_version if m is not None else None
     cells: dict[str, Target] = {}
     providers = matrix.providers()
     unmatched: dict[str, list[NoRelease]] = {}
@@ -61,7 +92,10 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
             unmatched.setdefault(spec, []).append(exc)
             versions = [(spec.removesuffix(".*"), f"{info.package} has no release matching {spec}")]
         for (version, skip), opset, exporter, precision in itertools.product(
-            versions, opsets or config.export.opsets, config.export.exporters, config.export.precisions
+            versions,
+            opsets if opsets is not None else opsets_of(config),
+            config.export.exporters,
+            config.export.precisions,
         ):
             target = Target(
                 runtime=version,
@@ -80,7 +114,7 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
     for i, cell in enumerate(t.include):
         target = _included(cell, i, config, resolver)
         cells.setdefault(target.id, target)
-    targets = tuple(sorted((_with_skip_reason(c) for c in cells.values()), key=sort_key))
+    targets = tuple(sorted((_with_skip_reason(c, ir_version) for c in cells.values()), key=sort_key))
     return Plan(SCHEMA_VERSION, str(config.path), config.model.name, targets)
 
 
@@ -128,10 +162,10 @@ def _excluded(target: Target, rules: Iterable[dict[str, str]]) -> bool:
     )
 
 
-def _with_skip_reason(target: Target) -> Target:
+def _with_skip_reason(target: Target, ir_version: int | None = None) -> Target:
     if target.expected_skip:
         return target
-    reason = matrix.caps_for(target.runtime).cannot_load(target.opset)
+    reason = matrix.caps_for(target.runtime).cannot_load(target.opset, ir_version)
     info = matrix.providers()[target.provider]
     if (
         not reason

@@ -10,12 +10,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from ci_onnx import tensorproto
 from ci_onnx.bundle import MODEL, Finding, Manifest, TensorSpec, TestDataSet
 from ci_onnx.config import Config
 from ci_onnx.errors import ConfigError
-from ci_onnx.export import checks, parity, writer
-from ci_onnx.export.pipeline import graph_outputs
+from ci_onnx.export import checks, writer
+from ci_onnx.runners import values
 from ci_onnx.target import Status
+from ci_onnx.verify import decode
 
 ONLY = "ONNX-only mode: the model was exported elsewhere"
 
@@ -32,32 +34,58 @@ def _load(cfg: Config, *, with_data: bool) -> Any:
         raise ConfigError(f"model.onnx: {path} is not a readable ONNX model ({exc})") from None
 
 
-def file_opset(cfg: Config) -> int:
-    return checks.default_opset(_load(cfg, with_data=False))
+def file_versions(cfg: Config) -> tuple[int, int]:
+    """(default-domain opset, IR version) of model.onnx; use ci_onnx.plan.model_file, which calls this."""
+    proto = _load(cfg, with_data=False)
+    return checks.default_opset(proto), int(proto.ir_version)
+
+
+def type_string(tp: Any) -> str:
+    """A graph value's type in onnxruntime's notation; a tensor's element as its numpy name where
+    numpy has one (``float32``), else onnxruntime's (``bfloat16``, ``float8e4m3fn``, ``int4``)."""
+    from onnx import helper
+
+    which = tp.WhichOneof("value")
+    if which == "tensor_type":
+        code = tp.tensor_type.elem_type
+        if code in tensorproto.NATIVE:
+            return tensorproto.NATIVE[code].name
+        return tensorproto.NAMES.get(code) or helper.tensor_dtype_to_string(code)
+    if which == "sequence_type":
+        return f"seq({_nested(tp.sequence_type.elem_type)})"
+    if which == "optional_type":
+        return f"optional({_nested(tp.optional_type.elem_type)})"
+    if which == "map_type":
+        key = tensorproto.NAMES.get(tp.map_type.key_type, str(tp.map_type.key_type))
+        return f"map({key},{_nested(tp.map_type.value_type)})"
+    return which or "undefined"
+
+
+def _nested(tp: Any) -> str:
+    t = type_string(tp)
+    return (
+        f"tensor({tensorproto.NAMES.get(tp.tensor_type.elem_type, t)})" if values.kind(t) == "tensor" else t
+    )
+
+
+def _spec(vi: Any) -> TensorSpec:
+    shape = tuple(checks.dims_of(vi)) if vi.type.WhichOneof("value") == "tensor_type" else ()
+    return TensorSpec(vi.name, shape, type_string(vi.type))
 
 
 def graph_inputs(proto: Any) -> tuple[TensorSpec, ...]:
-    from onnx import helper
-
     weights = {i.name for i in proto.graph.initializer}
-    return tuple(
-        TensorSpec(
-            vi.name,
-            tuple(checks.dims_of(vi)),
-            helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type).name,
-        )
-        for vi in proto.graph.input
-        if vi.name not in weights
-    )
+    return tuple(_spec(vi) for vi in proto.graph.input if vi.name not in weights)
+
+
+def graph_outputs(proto: Any) -> tuple[TensorSpec, ...]:
+    return tuple(_spec(vi) for vi in proto.graph.output)
 
 
 def read_sets(
     directory: Path, specs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...]
-) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """(inputs, expected outputs) of each test_data_set_N, named after the graph's inputs and outputs."""
-    import onnx
-    from onnx import numpy_helper
-
+) -> list[tuple[Path, list[Path], list[Path]]]:
+    """(test_data_set_N, its input files, its output files), each file checked to be the declared proto."""
     if not directory.is_dir():
         raise ConfigError(f"model.test_data: {directory} is not a directory in the ONNX test-data layout")
     sets = sorted(
@@ -68,24 +96,32 @@ def read_sets(
         raise ConfigError(f"model.test_data: {directory} holds no test_data_set_N directory")
     out = []
     for d in sets:
-        arrays: dict[str, dict[str, Any]] = {"input": {}, "output": {}}
-        for kind, names in (("input", [s.name for s in specs]), ("output", [s.name for s in outputs])):
-            files = sorted(d.glob(f"{kind}_*.pb"), key=lambda p: int(p.stem.split("_")[-1]))
-            for i, f in enumerate(files):
-                tensor = onnx.TensorProto()
-                try:
-                    tensor.ParseFromString(f.read_bytes())
-                except Exception:
-                    raise ConfigError(f"model.test_data: {f} is not a TensorProto") from None
-                name = names[i] if i < len(names) else tensor.name
-                arrays[kind][name] = numpy_helper.to_array(tensor)
-        missing = [s.name for s in specs if s.name not in arrays["input"]]
+        ins = [d / f"input_{i}.pb" for i in range(len(specs))]
+        missing = [s.name for s, f in zip(specs, ins, strict=True) if not f.is_file()]
         if missing:
             raise ConfigError(
                 f"model.test_data: {d.name} lacks input(s) {missing} (input_<i>.pb in graph input order)"
             )
-        out.append((arrays["input"], arrays["output"]))
+        outs = [d / f"output_{i}.pb" for i in range(len(outputs)) if (d / f"output_{i}.pb").is_file()]
+        for spec, f in (*zip(specs, ins, strict=True), *zip(outputs, outs, strict=False)):
+            try:
+                decode.load(f, spec.dtype)
+            except decode.DecodeError:
+                raise ConfigError(
+                    f"model.test_data: {f} is not a {values.kind(spec.dtype)} proto, as {spec.name!r} "
+                    f"({spec.dtype}) needs"
+                ) from None
+        out.append((d, ins, outs))
     return out
+
+
+def _count(specs: tuple[TensorSpec, ...], inputs: list[Path]) -> int:
+    """Samples in a test data set: the first input's axis 0 where it is a tensor with one, else 1."""
+    for spec, f in zip(specs, inputs, strict=True):
+        if values.kind(spec.dtype) == "tensor":
+            arr = decode.load(f, spec.dtype)
+            return int(arr.shape[0]) if arr.ndim else 1
+    return 1
 
 
 def make_bundle(cfg: Config, bundle_dir: Path) -> Manifest:
@@ -126,35 +162,21 @@ def make_bundle(cfg: Config, bundle_dir: Path) -> Manifest:
         else Finding("outputs", Status.SKIPPED, "no model.outputs declared"),
         checks.graph(proto, files, None),
     ]
-    data = read_sets(cfg.resolve(m.test_data), specs, outs)
     written = []
-    for i, (feeds, expected) in enumerate(data):
-        directory = writer.write_set(bundle_dir, i, feeds, expected)
-        first = next(iter(feeds.values()))
-        written.append(
-            (
-                directory,
-                feeds,
-                expected,
-                TestDataSet(directory, "sample", int(first.shape[0]) if first.ndim else 1),
-            )
+    for i, (_, ins, expected) in enumerate(read_sets(cfg.resolve(m.test_data), specs, outs)):
+        # Copied byte for byte: every element type and value kind reaches the runner as written.
+        directory = f"test_data_set_{i}"
+        (bundle_dir / directory).mkdir()
+        for f in (*ins, *expected):
+            shutil.copyfile(f, bundle_dir / directory / f.name)
+        written.append(TestDataSet(directory, "sample", _count(specs, ins)))
+    findings.append(
+        Finding(
+            "reference-parity",
+            Status.SKIPPED,
+            f"{ONLY}; each target compares its runtime with the test data's outputs itself",
         )
-    if any(expected for _, _, expected, _ in written):
-        findings.append(
-            parity.reference_parity(
-                path,
-                [(d, f, e) for d, f, e, _ in written],
-                cfg.verify.tolerance,
-                cfg.verify.tolerance_per_output,
-                reference="the test data's outputs",
-            )
-        )
-    else:
-        findings.append(
-            Finding(
-                "reference-parity", Status.SKIPPED, "the test data holds no output_<i>.pb to compare with"
-            )
-        )
+    )
     return writer.write(
         bundle_dir,
         cfg,
@@ -170,7 +192,7 @@ def make_bundle(cfg: Config, bundle_dir: Path) -> Manifest:
             for s in (*specs, *outs)
             if any(isinstance(d, str) for d in s.shape)
         },
-        test_data_sets=[t for *_, t in written],
+        test_data_sets=written,
         node_count=len(proto.graph.node),
         op_histogram=checks.histogram(proto),
         package_versions=writer.versions("onnx", "onnxruntime"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -23,6 +24,19 @@ class RuntimeCaps:
     max_opset: int
     max_ir: int
     numpy: str = ""
+    cannot_express: tuple[str, ...] = ()
+    """ONNX element types (onnxruntime's names) no kernel of the release takes or returns on the CPU,
+    measured with scripts/measure_runtime_types.py; empty where not measured."""
+
+    def cannot_hold(self, element_types: Iterable[str]) -> str:
+        """Why a model whose inputs or outputs have ``element_types`` cannot run here, or ''."""
+        missing = sorted(set(element_types) & set(self.cannot_express))
+        if not missing:
+            return ""
+        return (
+            f"onnxruntime {self.minor} cannot express {', '.join(missing)} (no CPU kernel takes or "
+            "returns it; measured in ci_onnx/matrix/runtimes.toml)"
+        )
 
     def cannot_load(self, opset: int, ir_version: int | None = None) -> str:
         """Why a model at ``opset`` (and ``ir_version``, once a bundle tells it) cannot load on this
@@ -69,7 +83,10 @@ def version_key(version: str) -> Version:
 @functools.cache
 def runtimes() -> dict[str, RuntimeCaps]:
     data = tomllib.loads((_HERE / "runtimes.toml").read_text())
-    return {minor: RuntimeCaps(minor=minor, **row) for minor, row in data["runtimes"].items()}
+    return {
+        minor: RuntimeCaps(minor=minor, **{**row, "cannot_express": tuple(row.get("cannot_express", ()))})
+        for minor, row in data["runtimes"].items()
+    }
 
 
 @functools.cache

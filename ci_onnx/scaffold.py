@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from ci_onnx.errors import UsageError
+from ci_onnx.report import CHECK_NAME
 
 DEFAULT_ACTION = "onnx-gate/onnx-gate@v1"
 """The action as a workflow names it: ``owner/repo@ref``."""
@@ -109,6 +110,7 @@ def workflow(template: str, settings: Settings, name: str | None = None) -> str:
         self_test=settings.self_test,
         comment_file=str(WORKFLOWS / f"{settings.name}-comment.yml"),
         matrices=suffixes,
+        check_name=CHECK_NAME,
         verify_needs=f"[{', '.join(jobs)}]",
     )
 

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from ci_onnx import scaffold
 from ci_onnx.cli import cli
+from ci_onnx.report import CHECK_NAME
 from ci_onnx.runners.ort import DIE_ENV
 from tests.act import harness
 from tests.conftest import EXAMPLE_CONFIG
@@ -150,6 +151,7 @@ def _gate(
 def _check_conclusion(github: fake.FakeGitHub) -> str:
     runs = list(github.state.check_runs.values())
     assert len(runs) == 1, runs
+    assert runs[0]["name"] == CHECK_NAME, "the check README and init say to require"
     return str(runs[0]["conclusion"])
 
 

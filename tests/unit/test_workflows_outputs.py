@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -79,3 +80,22 @@ def _round_trip(plan: planning.Plan) -> planning.Plan:
 
 def _load_text(text: str) -> Any:
     return YAML(typ="safe").load(text)
+
+
+def test_readme_init_and_the_report_name_one_check_to_require(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ci_onnx.cli import cli
+    from ci_onnx.report import CHECK_NAME
+    from tests.conftest import REPO
+
+    said = CliRunner().invoke(cli, ["init", str(tmp_path)]).output
+    assert f"the check '{CHECK_NAME}' required" in said
+    readme = (REPO / "README.md").read_text()
+    assert f"require the check **`{CHECK_NAME}`**" in readme
+    assert "/ report" not in readme
+    for fork_safe in (False, True):
+        for path, text in scaffold.starter_files(scaffold.Settings(), fork_safe=fork_safe).items():
+            assert "/ report" not in text, path
+            if "required" in text:
+                assert f'"{CHECK_NAME}" required' in text or f'"{CHECK_NAME}" the required' in text, path

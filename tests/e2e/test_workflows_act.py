@@ -98,8 +98,10 @@ def _tinycnn(timeout: str = "") -> dict[str, Any]:
     return {**TINYCNN, "onnx-gate.yml": TINYCNN_CONFIG.replace("{timeout}", timeout)}
 
 
-def _local(repo: Path, out: Path, cache: Path) -> tuple[int, dict[str, str]]:
-    result = CliRunner().invoke(
+def _local(
+    repo: Path, out: Path, cache: Path, env: dict[str, str] | None = None
+) -> tuple[int, dict[str, str]]:
+    result = CliRunner(env=env).invoke(
         cli,
         ["run", "--config", str(repo / "onnx-gate.yml"), "--out", str(out), "--cache-dir", str(cache)],
     )
@@ -220,3 +222,58 @@ def test_the_configs_verify_settings_decide_in_ci_as_locally(
         next(run.artifacts.glob(f"*/onnx-gate-results-{hung}/results/{hung}.json")).read_text()
     )
     assert "timed out after 5" in result["summary"], result["summary"]
+
+
+def test_a_fork_pull_request_through_the_fork_safe_pair(tmp_path: Path, env_cache: Path) -> None:
+    """The untrusted run holds a read-only token and posts nothing; the trusted workflow_run job
+    checks the pull request's head, then posts the comment and the check computed from the results."""
+    hook = "SIGSEGV:*op18*"
+    repo = tmp_path / "repo"
+    pair = {str(p): text for p, text in scaffold.starter_files(scaffold.Settings(), fork_safe=True).items()}
+    pair = {k: v for k, v in pair.items() if k.startswith(".github")}
+    sha = harness.make_repo(repo, {**_tinycnn(), **pair})
+    store = tmp_path / "artifacts"
+    with fake.running(lifetime_s=1200) as github:
+        github.state.pulls.add(PR)
+        github.state.read_only = True
+        untrusted = harness.run_workflow(
+            repo, "onnx-gate.yml", "pull_request", _pr_event(sha, fork=True),
+            work=tmp_path / "untrusted", api_url=github.url, token=fake.TOKEN, run_id=41,
+            env={DIE_ENV: hook}, artifacts=store,
+        )  # fmt: skip
+        (tmp_path / "untrusted.log").write_text(untrusted.log)
+        assert not github.state.comments and not github.state.check_runs, "the untrusted run posted"
+        github.state.read_only = False
+
+        def comment_run(head: str, run_id: int) -> harness.Run:
+            event = {
+                "action": "completed",
+                "workflow_run": {
+                    "id": 41,
+                    "event": "pull_request",
+                    "conclusion": "failure",
+                    "head_sha": sha,
+                    "head_branch": "change",
+                    "head_repository": {"full_name": "contributor/digits"},
+                },
+                "repository": {"full_name": "acme/digits"},
+            }
+            github.state.pull_heads[PR] = head
+            return harness.run_workflow(
+                repo, "onnx-gate-comment.yml", "workflow_run", event,
+                work=tmp_path / f"trusted-{run_id}", api_url=github.url, token=fake.TOKEN, run_id=run_id,
+                artifacts=store,
+            )  # fmt: skip
+
+        moved = comment_run("0" * 40, 42)
+        assert moved.jobs()["comment"] is False
+        assert "pull request 7 is at 0000000000000000000000000000000000000000" in moved.log
+        assert not github.state.comments and not github.state.check_runs, "posted for another commit"
+        trusted = comment_run(sha, 43)
+        (tmp_path / "trusted.log").write_text(trusted.log)
+    assert not github.state.violations, github.state.violations
+    local_code, local = _local(repo, tmp_path / "local", env_cache, env={DIE_ENV: hook})
+    crashed = f"ort{RUNTIME}-cpu-op18-torchscript"
+    assert untrusted.statuses() == local == {f"ort{RUNTIME}-cpu-op17-torchscript": "passed", crashed: "error"}
+    assert local_code == 1 and _check_conclusion(github) == "failure", trusted.log[-4000:]
+    assert "killed by SIGSEGV" in _comment(github)

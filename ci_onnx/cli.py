@@ -163,7 +163,13 @@ def export(config_path: Path, only: Sequence[str], out: Path) -> None:
     "--config",
     "config_path",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="onnx-gate.yml, for budgets, strict_fallback, latency_runs and timeout (else the defaults).",
+    help="onnx-gate.yml, for budgets, strict_fallback, latency_runs and timeout (else the plan's).",
+)
+@click.option(
+    "--plan",
+    "plan_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="The plan JSON: the target as planned, and the config's verify settings and budgets (CI).",
 )
 @click.option(
     "--python",
@@ -183,24 +189,30 @@ def verify(
     target_id: str,
     out: Path,
     config_path: Path | None,
+    plan_path: Path | None,
     python: Path | None,
     timeout_s: float | None,
 ) -> None:
     """Verify one target: provider, parity, decisions, batch sizes, placement, latency, memory."""
     from ci_onnx import config
+    from ci_onnx import plan as planning
     from ci_onnx.errors import UsageError
-    from ci_onnx.target import Target
     from ci_onnx.verify import stage
 
-    target = Target.from_id(target_id)
     if python is not None and not python.is_file():
         raise UsageError(f"--python {python}: no such interpreter")
-    cfg = config.load(config_path) if config_path else None
+    the_plan = planning.read_plan(plan_path) if plan_path else None
+    target, options = stage.settings(
+        target_id,
+        config.load(config_path) if config_path else None,
+        the_plan,
+        timeout_s=timeout_s,
+    )
     written = stage.verify(
         bundle_dir,
         target,
         out,
-        stage.options_from(cfg, timeout_s=timeout_s),
+        options,
         python=str(python) if python else sys.executable,
         base_env=dict(os.environ),
     )
@@ -241,7 +253,7 @@ def init(directory: Path, action: str, fork_safe: bool, force: bool) -> None:
         click.echo(f"wrote {path}")
     click.echo(
         "next: point model.factory in onnx-gate.yml at your model, run `onnx-gate plan`, commit, and make "
-        "the check 'onnx-gate / report' required for pull requests"
+        f"the check '{scaffold.CHECK_NAME}' required for pull requests"
     )
 
 

@@ -18,12 +18,15 @@ from typing import Any
 from ci_onnx import matrix, serde
 from ci_onnx.config import Config
 from ci_onnx.errors import ConfigError, UsageError
-from ci_onnx.resolve import NoRelease, Resolver, resolve, resolve_all
+from ci_onnx.resolve import NoRelease, Resolver, check_exact, is_exact, resolve, resolve_all
 from ci_onnx.target import Target
+from ci_onnx.verify.options import VerifyOptions
 
 SCHEMA_VERSION = 1
 MAX_JOBS_PER_MATRIX = 256
 """GitHub's limit on the jobs one matrix may generate."""
+MAX_MATRICES = 4
+"""Container matrices the generated workflows give a verify job each (verify, verify-2 …): 1,024 cells."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +35,9 @@ class Plan:
     config: str
     model: str
     targets: tuple[Target, ...]
+    verify: VerifyOptions = dataclasses.field(default_factory=VerifyOptions)
+    """The config's verify settings and budgets: they travel with the plan, so a verify job in CI
+    judges by the same settings as a local run without checking out the repository."""
 
     @property
     def runnable(self) -> tuple[Target, ...]:
@@ -107,6 +113,9 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
                 expected_skip=skip,
             )
             if not _excluded(target, t.exclude):
+                target = _with_skip_reason(target)
+                if is_exact(spec) and not target.expected_skip:
+                    check_exact(spec, info.package, resolver, f"{config.path}: targets.runtimes")
                 cells.setdefault(target.id, target)
     for errors in unmatched.values():
         if len(errors) == len(t.providers):  # the spec matches nothing at all: a mistake, not a cell
@@ -115,7 +124,9 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
         target = _included(cell, i, config, resolver)
         cells.setdefault(target.id, target)
     targets = tuple(sorted((_with_skip_reason(c, ir_version) for c in cells.values()), key=sort_key))
-    return Plan(SCHEMA_VERSION, str(config.path), config.model.name, targets)
+    from ci_onnx.verify.stage import options_from
+
+    return Plan(SCHEMA_VERSION, str(config.path), config.model.name, targets, options_from(config))
 
 
 def sort_key(t: Target) -> tuple[Any, ...]:
@@ -134,7 +145,10 @@ def _included(cell: dict[str, str], index: int, config: Config, resolver: Resolv
             f"{config.path}: targets.include[{index}].provider: unknown provider {provider!r}; "
             f"known: {', '.join(matrix.providers())}"
         )
-    version = resolve(cell["runtime"], matrix.providers()[provider].package, resolver)
+    package = matrix.providers()[provider].package
+    version = resolve(cell["runtime"], package, resolver)
+    if is_exact(cell["runtime"]):
+        check_exact(version, package, resolver, f"{config.path}: targets.include[{index}].runtime")
     try:
         return Target(
             runtime=version,
@@ -226,23 +240,35 @@ def github_matrices(plan: Plan, container: bool | None = None) -> list[dict[str,
 def github_outputs(plan: Plan) -> dict[str, str]:
     """Step outputs for a workflow; every runnable cell lands in exactly one matrix.
 
-    ``matrix`` (``matrix-2``…) holds the cells the container action serves, ``matrix-runner``
-    (``matrix-runner-2``…) those that must run on their ``runs-on`` labels through the composite
-    action (macOS, Windows, a GPU). An empty matrix is ``{"include":[]}``: a workflow guards its job
-    with the ``container-targets`` / ``runner-targets`` counts, since GitHub rejects an empty matrix.
+    ``matrix``, ``matrix-2`` … ``matrix-4`` hold the cells the container action serves, one verify
+    job each in the generated workflows (so every one is always written, ``{"include":[]}`` when
+    empty, with its count in ``container-targets``, ``container-targets-2`` …: GitHub rejects an
+    empty matrix, so a job is guarded by its count). ``matrix-runner`` holds those that must run on
+    their ``runs-on`` labels through the composite action (macOS, Windows, a GPU). A plan larger than
+    the workflows' jobs can hold is an error here, never cells that silently go unverified.
     """
     out: dict[str, str] = {}
-    counts: dict[str, tuple[int, int]] = {}
-    for name, container in (("matrix", True), ("matrix-runner", False)):
-        matrices = github_matrices(plan, container)
-        out[name] = json.dumps(matrices[0], separators=(",", ":"))
-        for n, m in enumerate(matrices[1:], start=2):
-            out[f"{name}-{n}"] = json.dumps(m, separators=(",", ":"))
-        counts[name] = (len(matrices), sum(len(m["include"]) for m in matrices))
-    out["matrices"] = str(counts["matrix"][0])
-    out["runner-matrices"] = str(counts["matrix-runner"][0])
-    out["container-targets"] = str(counts["matrix"][1])
-    out["runner-targets"] = str(counts["matrix-runner"][1])
+    container = github_matrices(plan, True)
+    runner = github_matrices(plan, False)
+    n_container = sum(len(m["include"]) for m in container)
+    n_runner = sum(len(m["include"]) for m in runner)
+    if len(container) > MAX_MATRICES or len(runner) > 1:
+        raise ConfigError(
+            f"{plan.config}: targets: {n_container} container cells and {n_runner} runner cells; a "
+            f"workflow verifies at most {MAX_MATRICES * MAX_JOBS_PER_MATRIX} container and "
+            f"{MAX_JOBS_PER_MATRIX} runner cells; narrow targets (exclude, fewer runtimes) or split "
+            "the config"
+        )
+    for n in range(1, MAX_MATRICES + 1):
+        chunk = container[n - 1] if n <= len(container) else {"include": []}
+        suffix = "" if n == 1 else f"-{n}"
+        out[f"matrix{suffix}"] = json.dumps(chunk, separators=(",", ":"))
+        out[f"container-targets{suffix}"] = str(len(chunk["include"]))
+    out["matrix-runner"] = json.dumps(runner[0], separators=(",", ":"))
+    out["matrices"] = str(len(container))
+    out["runner-matrices"] = "1"
+    out["container-targets"] = str(n_container)
+    out["runner-targets"] = str(n_runner)
     out["bundles"] = json.dumps(plan.bundle_keys(), separators=(",", ":"))
     out["targets"] = str(len(plan.runnable))
     out["expected-skips"] = str(len(plan.targets) - len(plan.runnable))

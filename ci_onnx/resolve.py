@@ -1,7 +1,8 @@
 """Resolve runtime specs to released versions.
 
-Specs: an exact release (``1.20.1``, taken as written, no index asked), a wildcard (``1.24.*`` or
-``1.24``: the newest matching release), ``latest``, ``latest-N`` (the N newest releases) and
+Specs: an exact release (``1.20.1``, checked against the index: one the index lacks is a config
+error naming the nearest releases; taken as written when the index cannot be listed), a wildcard
+(``1.24.*`` or ``1.24``: the newest matching release), ``latest``, ``latest-N`` (the N newest releases) and
 ``nightly`` (the newest pre-release on the extra index that the config names).
 
 Versions come from the package index that pip is configured with (pip.conf, PIP_INDEX_URL,
@@ -71,6 +72,23 @@ def resolve_all(spec: str, package: str, resolver: Resolver) -> list[str]:
         )
     ordered = sorted(candidates, key=version_key, reverse=True)
     return ordered[: int(latest_n.group(1))] if latest_n else ordered[:1]
+
+
+def check_exact(spec: str, package: str, resolver: Resolver, where: str = "targets.runtimes") -> None:
+    """Raise NoRelease when the index lists releases of ``package`` but not ``spec``."""
+    try:
+        available = resolver.versions(package)
+    except EnvironmentProblem:
+        return  # no index to ask: verify says so if the release is missing, as before
+    if spec in available or not available:
+        return
+    key = version_key(spec)
+    below = [v for v in sorted(available, key=version_key) if version_key(v) < key][-2:]
+    above = [v for v in sorted(available, key=version_key) if version_key(v) > key][:2]
+    raise NoRelease(
+        f"{where}: {package} has no release {spec} on the configured package index (nearest: "
+        f"{', '.join(below + above)}); pick one of those, or exclude the cell with targets.exclude"
+    )
 
 
 def releases_between(good: str, bad: str, package: str, resolver: Resolver) -> list[str]:

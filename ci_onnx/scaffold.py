@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from ci_onnx.errors import UsageError
+from ci_onnx.report import CHECK_NAME
 
 DEFAULT_ACTION = "onnx-gate/onnx-gate@v1"
 """The action as a workflow names it: ``owner/repo@ref``."""
@@ -87,7 +88,16 @@ def _flow(items: tuple[str, ...]) -> str:
     return json.dumps(list(items))
 
 
+def _verify_suffixes() -> list[str]:
+    """``verify``, ``verify-2`` …: one verify job per container matrix the plan may write."""
+    from ci_onnx.plan import MAX_MATRICES
+
+    return ["" if n == 1 else f"-{n}" for n in range(1, MAX_MATRICES + 1)]
+
+
 def workflow(template: str, settings: Settings, name: str | None = None) -> str:
+    suffixes = _verify_suffixes()
+    jobs = ["plan", "export", *(f"verify{s}" for s in suffixes), "verify-runner"]
     return render(
         f"workflows/{template}",
         action=settings.action,
@@ -99,6 +109,9 @@ def workflow(template: str, settings: Settings, name: str | None = None) -> str:
         local=settings.local,
         self_test=settings.self_test,
         comment_file=str(WORKFLOWS / f"{settings.name}-comment.yml"),
+        matrices=suffixes,
+        check_name=CHECK_NAME,
+        verify_needs=f"[{', '.join(jobs)}]",
     )
 
 

@@ -23,6 +23,7 @@ OPTIONS: dict[str, dict[str, str]] = {
         "target": "--target",
         "out": "--out",
         "config": "--config",
+        "plan": "--plan",
         "timeout": "--timeout",
     },
     "report": {

@@ -36,7 +36,9 @@ def run(environ: MutableMapping[str, str]) -> int:
                 runtime.apply(change)
                 click.echo(workflow.endgroup())
         if inputs.command == "report":
-            pr_context.apply(inputs.get("pull-request"), inputs.get("head-sha"), environ)
+            pr_context.apply(
+                inputs.get("pull-request"), inputs.get("head-sha"), environ, inputs.get("github-token")
+            )
     except GateError as exc:
         click.echo(workflow.annotation("error", exc.message, title="onnx-gate"), err=True)
         return exc.exit_code

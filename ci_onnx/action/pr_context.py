@@ -2,8 +2,9 @@
 
 In the fork-safe pair of workflows, the report that posts the comment runs on ``workflow_run``, whose
 event names no pull request for a fork. The trusted job reads the number from the untrusted run's
-artifact, checks it against the run's head commit, and passes ``pull-request`` and ``head-sha``; this
-writes the ``pull_request`` event the report command reads, so the report posts where it belongs.
+artifact and passes it as ``pull-request`` with the run's ``head-sha``. This asks GitHub that the pull
+request is really at that commit (the number is the fork's data), then writes the ``pull_request``
+event the report command reads, so the report posts where it belongs and nowhere else.
 """
 
 from __future__ import annotations
@@ -31,14 +32,38 @@ def event(number: int, head_sha: str, original: dict[str, object]) -> dict[str, 
     return payload
 
 
-def apply(pull_request: str, head_sha: str, environ: MutableMapping[str, str]) -> None:
-    """With ``pull_request`` set, point GITHUB_EVENT_NAME/GITHUB_EVENT_PATH at that pull request."""
+def check_head(number: int, head_sha: str, token: str, environ: MutableMapping[str, str]) -> None:
+    """Raise UsageError unless pull request ``number`` of this repository is at ``head_sha``."""
+    from ci_onnx.github.client import Client, GitHubError
+
+    repo = environ.get("GITHUB_REPOSITORY", "")
+    client = Client(token, environ.get("GITHUB_API_URL") or "https://api.github.com")
+    try:
+        found = client.request("GET", f"/repos/{repo}/pulls/{number}").data
+    except GitHubError as exc:
+        raise UsageError(
+            f"input pull-request: could not read pull request {number} of {repo} ({exc})"
+        ) from None
+    head = found.get("head", {}).get("sha") if isinstance(found, dict) else None
+    if head != head_sha:
+        shown = head if isinstance(head, str) and _SHA.match(head) else "another commit"
+        raise UsageError(
+            f"input pull-request: pull request {number} is at {shown}, not at the run's head {head_sha}; "
+            "the artifact names another pull request, so nothing is posted"
+        )
+
+
+def apply(pull_request: str, head_sha: str, environ: MutableMapping[str, str], token: str = "") -> None:
+    """With ``pull_request`` set, point GITHUB_EVENT_NAME/GITHUB_EVENT_PATH at that pull request,
+    once GitHub confirms (with ``token``) that it is at ``head_sha``."""
     if not pull_request and not head_sha:
         return
     if not pull_request.isdigit() or int(pull_request) < 1:
         raise UsageError(f"input pull-request: {pull_request!r} is not a pull request number")
     if not _SHA.match(head_sha):
         raise UsageError(f"input head-sha: {head_sha!r} is not a full 40-character commit sha")
+    if token:
+        check_head(int(pull_request), head_sha, token, environ)
     original: dict[str, object] = {}
     if environ.get("GITHUB_EVENT_PATH"):
         try:

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from ci_onnx.commands.options import EXIT_FAIL, out_dir_option, plan_option, results_option
+from ci_onnx.report import CHECK_NAME
 
 
 @click.command()
@@ -30,7 +31,7 @@ from ci_onnx.commands.options import EXIT_FAIL, out_dir_option, plan_option, res
     help="Token for the PR comment and the check run [env: GITHUB_TOKEN]. Without one, nothing is sent.",
 )
 @click.option("--pr", "pr_number", type=int, help="The pull request to comment on (default: from the event).")
-@click.option("--check-name", default="onnx-gate", show_default=True, help="Name of the check run / status.")
+@click.option("--check-name", default=CHECK_NAME, show_default=True, help="Name of the check run / status.")
 @click.option("--comment-key", default="", help="Tells apart the comments of several configs on one PR.")
 @click.option(
     "--publish/--no-publish",

@@ -4,3 +4,7 @@
 ``view`` turns them into a view model that holds every figure already formatted, ``render`` lays the
 view out with jinja2 templates within GitHub's size limits. Publishing lives in ``ci_onnx.github``.
 """
+
+CHECK_NAME = "onnx-gate"
+"""The check run the report creates, its conclusion computed from the results: the one check to
+require. README, ``onnx-gate init`` and the workflows name it from here."""

@@ -14,7 +14,7 @@ from ci_onnx.github.checks import Annotation, CheckRunResult, publish_check_run,
 from ci_onnx.github.client import Ambiguous, Client, Forbidden, GitHubError
 from ci_onnx.github.comments import CommentResult, upsert
 from ci_onnx.github.context import GitHubContext
-from ci_onnx.report import limits
+from ci_onnx.report import CHECK_NAME, limits
 from ci_onnx.report.render import marker, render_within
 from ci_onnx.report.view import ReportView
 
@@ -73,7 +73,7 @@ def publish(
     *,
     info: Say,
     warn: Say,
-    check_name: str = "onnx-gate",
+    check_name: str = CHECK_NAME,
     config_path: str = "onnx-gate.yml",
     comment_key: str = "",
 ) -> Published:

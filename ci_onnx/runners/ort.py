@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import fnmatch
 import functools
 import json
 import os
@@ -32,7 +33,8 @@ from ci_onnx.target import Target
 from ci_onnx.tensorproto import Tensor
 
 DIE_ENV = "ONNX_GATE_TEST_RUNNER_DIE"
-"""Test hook, read at the entry point only: SIGKILL, SIGSEGV or hang, right after the session loads."""
+"""Test hook, read at the entry point only: SIGKILL, SIGSEGV or hang, right after the session loads;
+``HOW:GLOB`` dies only for the targets whose id matches GLOB."""
 MEMORY_THREADS = 4
 
 
@@ -290,13 +292,18 @@ def main(argv: list[str] | None = None) -> int:
         strict_fallback=args.strict_fallback,
         latency_runs=args.latency_runs,
         memory_threads=args.memory_threads,
-        die_after_load=os.environ.get(DIE_ENV, ""),
+        die_after_load=_die_for(os.environ.get(DIE_ENV, ""), target.id),
         placement=args.placement,
     )
     args.out.mkdir(parents=True, exist_ok=True)
     obs = observe(args.bundle, target, options, args.out)
     (args.out / "observation.json").write_text(serde.dumps(obs))
     return 0
+
+
+def _die_for(hook: str, target_id: str) -> str:
+    how, _, pattern = hook.partition(":")
+    return how if not pattern or fnmatch.fnmatchcase(target_id, pattern) else ""
 
 
 if __name__ == "__main__":

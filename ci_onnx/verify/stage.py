@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import ci_onnx
 from ci_onnx import config, matrix, proc, serde
@@ -27,6 +28,9 @@ from ci_onnx.errors import BundleError, UsageError
 from ci_onnx.results import CheckResult, Observation, TargetResult, write_result
 from ci_onnx.target import Status, Target
 from ci_onnx.verify.options import VerifyOptions
+
+if TYPE_CHECKING:
+    from ci_onnx.plan import Plan
 
 WARM = ("ci_onnx.verify.judge", "ci_onnx.verify.junit")
 """Imported (numpy with them) while the runner runs, not before: the parent waits on the child anyway."""
@@ -176,6 +180,25 @@ def _run_and_judge(
 def _import(modules: tuple[str, ...]) -> None:
     for name in modules:
         importlib.import_module(name)
+
+
+def settings(
+    target_id: str,
+    cfg: Config | None,
+    plan: Plan | None,
+    *,
+    timeout_s: float | None = None,
+) -> tuple[Target, VerifyOptions]:
+    """The target and the settings to verify it by: the plan's (what CI has), the config's when
+    given, else the schema's defaults; ``timeout_s`` over all of them."""
+    target = plan.get(target_id) if plan is not None else Target.from_id(target_id)
+    if cfg is not None or plan is None:
+        options = options_from(cfg, timeout_s=timeout_s)
+    else:
+        options = plan.verify
+        if timeout_s:
+            options = dataclasses.replace(options, timeout_s=timeout_s)
+    return target, options
 
 
 def options_from(cfg: Config | None, *, timeout_s: float | None = None) -> VerifyOptions:

@@ -36,7 +36,6 @@ targets:
   include:
     - {{runtime: "1.24.1", provider: openvino, opset: 17, exporter: dynamo}}
     - {{runtime: "1.24.1", provider: openvino, opset: 21, exporter: dynamo}}
-    - {{runtime: "1.99.0", provider: cpu, opset: 17, exporter: dynamo}}
 """
 
 
@@ -67,15 +66,12 @@ def test_matrix_of_real_runtimes_with_expected_skips_an_error_and_the_openvino_f
         **dict.fromkeys(passed, "passed"),
         # dynamo writes IR 10, which onnxruntime 1.17 cannot load: known once the bundle exists
         "ort1.17.3-cpu-op17-dynamo": "expected",
-        "ort1.99.0-cpu-op17-dynamo": "error",
     }, output
     # planned expected skips are not run at all
     assert not (out / "results" / "ort1.17.3-cpu-op21-dynamo.json").exists()
-    assert code == 1, "the target whose environment cannot be created blocks the gate"
-
-    error = json.loads((out / "results" / "ort1.99.0-cpu-op17-dynamo.json").read_text())
-    assert "onnxruntime==1.99.0 is not on the package index" in error["summary"]
-    assert (out / "junit" / "ort1.99.0-cpu-op17-dynamo.xml").is_file()
+    assert code == 0, (
+        output
+    )  # a release the index lacks is refused at plan time: tests/unit/test_plan_releases.py
 
     report = (out / "report.md").read_text()
     assert "ort1.17.3-cpu-op21-dynamo" in report

@@ -68,6 +68,8 @@ class State:
         self.statuses: list[dict[str, Any]] = []
         self.issues: dict[int, dict[str, Any]] = {}
         self.pulls: set[int] = set()
+        self.pull_heads: dict[int, str] = {}
+        """Pull request number → head commit, for pulls/get (the fork-safe pair checks it)."""
         """Issue numbers that are pull requests (the issues API lists those too)."""
         self.faults: list[Fault] = []
         self.requests: list[Recorded] = []
@@ -230,8 +232,15 @@ class FakeGitHub(ThreadingHTTPServer):
             if not s.user_endpoint_allowed:
                 return forbidden
             return 200, spec.example(self._schema(op, "200"), {"login": s.login}), {}
-        if s.read_only and op != "issues/list-comments" and op != "issues/list-for-repo":
+        if s.read_only and op not in ("issues/list-comments", "issues/list-for-repo", "pulls/get"):
             return forbidden
+        if op == "pulls/get":
+            number = int(parts[4])
+            if number not in s.pull_heads:
+                return 404, {"message": "Not Found"}, {}
+            pull = spec.example(self._schema(op, "200"), {"number": number, "state": "open"})
+            pull["head"]["sha"] = s.pull_heads[number]
+            return 200, pull, {}
         if op == "issues/list-comments":
             return self._list_comments(int(parts[4]), query)
         if op.startswith("issues/") and "comment" not in op:

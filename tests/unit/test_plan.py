@@ -77,6 +77,10 @@ def test_expansion_properties(rt, pv, ops, ex, excl) -> None:  # type: ignore[no
         with pytest.raises(ConfigError, match="matches no release"):
             planning.expand(cfg, INDEX)
         return
+    if _an_exact_release_is_missing(rt, pv, ops, ex, excl):
+        with pytest.raises(ConfigError, match=r"has no release .* \(nearest: "):
+            planning.expand(cfg, INDEX)
+        return
     plan = planning.expand(cfg, INDEX)
     ids = [t.id for t in plan.targets]
 
@@ -116,6 +120,24 @@ def test_expansion_properties(rt, pv, ops, ex, excl) -> None:  # type: ignore[no
         assert bool(t.expected_skip) == (no_release or too_new or _provider_too_old(t)), t
         if too_new and not no_release:
             assert f"loads opset <= {caps.max_opset}" in t.expected_skip
+
+
+def _an_exact_release_is_missing(
+    rt: list[str], pv: list[str], ops: list[int], ex: list[str], excl: list[dict[str, str]]
+) -> bool:
+    """A kept cell pins an exact release its provider's package does not have (and is not too old)."""
+    for spec, provider, opset, exporter in itertools.product(rt, pv, ops, ex):
+        if not (spec.count(".") == 2 and "*" not in spec):
+            continue
+        target = Target(spec, provider, opset, exporter)
+        releases = INDEX.versions(matrix.providers()[provider].package)
+        if (
+            spec not in releases
+            and not planning._excluded(target, excl)
+            and not planning._with_skip_reason(target).expected_skip
+        ):
+            return True
+    return False
 
 
 def _matches_nothing(spec: str, provider: str) -> bool:

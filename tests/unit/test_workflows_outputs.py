@@ -1,0 +1,101 @@
+"""What the generated workflows get from the plan: a verify job for every matrix the plan writes, and
+the config's verify settings, so a verify job needs no checkout."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from ci_onnx import plan as planning
+from ci_onnx import scaffold
+from ci_onnx.errors import ConfigError
+from ci_onnx.target import Target
+from ci_onnx.verify import stage
+from ci_onnx.verify.options import VerifyOptions
+
+
+def _plan(n: int, **verify: object) -> planning.Plan:
+    targets = tuple(
+        Target(runtime=f"1.{i // 20}.0", provider="cpu", opset=7 + i % 20, exporter="dynamo")
+        for i in range(n)
+    )
+    return planning.Plan(1, "onnx-gate.yml", "m", targets, dataclasses.replace(VerifyOptions(), **verify))
+
+
+def test_every_container_matrix_is_written_and_each_has_a_verify_job() -> None:
+    out = planning.github_outputs(_plan(600))
+    sizes = [len(json.loads(out["matrix" if n == 1 else f"matrix-{n}"])["include"]) for n in range(1, 5)]
+    assert sizes == [256, 256, 88, 0]
+    assert [out["container-targets"], out["container-targets-2"], out["container-targets-4"]] == [
+        "600",
+        "256",
+        "0",
+    ]
+    jobs = _load_text(scaffold.workflow("pr-gate.yml.j2", scaffold.Settings()))["jobs"]
+    for n in range(1, planning.MAX_MATRICES + 1):
+        suffix = "" if n == 1 else f"-{n}"
+        job = jobs[f"verify{suffix}"]
+        assert job["strategy"]["matrix"] == f"${{{{ fromJSON(needs.plan.outputs.matrix{suffix}) }}}}"
+        assert f"container-targets{suffix} != '0'" in job["if"]
+        assert f"matrix{suffix}" in jobs["plan"]["outputs"]
+
+
+def test_a_plan_past_what_the_workflow_holds_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="at most 1024 container"):
+        planning.github_outputs(_plan(planning.MAX_MATRICES * 256 + 1))
+
+
+def test_verify_jobs_run_after_a_failed_export_and_upload_its_bundle() -> None:
+    jobs = _load_text(scaffold.workflow("pr-gate.yml.j2", scaffold.Settings()))["jobs"]
+    upload = next(s for s in jobs["export"]["steps"] if "upload-artifact" in s.get("uses", ""))
+    assert upload["if"] == "always()"
+    assert jobs["verify"]["if"].startswith("always() && needs.plan.result == 'success'")
+    verify_step = next(s for s in jobs["verify"]["steps"] if s.get("with", {}).get("command") == "verify")
+    assert verify_step["with"]["plan"] == "onnx-gate-out/plan.json"
+    assert not any("checkout" in s.get("uses", "") for s in jobs["verify"]["steps"])
+
+
+def test_verify_settings_travel_in_the_plan() -> None:
+    plan = _plan(3, max_cpu_time_share=1.0, latency_runs=3, timeout_s=42.0)
+
+    decoded = _round_trip(plan)
+    target, options = stage.settings(plan.targets[0].id, None, decoded)
+    assert options == plan.verify and target == plan.targets[0]
+    _, overridden = stage.settings(plan.targets[0].id, None, decoded, timeout_s=5)
+    assert overridden.timeout_s == 5 and overridden.latency_runs == 3
+    _, defaults = stage.settings(plan.targets[0].id, None, None)
+    assert defaults == stage.options_from(None)
+
+
+def _round_trip(plan: planning.Plan) -> planning.Plan:
+    from ci_onnx import serde
+
+    return serde.from_json(planning.Plan, json.loads(planning.to_json(plan)))
+
+
+def _load_text(text: str) -> Any:
+    return YAML(typ="safe").load(text)
+
+
+def test_readme_init_and_the_report_name_one_check_to_require(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ci_onnx.cli import cli
+    from ci_onnx.report import CHECK_NAME
+    from tests.conftest import REPO
+
+    said = CliRunner().invoke(cli, ["init", str(tmp_path)]).output
+    assert f"the check '{CHECK_NAME}' required" in said
+    readme = (REPO / "README.md").read_text()
+    assert f"require the check **`{CHECK_NAME}`**" in readme
+    assert "/ report" not in readme
+    for fork_safe in (False, True):
+        for path, text in scaffold.starter_files(scaffold.Settings(), fork_safe=fork_safe).items():
+            assert "/ report" not in text, path
+            if "required" in text:
+                assert f'"{CHECK_NAME}" required' in text or f'"{CHECK_NAME}" the required' in text, path

@@ -113,7 +113,7 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
                 expected_skip=skip,
             )
             if not _excluded(target, t.exclude):
-                target = _with_skip_reason(target)
+                target = _with_skip_reason(target, ir_version)
                 if is_exact(spec) and not target.expected_skip:
                     check_exact(spec, info.package, resolver, f"{config.path}: targets.runtimes")
                 cells.setdefault(target.id, target)

@@ -73,6 +73,12 @@ def model_file(config: Config) -> ModelFile | None:
     from ci_onnx.export import onnx_only
 
     opset, ir_version = onnx_only.file_versions(config)
+    declared = config.export.opsets
+    if declared and opset not in declared:
+        raise ConfigError(
+            f"{config.path}: export.opsets: {list(declared)}, but {config.model.onnx} is at opset {opset}; "
+            f"ONNX-only mode verifies the file at its own opset: drop export.opsets or set it to [{opset}]"
+        )
     return ModelFile(opset, ir_version)
 
 

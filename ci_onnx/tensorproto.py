@@ -120,18 +120,18 @@ def dumps(array: Any, name: str = "", data_type: int | None = None) -> bytes:
     code = data_type if data_type is not None else data_type_of(arr.dtype)
     out = bytearray()
     for d in arr.shape:
-        out += _key(_DIMS, _VARINT) + _varint(int(d))
-    out += _key(_DATA_TYPE, _VARINT) + _varint(code)
+        out += field_key(_DIMS, _VARINT) + encode_varint(int(d))
+    out += field_key(_DATA_TYPE, _VARINT) + encode_varint(code)
     if name:
-        out += _len_field(_NAME, name.encode())
+        out += len_field(_NAME, name.encode())
     if code == STRING:
         for item in arr.reshape(-1):
-            out += _len_field(_STRING, item if isinstance(item, bytes) else str(item).encode())
+            out += len_field(_STRING, item if isinstance(item, bytes) else str(item).encode())
         return bytes(out)
     flat = np.ascontiguousarray(arr, dtype=storage_dtype(code)).reshape(-1)
     bits = BITS.get(code, 8)
-    raw = _pack(flat, bits) if bits < 8 else flat.tobytes()
-    out += _len_field(_RAW, raw)
+    raw = pack_bits(flat, bits) if bits < 8 else flat.tobytes()
+    out += len_field(_RAW, raw)
     return bytes(out)
 
 
@@ -159,7 +159,7 @@ def _loads(data: bytes) -> Tensor:
     typed: dict[int, list[bytes | int]] = {}
     for field, wire, value in fields(data):
         if field == _DIMS:
-            dims.extend([_signed64(value)] if isinstance(value, int) else map(_signed64, _varints(value)))
+            dims.extend([signed64(value)] if isinstance(value, int) else map(signed64, decode_varints(value)))
         elif field == _DATA_TYPE and isinstance(value, int):
             code = value
         elif field == _NAME and isinstance(value, bytes):
@@ -242,13 +242,13 @@ def _from_raw(raw: bytes, code: int, dtype: np.dtype, count: int) -> np.ndarray:
     if bits < 8:
         if len(raw) != math.ceil(count * bits / 8):
             raise TensorProtoError(f"{len(raw)} raw bytes for {count} {bits}-bit elements")
-        return _unpack(raw, bits, count)
+        return unpack_bits(raw, bits, count)
     if len(raw) != count * dtype.itemsize:
         raise TensorProtoError(f"{len(raw)} raw bytes for {count} elements of {dtype.itemsize} bytes")
     return np.frombuffer(raw, dtype=dtype).copy()
 
 
-def _pack(values: np.ndarray, bits: int) -> bytes:
+def pack_bits(values: np.ndarray, bits: int) -> bytes:
     per = 8 // bits
     v = values.astype(np.uint8) & ((1 << bits) - 1)
     padded = np.zeros(math.ceil(v.size / per) * per, dtype=np.uint8)
@@ -260,7 +260,7 @@ def _pack(values: np.ndarray, bits: int) -> bytes:
     return packed.tobytes()
 
 
-def _unpack(raw: bytes, bits: int, count: int) -> np.ndarray:
+def unpack_bits(raw: bytes, bits: int, count: int) -> np.ndarray:
     per = 8 // bits
     b = np.frombuffer(raw, dtype=np.uint8)
     lanes = np.stack([(b >> (i * bits)) & ((1 << bits) - 1) for i in range(per)], axis=1)
@@ -275,15 +275,15 @@ def _typed_values(code: int, typed: dict[int, list[bytes | int]], count: int) ->
         doubles = _fixed(typed.get(_DOUBLE, []), "<f8")
         return doubles.view("<c16") if code == COMPLEX128 and doubles.size % 2 == 0 else doubles
     if code == INT64:
-        return np.array([_signed64(v) for v in _ints(typed.get(_INT64, []))], dtype=np.int64)
+        return np.array([signed64(v) for v in _ints(typed.get(_INT64, []))], dtype=np.int64)
     if code in (UINT32, UINT64):
         return np.array(_ints(typed.get(_UINT64, [])), dtype=np.uint64).astype(NATIVE[code])
     # int32_data: int32, int16, int8, uint16, uint8, bool, and float16 / bfloat16 / float8 as bits;
     # 4- and 2-bit types as packed bytes.
-    ints = np.array([_signed64(v) & 0xFFFFFFFF for v in _ints(typed.get(_INT32, []))], dtype=np.uint64)
+    ints = np.array([signed64(v) & 0xFFFFFFFF for v in _ints(typed.get(_INT32, []))], dtype=np.uint64)
     bits = BITS.get(code)
     if bits is not None and bits < 8:
-        return _unpack(ints.astype(np.uint8).tobytes(), bits, min(count, ints.size * (8 // bits)))
+        return unpack_bits(ints.astype(np.uint8).tobytes(), bits, min(count, ints.size * (8 // bits)))
     if code in (FLOAT16, BFLOAT16):
         return ints.astype(np.uint16).view(np.float16) if code == FLOAT16 else ints.astype(np.uint16)
     if bits is not None:
@@ -303,21 +303,21 @@ def _ints(items: list[bytes | int]) -> list[int]:
     out: list[int] = []
     for item in items:
         if isinstance(item, bytes):
-            out.extend(_varints(item))
+            out.extend(decode_varints(item))
         else:
             out.append(item)
     return out
 
 
-def _key(field: int, wire: int) -> bytes:
-    return _varint((field << 3) | wire)
+def field_key(field: int, wire: int) -> bytes:
+    return encode_varint((field << 3) | wire)
 
 
-def _len_field(field: int, payload: bytes) -> bytes:
-    return _key(field, _LEN) + _varint(len(payload)) + payload
+def len_field(field: int, payload: bytes) -> bytes:
+    return field_key(field, _LEN) + encode_varint(len(payload)) + payload
 
 
-def _varint(value: int) -> bytes:
+def encode_varint(value: int) -> bytes:
     if value < 0:
         value += 1 << 64
     out = bytearray()
@@ -348,7 +348,7 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
             raise TensorProtoError("varint too long")
 
 
-def _varints(chunk: bytes) -> list[int]:
+def decode_varints(chunk: bytes) -> list[int]:
     out = []
     pos = 0
     while pos < len(chunk):
@@ -357,7 +357,7 @@ def _varints(chunk: bytes) -> list[int]:
     return out
 
 
-def _signed64(value: int) -> int:
+def signed64(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
@@ -368,12 +368,19 @@ __all__ = [
     "Tensor",
     "TensorProtoError",
     "data_type_of",
+    "decode_varints",
     "dumps",
+    "encode_varint",
+    "field_key",
     "fields",
+    "len_field",
     "load",
     "load_tensor",
     "loads",
     "loads_tensor",
+    "pack_bits",
     "save",
+    "signed64",
     "storage_dtype",
+    "unpack_bits",
 ]

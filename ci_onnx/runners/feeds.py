@@ -1,7 +1,9 @@
 """Inputs in, outputs out: reading a bundle's test data, running it, writing what came back.
 
-Inputs are never sliced by a guessed batch dimension: a test data set runs as it is. Batch sizes are
-served only where every input's axis 0 is one dynamic or declared batch axis (:func:`batch_axis_problem`).
+Inputs are never sliced by a guessed batch dimension. Only where the manifest says every input's
+axis 0 is one batch axis (symbolic, or declared in dynamic_axes: :func:`batch_axis_problem`) are
+samples taken along it: to serve batch sizes, and to run a stacked test data set on a model whose
+file froze that axis (in chunks of the frozen size, so parity is still judged).
 """
 
 from __future__ import annotations
@@ -50,6 +52,34 @@ def batch_axis_problem(manifest: Manifest) -> str:
     return ""
 
 
+def fixed_batch(sess: Any) -> dict[str, int]:
+    """Inputs whose axis 0 is a fixed number in the model file."""
+    return {i.name: i.shape[0] for i in sess.get_inputs() if i.shape and isinstance(i.shape[0], int)}
+
+
+def run_set(sess: Any, manifest: Manifest, feeds: Values) -> Values:
+    """One test data set: in one run, or in chunks of a frozen batch axis the manifest declares."""
+    fixed = set(fixed_batch(sess).values())
+    counts = {v.array.shape[0] for v in feeds.values() if isinstance(v, Tensor) and v.array.ndim}
+    if batch_axis_problem(manifest) or len(fixed) != 1 or len(counts) != 1:
+        return run(sess, feeds)
+    chunk, count = fixed.pop(), counts.pop()
+    if chunk <= 0 or chunk >= count or count % chunk:
+        return run(sess, feeds)
+    parts = [run(sess, _slice(feeds, i, i + chunk)) for i in range(0, count, chunk)]
+    out: Values = {}
+    for name, first_part in parts[0].items():
+        if not isinstance(first_part, Tensor) or not first_part.array.ndim:
+            return run(sess, feeds)  # not a batched output: let the runtime say what is wrong
+        stacked = np.concatenate([p[name].array for p in parts])
+        out[name] = Tensor(first_part.name, first_part.data_type, stacked)
+    return out
+
+
+def _slice(feeds: Values, start: int, stop: int) -> Values:
+    return {k: Tensor(v.name, v.data_type, v.array[start:stop]) for k, v in feeds.items()}
+
+
 def first(feeds: Values, n: int) -> Values:
     """The first ``n`` samples along the batch axis (cycling when the set holds fewer)."""
     out: Values = {}
@@ -61,10 +91,7 @@ def first(feeds: Values, n: int) -> Values:
 
 
 def sample(feeds: Values, i: int) -> Values:
-    return {
-        k: Tensor(v.name, v.data_type, v.array[i : i + 1]) if isinstance(v, Tensor) else v[i : i + 1]
-        for k, v in feeds.items()
-    }
+    return _slice(feeds, i, i + 1)
 
 
 def run(sess: Any, feeds: Values) -> Values:

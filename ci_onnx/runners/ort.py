@@ -132,7 +132,7 @@ def _parity_runs(sess: Any, manifest: Manifest, bundle: Path, out: Path, obs: Ob
     errors: dict[str, str] = {}
     for ds in manifest.test_data_sets:
         try:
-            got = feeds.run(sess, feeds.read_inputs(manifest, bundle, ds.directory))
+            got = feeds.run_set(sess, manifest, feeds.read_inputs(manifest, bundle, ds.directory))
         except Exception as exc:
             errors[ds.directory] = _message(exc)
             continue
@@ -174,7 +174,16 @@ def _batch_runs(
     files: dict[str, dict[str, str]] = {}
     errors: dict[str, str] = {}
     working = []
+    fixed = feeds.fixed_batch(sess)
     for n in sizes:
+        frozen = {name: d for name, d in fixed.items() if d != n}
+        if frozen:  # declared a batch axis, but the file froze it
+            name, d = next(iter(frozen.items()))
+            errors[str(n)] = (
+                f"the batch axis of input {name!r} is fixed at {d} in the model, so it cannot serve "
+                f"batch {n}; export it with a dynamic batch axis (dynamic_axes)"
+            )
+            continue
         try:
             got = feeds.run(sess, feeds.first(samples, n))
         except Exception as exc:

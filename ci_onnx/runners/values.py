@@ -97,13 +97,13 @@ def _load_map(data: bytes, type_str: str) -> dict[Any, Value]:
     values: list[Value] = []
     for field, _, v in tensorproto.fields(data):
         if field == 3:
-            keys.extend([v] if isinstance(v, int) else tensorproto._varints(v))
+            keys.extend([v] if isinstance(v, int) else tensorproto.decode_varints(v))
         elif field == 4 and isinstance(v, bytes):
             keys.append(v.decode("utf-8", "replace"))
         elif field == 5 and isinstance(v, bytes):
             values = _load_sequence(v, value_type)
     if key_type != "string":
-        keys = [tensorproto._signed64(k) for k in keys]
+        keys = [tensorproto.signed64(k) for k in keys]
     if len(keys) != len(values):
         raise TensorProtoError(f"a map with {len(keys)} keys and {len(values)} values")
     return dict(zip(keys, values, strict=True))
@@ -114,33 +114,33 @@ def _load_map(data: bytes, type_str: str) -> dict[Any, Value]:
 
 def dumps(value: Value, type_str: str, name: str = "") -> bytes:
     k = kind(type_str)
-    named = tensorproto._len_field(1, name.encode()) if name else b""
+    named = tensorproto.len_field(1, name.encode()) if name else b""
     if k == "tensor":
         t = value if isinstance(value, Tensor) else Tensor(name, element_code(type_str), np.asarray(value))
         return tensorproto.dumps(t.array, name, t.data_type)
     if k == "seq":
         elem = inner(type_str)
         code = {"tensor": _TENSOR, "seq": _SEQ, "map": _MAP, "optional": _OPT}[kind(elem)]
-        out = named + tensorproto._key(2, 0) + tensorproto._varint(code)
+        out = named + tensorproto.field_key(2, 0) + tensorproto.encode_varint(code)
         for item in value:
-            out += tensorproto._len_field(_SEQ_FIELDS[code], dumps(item, elem))
+            out += tensorproto.len_field(_SEQ_FIELDS[code], dumps(item, elem))
         return out
     if k == "optional":
         elem = inner(type_str)
         if value is None:
             return named
         code = {"tensor": _TENSOR, "seq": _SEQ, "map": _MAP, "optional": _OPT}[kind(elem)]
-        body = tensorproto._key(2, 0) + tensorproto._varint(code)
-        return named + body + tensorproto._len_field(_OPT_FIELDS[code], dumps(value, elem))
+        body = tensorproto.field_key(2, 0) + tensorproto.encode_varint(code)
+        return named + body + tensorproto.len_field(_OPT_FIELDS[code], dumps(value, elem))
     if k == "map":
         key_type, value_type = inner(type_str).split(",", 1)
-        out = named + tensorproto._key(2, 0) + tensorproto._varint(element_code(key_type))
+        out = named + tensorproto.field_key(2, 0) + tensorproto.encode_varint(element_code(key_type))
         for key in value:
             if key_type == "string":
-                out += tensorproto._len_field(4, str(key).encode())
+                out += tensorproto.len_field(4, str(key).encode())
             else:
-                out += tensorproto._key(3, 0) + tensorproto._varint(int(key))
-        return out + tensorproto._len_field(5, dumps(list(value.values()), f"seq({value_type})"))
+                out += tensorproto.field_key(3, 0) + tensorproto.encode_varint(int(key))
+        return out + tensorproto.len_field(5, dumps(list(value.values()), f"seq({value_type})"))
     raise TensorProtoError(f"values of type {type_str!r} are not supported")
 
 
@@ -170,7 +170,7 @@ def _ortvalue(t: Tensor, ort: Any) -> Any:
     if bits >= 8:
         # np.array, not np.ascontiguousarray: that one makes a 0-d array 1-d.
         return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(np.array(t.array, order="C"), t.data_type)
-    packed = np.frombuffer(tensorproto._pack(t.array.reshape(-1), bits), dtype=np.uint8)
+    packed = np.frombuffer(tensorproto.pack_bits(t.array.reshape(-1), bits), dtype=np.uint8)
     buffer = np.zeros(max(t.array.size, packed.size, 1), dtype=np.uint8)
     buffer[: packed.size] = packed
     holder: np.ndarray = buffer[: t.array.size].reshape(t.array.shape)
@@ -192,7 +192,7 @@ def from_ortvalue(v: Any) -> Value:
     count = int(np.prod(shape, dtype=np.int64))
     bits = tensorproto.BITS[code]
     if bits < 8:
-        arr = tensorproto._unpack(raw, bits, count)
+        arr = tensorproto.unpack_bits(raw, bits, count)
     else:
         arr = np.frombuffer(raw, dtype=tensorproto.storage_dtype(code)).copy()
     return Tensor("", code, arr.reshape(shape))

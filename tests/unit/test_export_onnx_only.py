@@ -74,10 +74,10 @@ def test_onnx_only_without_test_data_names_the_key(tmp_path: Path) -> None:
 def test_plan_and_export_read_the_file_s_opset_in_one_place(tmp_path: Path) -> None:
     """`plan` used export.opsets for an ONNX-only model while `export` wrote the file's opset."""
     cfg = _make(tmp_path, 2.0)
-    cfg.write_text(cfg.read_text() + "export: {opsets: [15]}\ntargets: {runtimes: ['1.32.0']}\n")
+    cfg.write_text(cfg.read_text() + "targets: {runtimes: ['1.32.0']}\n")
     planned = CliRunner().invoke(cli, ["plan", "--config", str(cfg), "--format", "json"])
     assert planned.exit_code == 0, planned.output
-    assert '"opset": 17' in planned.output and '"opset": 15' not in planned.output
+    assert '"opset": 17' in planned.output
     out = tmp_path / "out"
     exported = CliRunner().invoke(
         cli, ["export", "--config", str(cfg), "--out", str(out), "--only", "*-op17-onnx"]
@@ -116,3 +116,15 @@ def test_verify_batch_sizes_may_be_empty(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["export", "--config", str(cfg), "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     assert read_manifest(tmp_path / "out" / "op17-onnx").batch_sizes == ()
+
+
+def test_declared_opsets_that_miss_the_file_s_opset_are_a_config_error(tmp_path: Path) -> None:
+    cfg = _make(tmp_path, 2.0)
+    cfg.write_text(cfg.read_text() + "export: {opsets: [15, 18]}\ntargets: {runtimes: ['1.32.0']}\n")
+    for command in ("plan", "export"):
+        result = CliRunner().invoke(cli, [command, "--config", str(cfg)])
+        assert result.exit_code == 2, result.output
+        assert "export.opsets: [15, 18], but model.onnx is at opset 17" in result.output
+        assert "set it to [17]" in result.output
+    cfg.write_text(cfg.read_text().replace("[15, 18]", "[17]"))
+    assert CliRunner().invoke(cli, ["plan", "--config", str(cfg)]).exit_code == 0

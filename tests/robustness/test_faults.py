@@ -275,3 +275,22 @@ def test_a_real_child_sees_none_of_the_planted_tokens(monkeypatch: pytest.Monkey
         monkeypatch.setenv(name, PLANTED)
     done = proc.run([sys.executable, "-c", "import os; print(dict(os.environ))"], timeout=60)
     assert done.ok and PLANTED not in done.stdout
+
+
+def test_a_github_that_is_slow_everywhere_cannot_hold_the_job(gh: FakeGitHub) -> None:
+    """Every answer late: each request gives up at its timeout, and the client's budget ends the rest."""
+    gh.state.faults.append(server.Fault("GET", r".", 200, delay_s=0.6, times=999))
+    gh.state.faults.append(server.Fault("POST", r".", 201, delay_s=0.6, after=True, times=999))
+    client = Client(
+        server.TOKEN,
+        gh.url,
+        timeout=(0.3, 0.3),
+        retry=RetryPolicy(attempts=3, backoff_s=0.0, budget_s=2.0),
+        sleep=lambda _s: None,
+    )
+    warns: list[str] = []
+    ctx = GitHubContext(token=server.TOKEN, repository=gh.repo, api_url=gh.url, sha=SHA, pr_number=PR)
+    publish(_view(), ctx, client, info=lambda _m: None, warn=warns.append)
+    assert warns and all(server.TOKEN not in w for w in warns)
+    assert sum(MARKER in c["body"] for c in gh.state.comments.values()) <= 1
+    assert len(gh.state.check_runs) <= 1

@@ -294,3 +294,16 @@ def test_a_github_that_is_slow_everywhere_cannot_hold_the_job(gh: FakeGitHub) ->
     assert warns and all(server.TOKEN not in w for w in warns)
     assert sum(MARKER in c["body"] for c in gh.state.comments.values()) <= 1
     assert len(gh.state.check_runs) <= 1
+
+
+@pytest.mark.parametrize("after", [True, False])
+def test_a_tracking_issue_is_opened_once_whatever_the_502(gh: FakeGitHub, after: bool) -> None:
+    from ci_onnx.github import issues
+    from ci_onnx.github.context import Repo
+
+    gh.state.faults.append(server.Fault("POST", r"/issues$", 502, after=after))
+    client = Client(server.TOKEN, gh.url, retry=RetryPolicy(attempts=3, backoff_s=0.0), sleep=lambda _s: None)
+    marker = "<!-- onnx-gate:nightly:t -->"
+    got = issues.upsert(client, Repo.parse(gh.repo), title="t", body=f"{marker}\nbroken", marker=marker)
+    assert got.action == "created"
+    assert sum(marker in (i.get("body") or "") for i in gh.state.issues.values()) == 1

@@ -4,6 +4,8 @@ nowhere, and a warning that says truthfully what was (or may have been) posted."
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import stat
@@ -174,7 +176,7 @@ RUNNERS = {
     "abort": ("kill -ABRT $$", "SIGABRT"),
     "oom-kill": ("kill -KILL $$", "SIGKILL"),
     "hang": ("sleep 60", "timed out"),
-    "grandchild-holds-the-pipes": ("setsid sleep 60 & sleep 60", "timed out"),
+    "grandchild-holds-the-pipes": ("setsid sleep 20 & sleep 60", "timed out"),
     "exit-1": ("echo 'onnxruntime: cannot load' >&2; exit 1", "exit code 1"),
     "exit-0-writes-nothing": ("exit 0", "no observation.json"),
     "garbage-observation": ("printf 'not json' > \"$OUT/observation.json\"", "unreadable observation"),
@@ -307,3 +309,56 @@ def test_a_tracking_issue_is_opened_once_whatever_the_502(gh: FakeGitHub, after:
     got = issues.upsert(client, Repo.parse(gh.repo), title="t", body=f"{marker}\nbroken", marker=marker)
     assert got.action == "created"
     assert sum(marker in (i.get("body") or "") for i in gh.state.issues.values()) == 1
+
+
+def test_a_grandchild_that_left_the_group_cannot_hold_a_timeout_open(tmp_path: Path) -> None:
+    """It keeps the pipes open after the child is killed: the wait for them is bounded."""
+    import signal
+
+    from ci_onnx import proc
+
+    pid_file = tmp_path / "grandchild.pid"
+    code = (
+        "import subprocess, time; p = subprocess.Popen(['sleep', '300'], start_new_session=True); "
+        f"open({str(pid_file)!r}, 'w').write(str(p.pid)); time.sleep(300)"
+    )
+    try:
+        done = proc.run([sys.executable, "-c", code], timeout=2)
+        assert done.timed_out
+        assert done.duration_s < 2 + proc.DRAIN_S + 30  # not the grandchild's 300 s
+    finally:
+        if pid_file.is_file():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
+def test_in_run_one_target_that_breaks_the_verifier_is_an_error_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever escapes verifying one target becomes its error result; the other targets go on."""
+    from ci_onnx import envs, localrun
+    from ci_onnx.config import load
+    from ci_onnx.progress import Progress
+    from ci_onnx.target import Status, Target
+    from ci_onnx.verify import stage
+    from tests.robustness import corpus
+
+    (tmp_path / corpus.CONFIG).write_bytes(corpus._yaml(corpus.BASE))
+    cfg = load(tmp_path / corpus.CONFIG)
+    target = Target("1.20.1", "cpu", 17, "dynamo")
+
+    def boom(*_a: object, **_k: object) -> object:
+        raise IndexError("list index out of range")
+
+    monkeypatch.setattr(
+        envs,
+        "for_target",
+        lambda *_a, **_k: type("E", (), {"package": "p", "version": "v", "python": "py"})(),
+    )
+    monkeypatch.setattr(stage, "verify", boom)
+    options = localrun.RunOptions(out=tmp_path / "out", cache_dir=tmp_path / "cache", jobs=1)
+    status = localrun._verify_one(target, cfg, options, Progress([target.id], io.StringIO(), live=False))
+    assert status is Status.ERROR
+    result = json.loads((tmp_path / "out" / "results" / f"{target.id}.json").read_text())
+    assert "IndexError" in result["summary"] + json.dumps(result["checks"])
+    assert (tmp_path / "out" / "junit" / f"{target.id}.xml").is_file()

@@ -11,10 +11,10 @@ import dataclasses
 import difflib
 import functools
 import io
-import math
 from pathlib import Path
 from typing import Any
 
+from ci_onnx import config_guard as guard
 from ci_onnx.bundle import Decision, Preprocessing, TensorSpec, Tolerance
 from ci_onnx.errors import ConfigError
 from ci_onnx.serde import load_schema
@@ -95,37 +95,13 @@ def schema() -> dict[str, Any]:
     return load_schema(CONFIG_SCHEMA)
 
 
-MAX_BYTES = 1 << 20
-"""A config is a page of YAML; anything larger is not one (and would be slow to validate)."""
-MAX_NODES = 20_000
-"""Values after aliases are expanded: a few hundred in a real config, billions in an alias bomb."""
-MAX_DEPTH = 32
-MAX_INT = 2**31 - 1
-"""Every integer in the file (opsets, dims, batch sizes, seeds, counts) fits in an int32."""
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
+"""export.timeout_s and verify.timeout_s: a job that needs more than a week is a mistake."""
 
 
 def load(path: Path) -> Config:
     """Read, validate and type ``path``. Every problem is a ConfigError with file and line."""
-    try:
-        with path.open("rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
-    except FileNotFoundError:
-        raise ConfigError(
-            f"{path}: no such file; pass --config or run `onnx-gate init` to write one"
-        ) from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if len(raw) > MAX_BYTES:
-        raise ConfigError(f"{path}: larger than {MAX_BYTES >> 10} KiB; is this onnx-gate.yml?")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise ConfigError(
-            f"{path}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x}); save it as UTF-8"
-        ) from None
-    return parse(text, path)
+    return parse(guard.read_text(path), path)
 
 
 def parse(text: str, path: Path) -> Config:
@@ -134,97 +110,29 @@ def parse(text: str, path: Path) -> Config:
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     yaml = YAML(typ="rt")
-    _check_flow_depth(text, path)
+    guard.check_flow_depth(text, path)
     try:
         doc = yaml.load(io.StringIO(text.removeprefix("\ufeff")))
     except MarkedYAMLError as exc:
         mark = exc.problem_mark
         line = f":{mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}{line}: not valid YAML: {_one_line(exc.problem)}") from None
+        raise ConfigError(f"{path}{line}: not valid YAML: {guard.one_line(exc.problem)}") from None
     except (YAMLError, ValueError, TypeError, RecursionError, OverflowError, AttributeError) as exc:
         # ReaderError (control characters), complex keys, deep nesting: still one line
-        raise ConfigError(f"{path}: not valid YAML: {_one_line(str(exc) or type(exc).__name__)}") from None
+        raise ConfigError(
+            f"{path}: not valid YAML: {guard.one_line(str(exc) or type(exc).__name__)}"
+        ) from None
     if doc is None:
         raise ConfigError(f"{path}: the file is empty; `onnx-gate init` writes a commented example")
-    plain = _Plainer(doc, path).value()
+    plain = guard.Plainer(doc, path).value()
     try:
         _validate(plain, doc, path)
         return _build(plain, doc, path)
     except (TypeError, ValueError, KeyError, AttributeError, OverflowError, RecursionError) as exc:
         raise ConfigError(
-            f"{path}: cannot be read as an onnx-gate config ({type(exc).__name__}: {_one_line(str(exc))})"
+            f"{path}: cannot be read as an onnx-gate config "
+            f"({type(exc).__name__}: {guard.one_line(str(exc))})"
         ) from None
-
-
-def _check_flow_depth(text: str, path: Path) -> None:
-    """Refuse ``[[[[…`` before the YAML parser sees it (it takes seconds on ten thousand levels)."""
-    depth, quote = 0, ""
-    for n, ch in enumerate(text):
-        if quote:
-            quote = "" if ch in (quote, "\n") else quote
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "[{":
-            depth += 1
-            if depth > MAX_DEPTH:
-                line = text.count("\n", 0, n) + 1
-                raise ConfigError(f"{path}:{line}: nested deeper than {MAX_DEPTH} levels")
-        elif ch in "]}":
-            depth = max(0, depth - 1)
-
-
-def _one_line(text: str | None) -> str:
-    line = " ".join((text or "").split())
-    return line if len(line) <= 200 else line[:199] + "…"
-
-
-class _Plainer:
-    """ruamel's round-trip nodes as plain JSON-like values (mapping keys as strings), refusing what
-    no config holds before anything expands or validates it: an alias bomb (too many values), deep
-    nesting, a number that is not finite or an integer past int32, a key that is not a scalar."""
-
-    def __init__(self, doc: Any, path: Path) -> None:
-        self.doc = doc
-        self.path = path
-        self.nodes = 0
-
-    def value(self) -> Any:
-        return self._plain(self.doc, [])
-
-    def _fail(self, keys: list[str], why: str) -> ConfigError:
-        where = ".".join(keys) or "(top level)"
-        return ConfigError(f"{self.path}:{_line_of(self.doc, keys)}: {where}: {why}")
-
-    def _plain(self, node: Any, keys: list[str]) -> Any:
-        self.nodes += 1
-        if self.nodes > MAX_NODES:
-            raise self._fail(
-                keys, f"more than {MAX_NODES} values (YAML aliases expanding?); simplify the file"
-            )
-        if len(keys) > MAX_DEPTH:
-            raise self._fail(keys, f"nested deeper than {MAX_DEPTH} levels")
-        if isinstance(node, dict):
-            out = {}
-            for k, v in node.items():
-                if isinstance(k, bool) or not isinstance(k, (str, int, float)):
-                    raise self._fail(keys, f"a key must be a plain name, not {type(k).__name__} {k!r:.60}")
-                out[str(k)] = self._plain(v, [*keys, str(k)])
-            return out
-        if isinstance(node, list):
-            return [self._plain(v, [*keys, str(i)]) for i, v in enumerate(node)]
-        if isinstance(node, bool) or type(node).__name__ == "ScalarBoolean":
-            return bool(node)
-        if node is None or isinstance(node, str):
-            return str(node) if isinstance(node, str) else node
-        if isinstance(node, float):
-            if not math.isfinite(node):
-                raise self._fail(keys, f"{node!r} is not a finite number")
-            return float(node)
-        if isinstance(node, int):
-            if abs(node) > MAX_INT:
-                raise self._fail(keys, f"{int(node)} is out of range (at most {MAX_INT})")
-            return int(node)
-        return str(node)  # dates, timestamps and other YAML scalars: as written
 
 
 def _validate(plain: Any, doc: Any, path: Path) -> None:
@@ -260,13 +168,13 @@ def _describe(error: Any, doc: Any, path: Path) -> str:
         unknown = [k for k in error.instance if k not in allowed]
         if unknown and allowed:
             key = unknown[0]
-            line = _line_of(doc, [*keys, key])
+            line = guard.line_of(doc, [*keys, key])
             suggestion = difflib.get_close_matches(key, allowed, n=1, cutoff=0.5)
             hint = (
                 f"did you mean {suggestion[0]!r}?" if suggestion else f"expected one of: {', '.join(allowed)}"
             )
             return f"{path}:{line}: {'.'.join([*keys, key])}: unknown key; {hint}"
-    line = _line_of(doc, keys)
+    line = guard.line_of(doc, keys)
     if error.validator == "oneOf" and keys == ["model"]:
         return (
             f"{path}:{line}: model: give either `factory` with `inputs` and `outputs` (export from "
@@ -287,28 +195,6 @@ def _describe(error: Any, doc: Any, path: Path) -> str:
             "(1.20.1), a wildcard (1.24.*), latest, latest-N or nightly"
         )
     return f"{path}:{line}: {where}: {error.message}"
-
-
-def _line_of(doc: Any, keys: list[str]) -> int:
-    """1-based line of the deepest node along ``keys`` that the YAML document can locate."""
-    node = doc
-    line = 1
-    for key in keys:
-        lc = getattr(node, "lc", None)
-        if isinstance(node, dict):
-            match = next((k for k in node if str(k) == key), None)
-            if match is None:
-                break
-            if lc is not None:
-                line = lc.key(match)[0] + 1
-            node = node[match]
-        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
-            if lc is not None:
-                line = lc.item(int(key))[0] + 1
-            node = node[int(key)]
-        else:
-            break
-    return line
 
 
 def _defaults(*keys: str) -> dict[str, Any]:
@@ -340,7 +226,7 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
     for spec in inputs:
         if spec.dtype.startswith(("int", "uint")) and spec.value_range is None:
             raise ConfigError(
-                f"{path}:{_line_of(doc, ['model', 'inputs', spec.name])}: model.inputs.{spec.name}: "
+                f"{path}:{guard.line_of(doc, ['model', 'inputs', spec.name])}: model.inputs.{spec.name}: "
                 f"integer input needs `range: [low, high]` for its random values (token ids: [0, vocab_size])"
             )
     pre = m.get("preprocessing")
@@ -368,8 +254,8 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         timeout = _section(plain, section)["timeout_s"]
         if isinstance(timeout, (int, float)) and timeout > MAX_TIMEOUT_S:
             raise ConfigError(
-                f"{path}:{_line_of(doc, [section, 'timeout_s'])}: {section}.timeout_s: {timeout} s is more "
-                f"than a week ({MAX_TIMEOUT_S:.0f} s); give the seconds one job may take"
+                f"{path}:{guard.line_of(doc, [section, 'timeout_s'])}: {section}.timeout_s: {timeout} s is "
+                f"more than a week ({MAX_TIMEOUT_S:.0f} s); give the seconds one job may take"
             )
     e = _section(plain, "export")
     declared = plain.get("export", {}) if isinstance(plain.get("export"), dict) else {}
@@ -411,7 +297,7 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
     )
     if "nightly" in targets.runtimes and not targets.nightly_index:
         raise ConfigError(
-            f"{path}:{_line_of(doc, ['targets', 'runtimes'])}: targets.runtimes: 'nightly' needs "
+            f"{path}:{guard.line_of(doc, ['targets', 'runtimes'])}: targets.runtimes: 'nightly' needs "
             "targets.nightly_index, the extra index URL that serves onnxruntime's pre-release builds"
         )
     budget = _section(plain, "budgets", "cpu_fallback")
@@ -449,7 +335,7 @@ def _check_references(config: Config, doc: Any, path: Path) -> None:
             if spec.name == name:
                 for axis in axes:
                     if int(axis) >= len(spec.shape):
-                        line = _line_of(doc, ["model", "dynamic_axes", name])
+                        line = guard.line_of(doc, ["model", "dynamic_axes", name])
                         raise ConfigError(
                             f"{path}:{line}: model.dynamic_axes.{name}: axis {axis} is out of range for "
                             f"input {name!r} of rank {len(spec.shape)}"
@@ -457,7 +343,7 @@ def _check_references(config: Config, doc: Any, path: Path) -> None:
 
 
 def _ref_error(doc: Any, path: Path, keys: list[str], value: str, known: set[str]) -> str:
-    line = _line_of(doc, keys)
+    line = guard.line_of(doc, keys)
     suggestion = difflib.get_close_matches(value, sorted(known), n=1)
     hint = f"did you mean {suggestion[0]!r}?" if suggestion else f"known: {', '.join(sorted(known))}"
     return f"{path}:{line}: {'.'.join(keys)}: {value!r} is not a declared input or output; {hint}"

@@ -66,6 +66,9 @@ class RetryPolicy:
     """Longest single wait (a Retry-After or rate-limit reset beyond it is not waited for)."""
     total_s: float = 180.0
     """No retry starts once this long has passed since the first attempt (slow replies add up)."""
+    budget_s: float = 600.0
+    """All the requests of one client together: past this, a request fails at once, so a GitHub that
+    answers every request slowly cannot hold a report job for an hour."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,6 +96,7 @@ class Client:
         self._sleep = sleep
         self._log = log
         self._session = session or requests.Session()
+        self._started = time.monotonic()
         token = token.strip()
         self._token = token
         if token and not _sendable(token):
@@ -129,6 +133,11 @@ class Client:
     def _request(self, method: str, path: str, *, json: Any, params: Mapping[str, Any] | None) -> Response:
         url = path if path.startswith("http") else f"{self.api_url}{path}"
         what = f"{method} {url.removeprefix(self.api_url).split('?')[0]}"
+        if time.monotonic() - self._started > self._retry.budget_s:
+            raise GitHubError(
+                f"not sending {what}: GitHub has been too slow "
+                f"({self._retry.budget_s:.0f} s spent on this report already)"
+            )
         once = method == "POST" and not any(p in url for p in RETRYABLE_POSTS)
         start = time.monotonic()
         for attempt in range(1, self._retry.attempts + 1):

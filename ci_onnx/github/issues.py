@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from ci_onnx.github.client import Client
+from ci_onnx.github.client import Ambiguous, Client
 from ci_onnx.github.context import Repo
 
 
@@ -20,6 +20,9 @@ class IssueResult:
     url: str
     action: str
     """``created``, ``updated`` or ``closed``."""
+
+
+CREATE_ATTEMPTS = 3
 
 
 def find_open(client: Client, repo: Repo, marker: str, label: str = "") -> dict[str, Any] | None:
@@ -46,8 +49,17 @@ def upsert(
     payload: dict[str, Any] = {"title": title, "body": body}
     if labels:
         payload["labels"] = list(labels)
-    data = client.request("POST", f"{repo.path}/issues", json=payload).data
-    return IssueResult(int(data["number"]), str(data.get("html_url", "")), "created")
+    for attempt in range(1, CREATE_ATTEMPTS + 1):
+        try:
+            data = client.request("POST", f"{repo.path}/issues", json=payload).data
+            return IssueResult(int(data["number"]), str(data.get("html_url", "")), "created")
+        except Ambiguous:  # GitHub may have opened it: look before opening another
+            found = find_open(client, repo, marker, labels[0] if labels else "")
+            if found is not None:
+                return IssueResult(int(found["number"]), str(found.get("html_url", "")), "created")
+            if attempt == CREATE_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def close(client: Client, repo: Repo, *, marker: str, body: str = "", label: str = "") -> IssueResult | None:

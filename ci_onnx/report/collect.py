@@ -101,11 +101,18 @@ def find_result_files(
             continue
         else:
             raise UsageError(f"--results {d}: no such file or directory")
+        root = d.resolve() if d.is_dir() else None
         for path in candidates:
             walked += 1
             if walked > MAX_FILES:
                 raise UsageError(f"--results {d}: more than {MAX_FILES} JSON files; point it at the results")
             if path.name in NOT_RESULTS or path.is_dir():
+                continue
+            if root is not None and not _inside(path, root):
+                if unreadable is not None:
+                    unreadable.append(
+                        f"{path}: a link that leads outside {d}; an artifact holds only its files"
+                    )
                 continue
             kind = _classify(path)
             if kind == "result":
@@ -116,6 +123,13 @@ def find_result_files(
                 else:
                     unreadable.append(f"{path}: {kind}; the result it held is lost, so the gate fails")
     return found
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(root)
+    except (OSError, RuntimeError, ValueError):
+        return False
 
 
 def _outcome(status: Status) -> Outcome:

@@ -159,9 +159,17 @@ def read(paths: Sequence[Path]) -> JUnitSummary:
     errors: list[str] = []
     for p in paths:
         try:
-            files.extend(sorted(p.rglob("*.xml")) if p.is_dir() else [p])
-        except OSError as exc:
-            errors.append(f"{p}: cannot be listed ({exc.strerror or exc})")
+            if p.is_dir():
+                root = p.resolve()
+                for f in sorted(p.rglob("*.xml")):
+                    if f.resolve().is_relative_to(root):
+                        files.append(f)
+                    else:
+                        errors.append(f"{f}: a link that leads outside {p}; not read")
+            else:
+                files.append(p)
+        except (OSError, RuntimeError) as exc:
+            errors.append(f"{p}: cannot be listed ({getattr(exc, 'strerror', None) or exc})")
     total = JUnitSummary(parse_errors=tuple(errors))
     for f in files:
         one = read_file(f)

@@ -444,6 +444,15 @@ def report_cases() -> list[Case]:
                 )
     cases += [
         Case("report/all-passing", WITH_PLAN, {}, PASS, ("passed",), setup="results:"),
+        Case("report/result-symlink-outside", REPORT, {}, FAIL, ("leads outside",), setup="symlink:result"),
+        Case(
+            "report/junit-symlink-outside",
+            (*REPORT, "--junit", "{d}/junit"),
+            {},
+            FAIL,
+            ("leads outside",),
+            setup="symlink:junit",
+        ),
         Case(
             "report/duplicates-disagree",
             REPORT,

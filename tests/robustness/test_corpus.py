@@ -196,6 +196,17 @@ def prepare(case: Case, d: Path, good: Path | None) -> tuple[str, ...]:
         shutil.rmtree(d / "results")
     elif kind == "plan":
         _plan_edit(d, arg)
+    elif kind == "symlink":  # a link in the artifact to a file elsewhere
+        _results(d)
+        (d / "elsewhere").mkdir()
+        if arg == "result":
+            first = next((d / "results").rglob("*.json"))
+            (d / "elsewhere" / "r.json").write_bytes(first.read_bytes())
+            (d / "results" / "link.json").symlink_to(d / "elsewhere" / "r.json")
+        else:
+            (d / "elsewhere" / "x.xml").write_text("<testsuite><testcase name='t'/></testsuite>")
+            (d / "junit").mkdir()
+            (d / "junit" / "link.xml").symlink_to(d / "elsewhere" / "x.xml")
     elif kind == "bundle":
         assert good is not None
         replaced = _bundle_edit(d, good, arg)

@@ -4,6 +4,8 @@ nowhere, and a warning that says truthfully what was (or may have been) posted."
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import stat
@@ -174,7 +176,7 @@ RUNNERS = {
     "abort": ("kill -ABRT $$", "SIGABRT"),
     "oom-kill": ("kill -KILL $$", "SIGKILL"),
     "hang": ("sleep 60", "timed out"),
-    "grandchild-holds-the-pipes": ("setsid sleep 60 & sleep 60", "timed out"),
+    "grandchild-holds-the-pipes": ("setsid sleep 20 & sleep 60", "timed out"),
     "exit-1": ("echo 'onnxruntime: cannot load' >&2; exit 1", "exit code 1"),
     "exit-0-writes-nothing": ("exit 0", "no observation.json"),
     "garbage-observation": ("printf 'not json' > \"$OUT/observation.json\"", "unreadable observation"),
@@ -275,3 +277,88 @@ def test_a_real_child_sees_none_of_the_planted_tokens(monkeypatch: pytest.Monkey
         monkeypatch.setenv(name, PLANTED)
     done = proc.run([sys.executable, "-c", "import os; print(dict(os.environ))"], timeout=60)
     assert done.ok and PLANTED not in done.stdout
+
+
+def test_a_github_that_is_slow_everywhere_cannot_hold_the_job(gh: FakeGitHub) -> None:
+    """Every answer late: each request gives up at its timeout, and the client's budget ends the rest."""
+    gh.state.faults.append(server.Fault("GET", r".", 200, delay_s=0.6, times=999))
+    gh.state.faults.append(server.Fault("POST", r".", 201, delay_s=0.6, after=True, times=999))
+    client = Client(
+        server.TOKEN,
+        gh.url,
+        timeout=(0.3, 0.3),
+        retry=RetryPolicy(attempts=3, backoff_s=0.0, budget_s=2.0),
+        sleep=lambda _s: None,
+    )
+    warns: list[str] = []
+    ctx = GitHubContext(token=server.TOKEN, repository=gh.repo, api_url=gh.url, sha=SHA, pr_number=PR)
+    publish(_view(), ctx, client, info=lambda _m: None, warn=warns.append)
+    assert warns and all(server.TOKEN not in w for w in warns)
+    assert sum(MARKER in c["body"] for c in gh.state.comments.values()) <= 1
+    assert len(gh.state.check_runs) <= 1
+
+
+@pytest.mark.parametrize("after", [True, False])
+def test_a_tracking_issue_is_opened_once_whatever_the_502(gh: FakeGitHub, after: bool) -> None:
+    from ci_onnx.github import issues
+    from ci_onnx.github.context import Repo
+
+    gh.state.faults.append(server.Fault("POST", r"/issues$", 502, after=after))
+    client = Client(server.TOKEN, gh.url, retry=RetryPolicy(attempts=3, backoff_s=0.0), sleep=lambda _s: None)
+    marker = "<!-- onnx-gate:nightly:t -->"
+    got = issues.upsert(client, Repo.parse(gh.repo), title="t", body=f"{marker}\nbroken", marker=marker)
+    assert got.action == "created"
+    assert sum(marker in (i.get("body") or "") for i in gh.state.issues.values()) == 1
+
+
+def test_a_grandchild_that_left_the_group_cannot_hold_a_timeout_open(tmp_path: Path) -> None:
+    """It keeps the pipes open after the child is killed: the wait for them is bounded."""
+    import signal
+
+    from ci_onnx import proc
+
+    pid_file = tmp_path / "grandchild.pid"
+    code = (
+        "import subprocess, time; p = subprocess.Popen(['sleep', '300'], start_new_session=True); "
+        f"open({str(pid_file)!r}, 'w').write(str(p.pid)); time.sleep(300)"
+    )
+    try:
+        done = proc.run([sys.executable, "-c", code], timeout=2)
+        assert done.timed_out
+        assert done.duration_s < 2 + proc.DRAIN_S + 30  # not the grandchild's 300 s
+    finally:
+        if pid_file.is_file():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
+def test_in_run_one_target_that_breaks_the_verifier_is_an_error_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever escapes verifying one target becomes its error result; the other targets go on."""
+    from ci_onnx import envs, localrun
+    from ci_onnx.config import load
+    from ci_onnx.progress import Progress
+    from ci_onnx.target import Status, Target
+    from ci_onnx.verify import stage
+    from tests.robustness import corpus
+
+    (tmp_path / corpus.CONFIG).write_bytes(corpus._yaml(corpus.BASE))
+    cfg = load(tmp_path / corpus.CONFIG)
+    target = Target("1.20.1", "cpu", 17, "dynamo")
+
+    def boom(*_a: object, **_k: object) -> object:
+        raise IndexError("list index out of range")
+
+    monkeypatch.setattr(
+        envs,
+        "for_target",
+        lambda *_a, **_k: type("E", (), {"package": "p", "version": "v", "python": "py"})(),
+    )
+    monkeypatch.setattr(stage, "verify", boom)
+    options = localrun.RunOptions(out=tmp_path / "out", cache_dir=tmp_path / "cache", jobs=1)
+    status = localrun._verify_one(target, cfg, options, Progress([target.id], io.StringIO(), live=False))
+    assert status is Status.ERROR
+    result = json.loads((tmp_path / "out" / "results" / f"{target.id}.json").read_text())
+    assert "IndexError" in result["summary"] + json.dumps(result["checks"])
+    assert (tmp_path / "out" / "junit" / f"{target.id}.xml").is_file()

@@ -115,19 +115,25 @@ def workflow(template: str, settings: Settings, name: str | None = None) -> str:
     )
 
 
-def config_file(model_name: str = "model", factory: str = "model.py:build") -> str:
+def config_file(model_name: str = "model", factory: str = "model.py:build", onnx: str = "") -> str:
+    """onnx-gate.yml for a torch model (``factory``) or, with ``onnx``, for an ONNX file."""
     return render(
         "onnx-gate.yml.j2",
-        model_name=model_name,
+        model_name=Path(onnx).stem if onnx else model_name,
         factory=factory,
+        onnx=onnx,
         runtimes=_flow(("1.20.1", "latest")),
     )
 
 
-def starter_files(settings: Settings, fork_safe: bool = False) -> dict[Path, str]:
-    """Relative path → content of every file ``onnx-gate init`` writes."""
+IGNORED = "onnx-gate-out/"
+"""What every command writes, under the working directory: never committed."""
+
+
+def starter_files(settings: Settings, fork_safe: bool = False, onnx: str = "") -> dict[Path, str]:
+    """Relative path → content of every file ``onnx-gate init`` writes (.gitignore aside)."""
     settings.check()
-    files = {Path(CONFIG_FILE): config_file()}
+    files = {Path(CONFIG_FILE): config_file(onnx=onnx)}
     if fork_safe:
         files[WORKFLOWS / f"{settings.name}.yml"] = workflow("fork-untrusted.yml.j2", settings)
         files[WORKFLOWS / f"{settings.name}-comment.yml"] = workflow("fork-comment.yml.j2", settings)
@@ -137,6 +143,16 @@ def starter_files(settings: Settings, fork_safe: bool = False) -> dict[Path, str
         "nightly.yml.j2", settings, name=f"{settings.name} nightly"
     )
     return files
+
+
+def ignore_output(directory: Path) -> Path | None:
+    """Add onnx-gate-out/ to ``directory``/.gitignore unless it is there; the file when it changed."""
+    path = directory / ".gitignore"
+    text = path.read_text() if path.is_file() else ""
+    if any(line.strip() in (IGNORED, IGNORED.rstrip("/"), "/" + IGNORED) for line in text.splitlines()):
+        return None
+    path.write_text(text + ("" if not text or text.endswith("\n") else "\n") + IGNORED + "\n")
+    return path
 
 
 def self_test_workflow() -> str:

@@ -19,6 +19,22 @@ from ci_onnx.report import CHECK_NAME
 DEFAULT_ACTION = "onnx-gate/onnx-gate@v1"
 """The action as a workflow names it: ``owner/repo@ref``."""
 
+PINNED = {
+    "actions/checkout": ("d23441a48e516b6c34aea4fa41551a30e30af803", "v6.1.0"),
+    "actions/upload-artifact": ("b7c566a772e6b6bfb58ed0dc250532a479d7789f", "v6.0.0"),
+    "actions/download-artifact": ("37930b1c2abaa49bbe596cd826c3c89aef350131", "v7.0.0"),
+    "actions/cache": ("27d5ce7f107fe9357f9df03efb73ab90386fccae", "v5.0.5"),
+}
+"""Every third-party action the workflows use, pinned to a full commit (a tag can be moved); the tag
+it was taken from stays in a comment, which is what Dependabot reads to propose updates."""
+
+
+def uses(action: str) -> str:
+    """``owner/repo@<sha> # tag``, the value of a pinned ``uses:``."""
+    sha, tag = PINNED[action]
+    return f"{action}@{sha} # {tag}"
+
+
 CONFIG_FILE = "onnx-gate.yml"
 WORKFLOWS = Path(".github/workflows")
 SELF_TEST = WORKFLOWS / "self-test.yml"
@@ -111,6 +127,7 @@ def workflow(template: str, settings: Settings, name: str | None = None) -> str:
         comment_file=str(WORKFLOWS / f"{settings.name}-comment.yml"),
         matrices=suffixes,
         check_name=CHECK_NAME,
+        pin={name.removeprefix("actions/"): uses(name) for name in PINNED},
         verify_needs=f"[{', '.join(jobs)}]",
     )
 

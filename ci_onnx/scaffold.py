@@ -19,6 +19,22 @@ from ci_onnx.report import CHECK_NAME
 DEFAULT_ACTION = "onnx-gate/onnx-gate@v1"
 """The action as a workflow names it: ``owner/repo@ref``."""
 
+PINNED = {
+    "actions/checkout": ("d23441a48e516b6c34aea4fa41551a30e30af803", "v6.1.0"),
+    "actions/upload-artifact": ("b7c566a772e6b6bfb58ed0dc250532a479d7789f", "v6.0.0"),
+    "actions/download-artifact": ("37930b1c2abaa49bbe596cd826c3c89aef350131", "v7.0.0"),
+    "actions/cache": ("27d5ce7f107fe9357f9df03efb73ab90386fccae", "v5.0.5"),
+}
+"""Every third-party action the workflows use, pinned to a full commit (a tag can be moved); the tag
+it was taken from stays in a comment, which is what Dependabot reads to propose updates."""
+
+
+def uses(action: str) -> str:
+    """``owner/repo@<sha> # tag``, the value of a pinned ``uses:``."""
+    sha, tag = PINNED[action]
+    return f"{action}@{sha} # {tag}"
+
+
 CONFIG_FILE = "onnx-gate.yml"
 WORKFLOWS = Path(".github/workflows")
 SELF_TEST = WORKFLOWS / "self-test.yml"
@@ -111,23 +127,30 @@ def workflow(template: str, settings: Settings, name: str | None = None) -> str:
         comment_file=str(WORKFLOWS / f"{settings.name}-comment.yml"),
         matrices=suffixes,
         check_name=CHECK_NAME,
+        pin={name.removeprefix("actions/"): uses(name) for name in PINNED},
         verify_needs=f"[{', '.join(jobs)}]",
     )
 
 
-def config_file(model_name: str = "model", factory: str = "model.py:build") -> str:
+def config_file(model_name: str = "model", factory: str = "model.py:build", onnx: str = "") -> str:
+    """onnx-gate.yml for a torch model (``factory``) or, with ``onnx``, for an ONNX file."""
     return render(
         "onnx-gate.yml.j2",
-        model_name=model_name,
+        model_name=Path(onnx).stem if onnx else model_name,
         factory=factory,
+        onnx=onnx,
         runtimes=_flow(("1.20.1", "latest")),
     )
 
 
-def starter_files(settings: Settings, fork_safe: bool = False) -> dict[Path, str]:
-    """Relative path → content of every file ``onnx-gate init`` writes."""
+IGNORED = "onnx-gate-out/"
+"""What every command writes, under the working directory: never committed."""
+
+
+def starter_files(settings: Settings, fork_safe: bool = False, onnx: str = "") -> dict[Path, str]:
+    """Relative path → content of every file ``onnx-gate init`` writes (.gitignore aside)."""
     settings.check()
-    files = {Path(CONFIG_FILE): config_file()}
+    files = {Path(CONFIG_FILE): config_file(onnx=onnx)}
     if fork_safe:
         files[WORKFLOWS / f"{settings.name}.yml"] = workflow("fork-untrusted.yml.j2", settings)
         files[WORKFLOWS / f"{settings.name}-comment.yml"] = workflow("fork-comment.yml.j2", settings)
@@ -137,6 +160,16 @@ def starter_files(settings: Settings, fork_safe: bool = False) -> dict[Path, str
         "nightly.yml.j2", settings, name=f"{settings.name} nightly"
     )
     return files
+
+
+def ignore_output(directory: Path) -> Path | None:
+    """Add onnx-gate-out/ to ``directory``/.gitignore unless it is there; the file when it changed."""
+    path = directory / ".gitignore"
+    text = path.read_text() if path.is_file() else ""
+    if any(line.strip() in (IGNORED, IGNORED.rstrip("/"), "/" + IGNORED) for line in text.splitlines()):
+        return None
+    path.write_text(text + ("" if not text or text.endswith("\n") else "\n") + IGNORED + "\n")
+    return path
 
 
 def self_test_workflow() -> str:

@@ -120,13 +120,14 @@ def report(
                 "report": str(report_file),
             },
         )
+    # Result text can come from a fork: one line each, so none of it can start a workflow command.
     for problem in [*collection.problems, *(junit.parse_errors if junit else ())][:20]:
-        click.echo(f"  💥 {problem}")
+        click.echo("  💥 " + " ".join(str(problem).split()))
     for f in the_view.failures[:20]:
-        click.echo(f"  {f.icon} {f.target}: {f.reason}")
+        click.echo("  " + " ".join(f"{f.icon} {f.target}: {f.reason}".split()))
     if len(the_view.failures) > 20:
         click.echo(f"  … and {len(the_view.failures) - 20} more")
     mark = "❌" if the_view.blocks else "✅"
-    click.echo(f"{mark} {the_view.headline}; the full report: {report_file}")
+    click.echo(" ".join(f"{mark} {the_view.headline}; the full report: {report_file}".split()))
     if the_view.blocks:
         raise click.exceptions.Exit(EXIT_FAIL)

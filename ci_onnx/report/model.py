@@ -23,13 +23,20 @@ class Commit:
 
 @dataclasses.dataclass(frozen=True)
 class ParityRow:
+    """One output of one target: its worst differences, the tolerance they were judged by, and how
+    many elements fell outside it (an element passes when |a - b| ≤ atol + rtol·|b|, so a large max
+    rel is no violation where atol covered it)."""
+
     target: str
     runtime: str
     provider: str
     opset: int
     exporter: str
+    output: str
     max_abs: str
     max_rel: str
+    tolerance: str
+    outside: str
     decisions: str
     verdict: str
     failed: bool
@@ -56,6 +63,10 @@ class LatencyRow:
     """One "p50 / p90" per batch size of LatencyTable.batch_sizes; "—" where not measured."""
     failed: bool
     delta: str = ""
+    session: str = "—"
+    """Session creation, ms."""
+    peak_rss: str = "—"
+    """Peak resident memory of the runtime's process, MB."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +91,8 @@ class Failure:
     reason: str
     checks: tuple[FailedCheck, ...]
     reproduce: str
+    affects: tuple[str, ...] = ()
+    """For a bundle whose export failed: the targets it fails, shown once under the bundle."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +122,15 @@ class Counts:
 
 
 @dataclasses.dataclass(frozen=True)
+class Overview:
+    """The plan at a glance: one row per runtime and provider, one column per bundle (opset ×
+    exporter), an icon per cell (✅ ❌ 💥 ⚠️ ⏭️, "·" where the plan has no such cell)."""
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, tuple[str, ...]], ...]
+
+
+@dataclasses.dataclass(frozen=True)
 class ReportView:
     title: str
     headline: str
@@ -127,3 +149,5 @@ class ReportView:
     """The base-branch commit rows are compared with; empty until comparison is built."""
     report_file: str = "report.md"
     """Where the full report is written; what a truncated body points to."""
+    overview: Overview | None = None
+    """Shown at the top of large plans."""

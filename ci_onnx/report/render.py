@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import html
 from typing import Any
 
 import jinja2
@@ -24,10 +23,19 @@ FOLD_ROWS = 24
 JUNIT_LIMIT = 20
 
 
+_ANGLES = (("<=", "≤"), (">=", "≥"), ("<", "‹"), (">", "›"))
+
+
 def cell(value: Any) -> str:
-    """Text safe inside a Markdown table cell or a <summary>: one line, no pipes, no raw HTML."""
+    """Text safe inside a Markdown table cell or a <summary>: one line, no pipes, no raw HTML.
+
+    Angle brackets become look-alikes (``<=`` → ≤, ``<`` → ‹) rather than HTML entities, so the text
+    reads the same in report.md on a terminal as in the comment GitHub renders.
+    """
     text = " ".join(str(value).split())
-    return html.escape(text, quote=False).replace("|", "\\|")
+    for raw, shown in _ANGLES:
+        text = text.replace(raw, shown)
+    return text.replace("|", "\\|")
 
 
 @functools.cache

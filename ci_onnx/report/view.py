@@ -7,6 +7,7 @@ Templates only lay the view out. A later base-branch comparison fills ``baseline
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 
@@ -20,6 +21,7 @@ from ci_onnx.report.model import (
     FallbackRow,
     LatencyRow,
     LatencyTable,
+    Overview,
     ParityRow,
     ReportView,
     Skip,
@@ -53,38 +55,58 @@ def fmt_share(x: float) -> str:
     return f"{100 * x:.1f} %"
 
 
+_SAFE = re.compile(r"[\w./+@:=-]+")
+
+
+def _arg(text: str, fallback: str) -> str:
+    """``text`` as one shell word a reviewer may paste: plain characters only (results and plans can
+    come from a fork, so anything else, such as a newline that would close the code block, is dropped)."""
+    return text if _SAFE.fullmatch(text) else fallback
+
+
 def default_reproduce(entry: Entry, config_path: str = "") -> str:
     """A command that reproduces this one target on a laptop: with the config known (from the plan),
-    `onnx-gate run` exports and verifies that cell alone; else verify on a bundle already exported."""
+    `onnx-gate run` exports and verifies that cell alone; else verify on a bundle already exported.
+    Built here from the target, never taken from a result file, whose text a fork could choose."""
     t = entry.target
+    target = _arg(t.id, "TARGET")
     if config_path:
-        return f"onnx-gate run --config {config_path} --only '{t.id}'"
-    return f"onnx-gate verify --bundle onnx-gate-out/bundles/{t.bundle_key} --target {t.id}"
+        return f"onnx-gate run --config {_arg(config_path, 'onnx-gate.yml')} --only '{target}'"
+    return f"onnx-gate verify --bundle onnx-gate-out/bundles/{_arg(t.bundle_key, 'BUNDLE')} --target {target}"
 
 
-def _parity_row(entry: Entry, r: TargetResult) -> ParityRow:
-    worst_abs = max((p.max_abs for p in r.parity), default=float("nan"))
-    worst_rel = max((p.max_rel for p in r.parity), default=float("nan"))
-    parity_failed = any(not p.passed for p in r.parity)
+def _parity_rows(entry: Entry, r: TargetResult) -> list[ParityRow]:
+    """One row per output: its worst differences, its tolerance and how many elements fell outside."""
     d = r.decisions
-    decisions = f"{d.changed} / {d.total}" if d else "—"
-    failed = parity_failed or bool(d and d.changed)
-    why = [
-        w for w, bad in (("out of tolerance", parity_failed), ("decisions changed", d and d.changed)) if bad
-    ]
-    verdict = "❌ " + ", ".join(why) if failed else "✅"
-    return ParityRow(
-        target=entry.target.id,
-        runtime=entry.target.runtime,
-        provider=entry.target.provider,
-        opset=entry.target.opset,
-        exporter=entry.target.exporter,
-        max_abs=fmt_num(worst_abs),
-        max_rel=fmt_num(worst_rel),
-        decisions=decisions,
-        verdict=verdict,
-        failed=failed,
-    )
+    decisions_changed = bool(d and d.changed)
+    rows = []
+    for i, p in enumerate(r.parity):
+        why = [
+            w
+            for w, bad in (("out of tolerance", not p.passed), ("decisions changed", decisions_changed))
+            if bad
+        ]
+        outside = f"{p.out_of_tolerance} of {p.elements}"
+        if p.shape_mismatch:
+            outside = f"shape: {p.shape_mismatch}"
+        rows.append(
+            ParityRow(
+                target=entry.target.id,
+                runtime=entry.target.runtime,
+                provider=entry.target.provider,
+                opset=entry.target.opset,
+                exporter=entry.target.exporter,
+                output=p.output,
+                max_abs=fmt_num(p.max_abs),
+                max_rel=fmt_num(p.max_rel),
+                tolerance=f"atol {p.atol:g} + rtol {p.rtol:g}",
+                outside=outside,
+                decisions=(f"{d.changed} / {d.total}" if d else "—") if i == 0 else "",
+                verdict="❌ " + ", ".join(why) if why else "✅",
+                failed=bool(why),
+            )
+        )
+    return rows
 
 
 def _fallback_row(entry: Entry, r: TargetResult) -> FallbackRow | None:
@@ -122,15 +144,35 @@ def _latency(entries: Sequence[Entry]) -> LatencyTable:
             for b in sizes
         )
         check = e.result.check("latency")
-        rows.append(LatencyRow(e.target.id, cells, bool(check and check.status.blocks)))
+        r = e.result
+        rows.append(
+            LatencyRow(
+                e.target.id,
+                cells,
+                bool(check and check.status.blocks),
+                session=fmt_ms(r.session_create_ms) if r.session_create_ms else "—",
+                peak_rss=f"{r.peak_rss_mb:.0f}" if r.peak_rss_mb and not math.isnan(r.peak_rss_mb) else "—",
+            )
+        )
     return LatencyTable(tuple(sizes), tuple(rows))
 
 
 def _figures(figures: dict[str, object]) -> str:
+    """Figures as a person reads them: numbers formatted, lists and tables counted, never a repr."""
     parts = []
     for k, v in figures.items():
-        shown = fmt_num(v) if isinstance(v, float) else str(v)
-        parts.append(f"{k}={shown}")
+        name = k.replace("_", " ")
+        if isinstance(v, bool):
+            shown = "yes" if v else "no"
+        elif isinstance(v, float):
+            shown = fmt_num(v)
+        elif isinstance(v, (int, str)):
+            shown = str(v)
+        elif isinstance(v, (list, tuple, dict)):
+            shown = f"{len(v)}"
+        else:
+            continue
+        parts.append(f"{name} {shown}")
     return ", ".join(parts)
 
 
@@ -149,10 +191,66 @@ def _failure(entry: Entry, config_path: str) -> Failure:
         outcome=entry.outcome.value,
         reason=entry.reason or "(no reason recorded)",
         checks=checks,
-        reproduce=default_reproduce(entry, config_path)
-        if config_path or not (r and r.reproduce)
-        else r.reproduce,
+        reproduce=default_reproduce(entry, config_path),
     )
+
+
+EXPORT_FAILED = "export failed upstream: "
+"""How verify summarises a target of a bundle whose export check failed (ci_onnx/verify/stage.py)."""
+
+
+def _failures(entries: Sequence[Entry], config_path: str) -> tuple[Failure, ...]:
+    """One failure per failing target, except that a bundle whose export failed is shown once, with
+    the targets it fails, rather than once per target."""
+    out: list[Failure] = []
+    by_bundle: dict[str, list[Entry]] = {}
+    for e in entries:
+        if not e.outcome.blocks:
+            continue
+        if e.result is not None and e.result.summary.startswith(EXPORT_FAILED):
+            if e.target.bundle_key not in by_bundle:
+                out.append(_failure(e, config_path))  # placeholder, replaced below
+            by_bundle.setdefault(e.target.bundle_key, []).append(e)
+        else:
+            out.append(_failure(e, config_path))
+    for key, group in by_bundle.items():
+        first = group[0]
+        index = next(i for i, f in enumerate(out) if f.target == first.target.id)
+        r = first.result
+        assert r is not None
+        export = "onnx-gate export" + (
+            f" --config {_arg(config_path, 'onnx-gate.yml')}" if config_path else ""
+        )
+        out[index] = Failure(
+            target=f"bundle {key}",
+            icon=ICON[first.outcome],
+            outcome="export failed",
+            reason=r.summary.removeprefix(EXPORT_FAILED),
+            checks=_failure(first, config_path).checks,
+            reproduce=f"{export} --only '*-{_arg(key, 'BUNDLE')}'",
+            affects=tuple(e.target.id for e in group),
+        )
+    return tuple(out)
+
+
+OVERVIEW_FROM = 12
+"""Plans with at least this many targets get the compact matrix at the top."""
+
+
+def _overview(entries: Sequence[Entry]) -> Overview | None:
+    if len(entries) < OVERVIEW_FROM:
+        return None
+    columns = sorted({e.target.bundle_key for e in entries}, key=lambda k: (int(k.split("-")[0][2:]), k))
+    cells: dict[str, dict[str, str]] = {}
+    order: list[str] = []
+    for e in entries:
+        t = e.target
+        row = f"{t.runtime} {t.provider}"
+        if row not in cells:
+            order.append(row)
+            cells[row] = {}
+        cells[row][t.bundle_key] = ICON[e.outcome]
+    return Overview(tuple(columns), tuple((r, tuple(cells[r].get(c, "·") for c in columns)) for r in order))
 
 
 def _counts(entries: Sequence[Entry]) -> Counts:
@@ -222,9 +320,9 @@ def build(
         counts=counts,
         commit=commit or Commit(),
         run_url=run_url,
-        failures=tuple(_failure(e, collection.config_path) for e in entries if e.outcome.blocks),
+        failures=_failures(entries, collection.config_path),
         problems=collection.problems,
-        parity=tuple(_parity_row(e, e.result) for e in judged if e.result and e.result.parity),
+        parity=tuple(row for e in judged if e.result for row in _parity_rows(e, e.result)),
         fallback=fallback,
         latency=_latency(judged),
         skips=tuple(
@@ -232,4 +330,5 @@ def build(
         ),
         junit=junit,
         report_file=report_file,
+        overview=_overview(entries),
     )

@@ -17,6 +17,7 @@ from ci_onnx.results import (
     TargetResult,
 )
 from ci_onnx.runners.values import element_names
+from ci_onnx.shorten import fit
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import compare, decode, serving
 from ci_onnx.verify.options import VerifyOptions
@@ -38,7 +39,7 @@ def result(
         schema_version=SCHEMA_VERSION,
         target=target,
         status=status,
-        summary=summary[:500],
+        summary=fit(summary, 500),
         checks=tuple(checks),
         bundle=manifest.files.get("model.onnx", "") if manifest else "",
         **fields,

@@ -26,6 +26,7 @@ from ci_onnx.bundle import MODEL, Manifest, confined, read_manifest
 from ci_onnx.config import Config
 from ci_onnx.errors import BundleError, UsageError
 from ci_onnx.results import CheckResult, Observation, TargetResult, write_result
+from ci_onnx.shorten import fit
 from ci_onnx.target import Status, Target
 from ci_onnx.verify.options import VerifyOptions
 
@@ -113,7 +114,7 @@ def _export_failed(target: Target, manifest: Manifest) -> TargetResult:
     else:
         reason = f"{blocking.name}: {blocking.message}"
     res = judge.result(target, manifest, checks)
-    return dataclasses.replace(res, summary=f"export failed upstream: {reason}"[:500])
+    return dataclasses.replace(res, summary=fit(f"export failed upstream: {reason}", 500))
 
 
 def _run_and_judge(

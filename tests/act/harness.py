@@ -26,17 +26,19 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
+from ci_onnx import scaffold
 from tests.conftest import REPO
 
 STANDINS = Path(__file__).resolve().parent / "standins"
 ACTION = "onnx-gate/onnx-gate@v1"
 GITHUB_ACTIONS = {
-    "actions/upload-artifact@v6": "upload-artifact",
-    "actions/download-artifact@v7": "download-artifact",
-    "actions/cache@v5": "cache",
+    f"{name}@{scaffold.PINNED[name][0]}": name.removeprefix("actions/")
+    for name in ("actions/upload-artifact", "actions/download-artifact", "actions/cache")
 }
 """GitHub's actions the workflows use → the stand-in folder under tests/act/standins."""
-BUILT_IN = {"actions/checkout@v6": "act copies the repository under test into the job's workspace itself"}
+BUILT_IN = {
+    f"actions/checkout@{scaffold.PINNED['actions/checkout'][0]}": "act copies the repository under test into the job's workspace itself"
+}
 
 
 def act_binary() -> str | None:

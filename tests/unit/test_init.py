@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,7 @@ def test_init_then_plan(empty: Path) -> None:
     assert sorted(str(p.relative_to(empty)) for p in empty.rglob("*") if p.is_file()) == [
         ".github/workflows/onnx-gate-nightly.yml",
         ".github/workflows/onnx-gate.yml",
+        ".gitignore",
         "onnx-gate.yml",
     ]
     planned = runner.invoke(cli, ["plan"])
@@ -78,3 +80,32 @@ def test_fork_safe_writes_the_pair(empty: Path) -> None:
 def test_a_malformed_action_reference_is_refused(empty: Path, bad: str) -> None:
     done = CliRunner().invoke(cli, ["init", "--action", bad])
     assert done.exit_code == 2 and "owner/repo@ref" in done.output
+
+
+def test_init_ignores_the_output_folder_once(empty: Path) -> None:
+    (empty / ".gitignore").write_text("*.pyc")
+    runner = CliRunner()
+    assert "added onnx-gate-out/ to" in runner.invoke(cli, ["init"]).output
+    assert (empty / ".gitignore").read_text() == "*.pyc\nonnx-gate-out/\n"
+    again = runner.invoke(cli, ["init", "--force"])
+    assert again.exit_code == 0 and "added" not in again.output
+    assert (empty / ".gitignore").read_text().count("onnx-gate-out") == 1
+
+
+def test_init_for_an_onnx_file_writes_an_onnx_only_config(empty: Path) -> None:
+    done = CliRunner().invoke(cli, ["init", "--onnx", "detector.onnx"])
+    assert done.exit_code == 0, done.output
+    assert "put your test data under test_data/" in done.output
+    text = (empty / "onnx-gate.yml").read_text()
+    assert "factory:" not in text and "onnx: detector.onnx" in text and "test_data: test_data" in text
+    cfg = config.load(empty / "onnx-gate.yml")
+    assert cfg.onnx_only and cfg.model.name == "detector"
+
+
+def test_help_lists_each_command_once_in_pipeline_order() -> None:
+    text = CliRunner().invoke(cli, ["--help"]).output
+    listed = [line.split()[0] for line in text.split("Commands:")[1].splitlines() if line.startswith("  ")]
+    listed = [name for name in listed if name.isalpha()]
+    assert listed == ["plan", "export", "verify", "report", "nightly", "run", "init"]
+    for name in listed:
+        assert len(re.findall(rf"^\s+{name}\s", text, re.MULTILINE)) == 1, name

@@ -102,8 +102,8 @@ def test_terminal_table_has_a_line_per_planned_target(tmp_path: Path) -> None:
     )
     table = localrun.terminal_table(tmp_path, planning.Plan(1, "x", "m", (skip, lost, ok)))
     lines = table.splitlines()
-    assert lines[1].split() == ["ort1.17.3-cpu-op21-dynamo", "expected"]
-    assert lines[2].split() == ["ort1.20.1-cpu-op17-dynamo", "missing"]
+    assert lines[1].split() == ["ort1.17.3-cpu-op21-dynamo", "expected", "too", "new"]  # the reason shows
+    assert lines[2].split() == ["ort1.20.1-cpu-op17-dynamo", "missing", "no", "result", "was", "written"]
     assert lines[3].split() == [
         "ort1.32.0-cpu-op17-dynamo",
         "passed",

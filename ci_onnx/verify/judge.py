@@ -192,6 +192,7 @@ def _merge(name: str, parts: list[OutputParity], atol: float, rtol: float) -> Ou
         rtol=rtol,
         nonfinite_mismatches=sum(p.nonfinite_mismatches for p in parts),
         shape_mismatch="; ".join(p.shape_mismatch for p in parts if p.shape_mismatch),
+        worst_share=max((p.worst_share for p in parts if p.worst_share is not None), default=None),
     )
 
 

@@ -177,6 +177,9 @@ def test_all_pass_gives_the_local_verdict(tmp_path: Path, env_cache: Path) -> No
     assert run.jobs()["report"] is True
     assert _check_conclusion(github) == "success"
     assert "✅ 2 passed · ❌ 0 failed" in _comment(github)
+    assert re.search(
+        r"\| logits \| [^|]+ \| [^|]+ \| atol 0\.0001 \+ rtol 0\.001 \| \d+ % \|", _comment(github)
+    )
 
 
 def test_a_failed_export_check_is_verified_and_reported_with_its_reason(

@@ -179,3 +179,15 @@ def test_verbose_log_placement() -> None:
     )
     assert verbose_log_nodes(all_cpu) == ({CPU: 5}, [])
     assert from_verbose_log(CPU, "no placements here") is None
+
+
+def test_the_worst_elements_share_of_its_tolerance_tells_a_large_max_rel_covered_by_atol() -> None:
+    from ci_onnx.verify.compare import parity as parity_of
+
+    ref = np.array([1e-3, 1.0], dtype=np.float32)
+    got = np.array([1e-3 + 5e-5, 1.0 + 2e-4], dtype=np.float32)
+    p = parity_of("y", got, ref, Tolerance(atol=1e-4, rtol=1e-3))
+    assert p.passed and p.max_rel > 0.04  # 5e-5 on 1e-3: a max rel of 5 %, within atol
+    assert p.worst_share is not None and 0.4 < p.worst_share < 0.6  # 5e-5 of the 1.01e-4 allowed there
+    bad = parity_of("y", got * 1.01, ref, Tolerance(atol=1e-4, rtol=1e-3))
+    assert not bad.passed and bad.worst_share is not None and bad.worst_share > 1

@@ -303,11 +303,6 @@ def _onnx_only_files(tmp_path: Path) -> dict[str, Any]:
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`onnx-gate plan` plans an ONNX-only model at export.opsets, not at the file's opset (op17 vs "
-    "op19); the ONNX-only fix of the plan makes this pass: then drop this marker",
-)
 def test_an_onnx_only_model_is_verified_at_its_files_opset_in_ci_as_locally(
     tmp_path: Path, env_cache: Path
 ) -> None:

@@ -1,7 +1,7 @@
 """``control-flow``: a branch the export may have frozen is a suspect; a differential run convicts it.
 
 dynamo stops on a branch that depends on a tensor value (no file is written: that fails at once).
-TorchScript warns (a TracerWarning outside torch's own code) and bakes in the branch the example took;
+TorchScript warns (a TracerWarning outside torch's own code) and bakes in what the example took;
 most such warnings freeze nothing that matters (a check on a fixed channel count, ``q_length > 1``).
 So the gate runs torch and the exported graph (onnxruntime CPU) on probes that change what a branch
 could depend on: other values (zeros, ones, negated, scaled, a fresh draw) and every declared dynamic
@@ -179,8 +179,8 @@ def differential(
     return Finding(
         "control-flow",
         Status.PASSED,
-        f"{len(suspects)} suspect branch(es) where the trace turned a tensor into a Python value, but the "
-        f"graph matched torch on {len(ran)} probe(s) that vary values and dynamic dims; see warnings",
+        f"{len(suspects)} suspect(s) the trace warned about (a tensor made a Python value or a constant), "
+        f"but the graph matched torch on {len(ran)} probe(s) that vary values and dynamic dims; see warnings",
         figures,
         tuple(suspects),
     )

@@ -183,7 +183,7 @@ def control_flow_finding(outcome: torch_export.ExportOutcome, exporter: str) -> 
     how = (
         "torch.export traced it without data-dependent guards"
         if exporter == "dynamo"
-        else ("the trace converted no tensor to a Python value")
+        else "the trace raised no TracerWarning outside torch"
     )
     return Finding("control-flow", Status.PASSED, how)
 

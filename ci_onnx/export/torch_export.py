@@ -23,8 +23,6 @@ from ci_onnx.export import errors, signature
 EXTERNAL_DATA_BYTES = 1_800_000_000
 """Above this the model cannot live in one protobuf file (2 GiB limit, with room for the graph)."""
 
-_FROZEN_BRANCH = "Converting a tensor to a Python"
-
 
 @dataclasses.dataclass(frozen=True)
 class ExportOutcome:
@@ -34,7 +32,8 @@ class ExportOutcome:
     data_dependent: bool = False
     warnings: tuple[str, ...] = ()
     frozen_branches: tuple[str, ...] = ()
-    """TracerWarnings about a tensor converted to a Python value, with the line that did it."""
+    """The suspects: TracerWarnings from outside torch (a tensor made a Python value, a value made a
+    constant), each with the file:line that raised it."""
     duration_s: float = 0.0
     external_data: bool = False
 
@@ -200,12 +199,14 @@ class _LogRecorder(logging.Handler):
 
 
 def _froze_a_branch(w: warnings.WarningMessage, torch_dir: Path) -> bool:
-    """A TracerWarning about a tensor made a Python value outside torch's own code.
+    """A TracerWarning raised outside torch's own code: a suspect for control-flow's differential run.
 
-    torch's functions convert sizes while tracing (F.batch_norm checks the batch size); that is not
-    a branch of the model. Anywhere else (the model, a library such as transformers) it is.
+    The tracer warns when a tensor becomes a Python value (a branch, a loop count, an index) or a
+    Python value becomes a constant (``torch.tensor(x.shape[1])``, a default argument): what it froze
+    may or may not depend on the input. torch's functions convert sizes while tracing (F.batch_norm
+    checks the batch size); that is not the model's. Anywhere else (the model, transformers) it is.
     """
-    if w.category.__name__ != "TracerWarning" or _FROZEN_BRANCH not in str(w.message):
+    if w.category.__name__ != "TracerWarning":
         return False
     return not Path(w.filename).resolve().is_relative_to(torch_dir.resolve())
 

@@ -91,3 +91,24 @@ def test_a_suspect_branch_that_never_diverges_is_a_warning_not_a_failure(
     assert "control-flow" not in cell.failed
     assert any("Converting a tensor to a Python boolean" in s for s in cell.suspects), cell.suspects
     assert all(":" in s.rsplit("(", 1)[-1] for s in cell.suspects), "each names its file:line"
+
+
+def test_a_signature_the_inputs_cannot_call_is_one_line_naming_the_parameter(tmp_path: Path) -> None:
+    from export_helpers import run_export, write_config
+
+    cfg = write_config(
+        tmp_path,
+        f"""\
+        model:
+          factory: {real_models.ZOO}:keyword
+          inputs: {{x: {{shape: [batch, 8]}}}}
+          outputs: [y]
+          dynamic_axes: {{x: {{0: batch}}}}
+        export: {{opsets: [18], exporters: [torchscript]}}
+        """,
+    )
+    result = run_export(cfg, tmp_path / "bundles")
+    assert result.exit_code == 2
+    line = result.output.strip().splitlines()[-1]
+    assert line.startswith("onnx-gate: error: model.inputs: forward(x, *, scale, shift=None, clip=3.0)")
+    assert "needs the parameter 'scale'" in line and "declare model.inputs.scale" in line

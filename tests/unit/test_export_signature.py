@@ -108,3 +108,14 @@ def test_flatten_follows_the_returned_structure() -> None:
 
     assert [t.shape for t in signature.flatten(Output())] == [(), (2,), (2, 2)]
     assert [t.shape for t in signature.flatten({"x": a, "y": [None, b]})] == [(), (2,)]
+
+
+def test_the_export_finding_shows_a_binding_that_is_not_obvious() -> None:
+    from ci_onnx.export import pipeline, torch_export
+
+    done = torch_export.ExportOutcome(ok=True, duration_s=1.0)
+    wrapper = pipeline.export_finding(done, "dynamo", 18, signature.bind(lambda *args: None, ["ids", "mask"]))
+    assert wrapper.message.endswith("; inputs bound as forward(*args=ids, *args=mask)")
+    assert wrapper.figures["call"] == "forward(*args=ids, *args=mask)"
+    plain = pipeline.export_finding(done, "dynamo", 18, signature.bind(lambda x: None, ["x"]))
+    assert "bound as" not in plain.message

@@ -52,6 +52,23 @@ def batch_axis_problem(manifest: Manifest) -> str:
     return ""
 
 
+def batched_outputs(manifest: Manifest) -> tuple[str, ...]:
+    """The outputs whose axis 0 is the inputs' batch axis: declared so, or the same symbolic dim.
+
+    Only these can be compared between one run of batch n and n single runs; an output without it
+    (a 0-d loss, a statistic over the whole batch) depends on the batch as a whole.
+    """
+    batch = {str(s.shape[0]) for s in manifest.inputs if s.shape and isinstance(s.shape[0], str)}
+    out = []
+    for spec in manifest.outputs:
+        if values.kind(spec.dtype) != "tensor" or not spec.shape:
+            continue
+        declared = "0" in manifest.dynamic_axes.get(spec.name, {})
+        if declared or (isinstance(spec.shape[0], str) and spec.shape[0] in batch):
+            out.append(spec.name)
+    return tuple(out)
+
+
 def fixed_batch(sess: Any) -> dict[str, int]:
     """Inputs whose axis 0 is a fixed number in the model file."""
     return {i.name: i.shape[0] for i in sess.get_inputs() if i.shape and isinstance(i.shape[0], int)}

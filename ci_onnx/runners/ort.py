@@ -167,7 +167,8 @@ def _batch_runs(
     reference = {}
     if singles:
         try:
-            stacked = {k: _stack([s[k] for s in singles]) for k in singles[0]}
+            batched = set(feeds.batched_outputs(manifest))
+            stacked = {k: _stack([s[k] for s in singles]) for k in singles[0] if k in batched}
             reference = feeds.save(out, "batch_reference", manifest, stacked)
         except Exception as exc:
             ref_error = f"the single-sample outputs do not stack on axis 0: {_message(exc)}"

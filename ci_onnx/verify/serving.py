@@ -8,7 +8,7 @@ from typing import Any
 from ci_onnx import serde
 from ci_onnx.bundle import Manifest
 from ci_onnx.results import CheckResult, Observation
-from ci_onnx.runners.feeds import batch_axis_problem
+from ci_onnx.runners.feeds import batch_axis_problem, batched_outputs
 from ci_onnx.target import Status
 from ci_onnx.verify import compare, decode
 from ci_onnx.verify.options import VerifyOptions
@@ -22,6 +22,15 @@ def batch_checks(manifest: Manifest, obs: Observation, obs_dir: Path) -> list[Ch
     """One check per served batch size, where the inputs have a batch axis; a skip saying why not."""
     checks = []
     no_axis = batch_axis_problem(manifest)
+    batched = batched_outputs(manifest)
+    if not no_axis and not batched:
+        no_axis = "no output has the batch axis, so no output can be compared across batch sizes"
+    unbatched = [s.name for s in manifest.outputs if s.name not in batched]
+    aside = (
+        f"; not compared: {', '.join(unbatched)} (no batch axis: it depends on the whole batch)"
+        if unbatched
+        else ""
+    )
     for n in sorted(manifest.batch_sizes):
         name = f"batch[{n}]"
         if no_axis:
@@ -35,7 +44,7 @@ def batch_checks(manifest: Manifest, obs: Observation, obs_dir: Path) -> list[Ch
             checks.append(CheckResult(name, Status.FAILED, why))
             continue
         parts = []
-        for spec in manifest.outputs:
+        for spec in (s for s in manifest.outputs if s.name in batched):
             got_rel = obs.batch_outputs[str(n)].get(spec.name)
             ref_rel = obs.batch_reference.get(spec.name)
             if got_rel is None or ref_rel is None:
@@ -48,11 +57,13 @@ def batch_checks(manifest: Manifest, obs: Observation, obs_dir: Path) -> list[Ch
         if bad:
             detail = "; ".join(f"{p.output}: {p.shape_mismatch or compare.describe(p)}" for p in bad)
             checks.append(
-                CheckResult(name, Status.FAILED, f"batch {n} differs from {n} single runs: {detail}", figures)
+                CheckResult(
+                    name, Status.FAILED, f"batch {n} differs from {n} single runs: {detail}{aside}", figures
+                )
             )
         else:
             worst = max((p.max_abs for p in parts), default=0.0)
-            text = f"one run of batch {n} matches {n} single runs (max abs {worst:.3g})"
+            text = f"one run of batch {n} matches {n} single runs (max abs {worst:.3g}){aside}"
             checks.append(CheckResult(name, Status.PASSED, text, figures))
     return checks
 

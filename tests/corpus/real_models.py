@@ -261,11 +261,6 @@ REASONS: dict[tuple[str, str, int], str] = {
     ("lstm", "dynamo", 18): _LSTM_SHAPE,
 }
 
-RUNNER_0D = "zero-dimensional arrays cannot be concatenated"
-"""The verify runner's batch check still concatenates a 0-d output (the runner side of 0-d shapes is
-fixed with the ONNX-only types work); a cell failing only on this is a false fail of the gate, counted
-as one in the table, and the e2e test marks it as an expected failure until that fix lands."""
-
 
 @dataclasses.dataclass(frozen=True)
 class Cell:
@@ -395,12 +390,6 @@ def table(cells: Sequence[Cell], seconds: float) -> str:
         lines += ["## Why the failing cells fail", ""]
         for c in failing:
             why = REASONS.get(c.key, "NOT EXPLAINED: a false fail")
-            if c.key not in REASONS and RUNNER_0D in c.message:
-                why = (
-                    "a false fail of the gate's verify runner: its batch check concatenates the 0-d "
-                    "output (the export side keeps shape []; the runner side comes with the ONNX-only "
-                    "types work)"
-                )
             lines.append(f"- **{c.model} / {c.exporter} / opset {c.opset}** ({', '.join(c.failed)}): {why}")
             lines.append(f"  The gate said: {c.message}")
         lines.append("")

@@ -61,8 +61,6 @@ def test_cell_passes_or_fails_for_its_written_reason(
         assert set(cell.failed) == set(expected), cell.message
         assert real_models.REASONS[cell.key], "every expected failure is explained"
         return
-    if cell.failed == ("runner",) and real_models.RUNNER_0D in cell.message:
-        pytest.xfail(f"the verify runner concatenates a 0-d output: {cell.message}")
     assert cell.verdict == "pass", f"false fail: {cell.failed}: {cell.message}"
 
 

@@ -87,7 +87,11 @@ def test_narrow_types_compare_by_decoded_value() -> None:
     assert compare.values("y", one_ulp, bf16, TOL).passed  # bfloat16: two ULPs of rtol, as onnx allows
 
 
-def _manifest(inputs: tuple[TensorSpec, ...], dynamic: dict[str, dict[str, str]] | None = None) -> Manifest:
+def _manifest(
+    inputs: tuple[TensorSpec, ...],
+    dynamic: dict[str, dict[str, str]] | None = None,
+    outputs: tuple[TensorSpec, ...] = (),
+) -> Manifest:
     return Manifest(
         1,
         "m",
@@ -98,7 +102,7 @@ def _manifest(inputs: tuple[TensorSpec, ...], dynamic: dict[str, dict[str, str]]
         "fp32",
         {},
         inputs,
-        (),
+        outputs,
         dynamic or {},
         TOL,
         {},
@@ -122,6 +126,17 @@ def test_batch_checks_need_one_dynamic_or_declared_batch_axis() -> None:
     assert "0-d" in feeds.batch_axis_problem(_manifest((TensorSpec("s", (), "float32"),)))
     assert "no inputs" in feeds.batch_axis_problem(_manifest(()))
     assert "seq" in feeds.batch_axis_problem(_manifest((TensorSpec("q", (), "seq(tensor(float))"),)))
+
+
+def test_only_outputs_on_the_batch_axis_are_compared_across_batch_sizes() -> None:
+    x = TensorSpec("x", ("batch", 6), "float32")
+    rows = TensorSpec("z", ("batch", 6), "float32")
+    loss = TensorSpec("energy", (), "float32")  # a mean over the whole batch
+    stats = TensorSpec("hist", (10,), "float32")
+    declared = TensorSpec("tags", (4, 5), "float32")
+    m = _manifest((x,), {"x": {"0": "batch"}, "tags": {"0": "batch"}}, (rows, loss, stats, declared))
+    assert feeds.batched_outputs(m) == ("z", "tags")
+    assert feeds.batched_outputs(_manifest((x,), None, (loss,))) == ()
 
 
 def test_a_type_a_release_cannot_express_names_the_type_and_release() -> None:

@@ -44,6 +44,11 @@ SMALL_CALIBRATION = 100
 """Below this many calibration inputs, static quantization's ranges are a guess: warned."""
 
 
+SORTED_RATIO = 0.5
+"""Neighbouring inputs closer than this share of random pairs' distance: the set looks sorted (by class,
+by recording, by brightness)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Calibration:
     feeds: dict[str, np.ndarray]
@@ -94,11 +99,16 @@ def _suspect(name: str, arr: np.ndarray) -> list[str]:
             f"model.samples[{name!r}] is constant across its {arr.shape[0]} inputs: no range to calibrate"
         ]
     means = flat.mean(axis=1)
+    slack = 1e-6 * (float(np.abs(means).max()) or 1.0)  # float rounding of equal means
     steps = np.diff(means)
-    if np.all(steps >= 0) or np.all(steps <= 0):
+    monotonic = bool(np.all(steps >= -slack) or np.all(steps <= slack))
+    neighbours = float(np.linalg.norm(np.diff(flat, axis=0), axis=1).mean())
+    shuffled = flat[np.random.default_rng(0).permutation(len(flat))]
+    strangers = float(np.linalg.norm(np.diff(shuffled, axis=0), axis=1).mean())
+    if monotonic or (len(flat) >= 8 and neighbours < SORTED_RATIO * strangers):
         return [
-            f"{name} looks sorted (its inputs' means are monotonic): shuffle it and take "
-            "a representative set, not a sorted batch"
+            f"{name} looks sorted (its inputs' means are monotonic, or neighbours are far more alike than "
+            "random pairs): shuffle it and take a representative set, not a sorted batch"
         ]
     return []
 

@@ -17,6 +17,7 @@ import sys
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -34,6 +35,7 @@ FP16_BLOCKED = {
     "LogSoftmax": "its exp and its sum overflow fp16 on logits above 11",
     "ReduceSum": "sums of many fp16 terms overflow and lose the small ones",
     "ReduceMean": "its sum of many fp16 terms overflows (LayerNorm variance, pooling)",
+    "Sqrt": "its input is often a variance (RMSNorm, a hand-written LayerNorm) beyond fp16 once cast back",
     "LayerNormalization": "its variance overflows fp16 on activations above 256",
     "Erf": "ORT's CPU provider has no fp16 kernel, so it would fall back through Casts anyway",
 }
@@ -129,20 +131,9 @@ def convert(
     source: Path, target: Path, precision: str, cfg: Config, seed: int
 ) -> tuple[str, tuple[str, ...]]:
     """Write the ``precision`` version of ``source`` to ``target``; returns (what was done, warnings)."""
-    import onnx
 
     if precision == "fp16":
-        from onnxruntime.transformers import float16
-
-        blocked = sorted(set(float16.DEFAULT_OP_BLOCK_LIST) | set(FP16_BLOCKED))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model = float16.convert_float_to_float16(
-                onnx.load(str(source)), keep_io_types=True, op_block_list=blocked
-            )
-        onnx.save(model, str(target))
-        kept = sorted({n.op_type for n in model.graph.node} & set(blocked))
-        return f"fp16 with fp32 inputs/outputs; kept in fp32: {', '.join(kept) or 'none'}", ()
+        return to_fp16(source, target, FP16_BLOCKED), ()
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_dynamic, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
@@ -166,6 +157,63 @@ def convert(
         return f"int8 static QDQ, calibrated on {cal.count} shuffled inputs", cal.warnings
     finally:
         prepared.unlink(missing_ok=True)
+
+
+def to_fp16(source: Path, target: Path, blocked_here: Mapping[str, str]) -> str:
+    """fp16 weights and activations, fp32 inputs and outputs, the ``blocked_here`` ops (and
+    onnxruntime's own list) kept in fp32 behind Casts; says which of them the graph has."""
+    import onnx
+    from onnxruntime.transformers import float16
+
+    blocked = sorted(set(float16.DEFAULT_OP_BLOCK_LIST) | set(blocked_here))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # its "values clipped to fp16 range" notes, per initializer
+        model = float16.convert_float_to_float16(
+            onnx.load(str(source)), keep_io_types=True, op_block_list=blocked
+        )
+    _drop_round_trips(model.graph, set(blocked))
+    onnx.save(model, str(target))
+    kept = sorted({n.op_type for n in model.graph.node} & set(blocked))
+    return f"fp16 with fp32 inputs/outputs; kept in fp32: {', '.join(kept) or 'none'}"
+
+
+FLOAT, FLOAT16 = 1, 10
+
+
+def _drop_round_trips(graph: Any, blocked: set[str]) -> None:
+    """Remove fp32 → fp16 → fp32 Cast pairs between two blocked ops.
+
+    The converter casts every blocked op's output to fp16 and back for the next one, so a chain of
+    blocked ops (Pow → ReduceMean → Sqrt) would still overflow in between; the pair is only a loss.
+    """
+
+    def cast_to(node: Any) -> int:
+        return next((a.i for a in node.attribute if a.name == "to"), 0) if node.op_type == "Cast" else 0
+
+    outputs = {o.name for o in graph.output}
+    consumers: dict[str, list[Any]] = {}
+    made_by = {o: n.op_type for n in graph.node for o in n.output}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    drop, rename = [], {}
+    for down in graph.node:
+        after_blocked = cast_to(down) == FLOAT16 and made_by.get(down.input[0]) in blocked  # an fp32 value
+        users = consumers.get(down.output[0], []) if after_blocked else []
+        if users and down.output[0] not in outputs and all(cast_to(u) == FLOAT for u in users):
+            drop.append(down)
+            for up in users:
+                drop.append(up)
+                rename[up.output[0]] = down.input[0]
+    if not drop:
+        return
+    kept = [n for n in graph.node if all(n is not d for d in drop)]
+    for node in kept:
+        for i, name in enumerate(node.input):
+            if name in rename:
+                node.input[i] = rename[name]
+    del graph.node[:]
+    graph.node.extend(kept)
 
 
 def check_feeds(feeds: Mapping[str, np.ndarray], model_path: Path, cfg: Config) -> None:

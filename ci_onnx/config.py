@@ -347,6 +347,11 @@ def _check_references(config: Config, doc: Any, path: Path) -> None:
             raise ConfigError(
                 _ref_error(doc, path, ["verify", "tolerance", "outputs", out], out, known_outputs)
             )
+    for precision, (_, per_output) in config.verify.precision_tolerance.items():
+        for out in per_output:
+            if out not in known_outputs:
+                keys = ["verify", "precision_tolerance", precision, "outputs", out]
+                raise ConfigError(_ref_error(doc, path, keys, out, known_outputs))
     for name, axes in m.dynamic_axes.items():
         if name not in known_tensors:
             raise ConfigError(_ref_error(doc, path, ["model", "dynamic_axes", name], name, known_tensors))

@@ -55,6 +55,16 @@ def test_an_unknown_precision_is_one_line_naming_the_key(tmp_path: Path) -> None
     assert "\n" not in message and "export.precisions" in message and "int4" in message
 
 
+def test_a_precision_tolerance_for_an_unknown_output_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "onnx-gate.yml"
+    text = CONFIG.format(example=EXAMPLE_CONFIG.parent, precisions="fp32, fp16", extra="")
+    path.write_text(text.replace("{logits: {rtol: 0.25}}", "{logitz: {rtol: 0.25}}"))
+    with pytest.raises(ConfigError) as err:
+        config.load(path)
+    message = str(err.value)
+    assert "\n" not in message and "verify.precision_tolerance.int8-static.outputs.logitz" in message
+
+
 def test_sqnr_and_cosine_follow_from_the_noise() -> None:
     rng = np.random.default_rng(0)
     ref = rng.normal(size=(4, 10)).astype(np.float32)

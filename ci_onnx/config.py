@@ -44,6 +44,8 @@ class ExportConfig:
     exporters: tuple[str, ...]
     precisions: tuple[str, ...]
     timeout_s: float
+    calibration: str = ""
+    """The calibration set of int8-static (default: model.samples)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +59,10 @@ class VerifyConfig:
     timeout_s: float
     strict_fallback: bool
     latency_runs: int
+    precision_tolerance: dict[str, tuple[Tolerance, dict[str, Tolerance]]] = dataclasses.field(
+        default_factory=dict
+    )
+    """Per derived precision (fp16, int8-dynamic, int8-static): its default and per-output tolerances."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -212,6 +218,13 @@ def _section(plain: dict[str, Any], *keys: str) -> dict[str, Any]:
     return {**_defaults(*keys), **node}
 
 
+def _per_output(declared: dict[str, Any], base: Tolerance) -> dict[str, Tolerance]:
+    return {
+        out: Tolerance(atol=float(o.get("atol", base.atol)), rtol=float(o.get("rtol", base.rtol)))
+        for out, o in declared.items()
+    }
+
+
 def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
     m = plain["model"]
     inputs = tuple(
@@ -265,17 +278,22 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         exporters=("onnx",) if model.onnx else tuple(e["exporters"]),
         precisions=tuple(e["precisions"]),
         timeout_s=float(e["timeout_s"]),
+        calibration=e.get("calibration", ""),
     )
     v = _section(plain, "verify")
     tol = {**_defaults("verify", "tolerance"), **v.get("tolerance", {})}
     default_tol = Tolerance(atol=float(tol["atol"]), rtol=float(tol["rtol"]))
-    per_output = {
-        out: Tolerance(
-            atol=float(o.get("atol", default_tol.atol)), rtol=float(o.get("rtol", default_tol.rtol))
-        )
-        for out, o in tol.get("outputs", {}).items()
-    }
+    per_output = _per_output(tol.get("outputs", {}), default_tol)
     d = v.get("decision")
+    declared_by_precision = v.get("precision_tolerance", {})
+    by_precision = {}
+    for precision in ("fp16", "int8-dynamic", "int8-static"):
+        p = {
+            **_defaults("verify", "precision_tolerance", precision),
+            **declared_by_precision.get(precision, {}),
+        }
+        base = Tolerance(atol=float(p["atol"]), rtol=float(p["rtol"]))
+        by_precision[precision] = (base, _per_output(p.get("outputs", {}), base))
     verify = VerifyConfig(
         random_inputs=int(v["random_inputs"]),
         seed=int(v["seed"]),
@@ -286,6 +304,7 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         timeout_s=float(v["timeout_s"]),
         strict_fallback=bool(v["strict_fallback"]),
         latency_runs=int(v["latency_runs"]),
+        precision_tolerance=by_precision,
     )
     t = _section(plain, "targets")
     targets = TargetsConfig(
@@ -328,6 +347,11 @@ def _check_references(config: Config, doc: Any, path: Path) -> None:
             raise ConfigError(
                 _ref_error(doc, path, ["verify", "tolerance", "outputs", out], out, known_outputs)
             )
+    for precision, (_, per_output) in config.verify.precision_tolerance.items():
+        for out in per_output:
+            if out not in known_outputs:
+                keys = ["verify", "precision_tolerance", precision, "outputs", out]
+                raise ConfigError(_ref_error(doc, path, keys, out, known_outputs))
     for name, axes in m.dynamic_axes.items():
         if name not in known_tensors:
             raise ConfigError(_ref_error(doc, path, ["model", "dynamic_axes", name], name, known_tensors))

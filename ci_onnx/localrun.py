@@ -96,9 +96,13 @@ def _export(
     disk: the demo matrix replaces the example's opsets), each in its own process as in CI."""
     from ci_onnx.export import runner
 
-    jobs = [job for job in runner.candidates(cfg, _onnx_opset(cfg)) if job.key in bundle_keys]
+    jobs = [  # a derived precision's bundle (op17-dynamo-fp16) comes from its fp32 export
+        job
+        for job in runner.candidates(cfg, _onnx_opset(cfg))
+        if any(k == job.key or k.startswith(f"{job.key}-") for k in bundle_keys)
+    ]
     outcomes = runner.export_all(cfg, jobs, options.out / BUNDLES, log=lambda line: echo(f"   {line}"))
-    failed = [o.job.key for o in outcomes if o.failed]
+    failed = [o.directory.name for o in outcomes if o.failed]
     if failed:
         echo(f"   a check failed for {', '.join(failed)}: each of their targets reports why")
 

@@ -112,6 +112,10 @@ class CheckResult:
     duration_s: float = 0.0
 
 
+SQNR_CAP_DB = 200.0
+"""The SQNR of an exact match (no noise), and the most any output reports: figures stay finite."""
+
+
 @dataclasses.dataclass(frozen=True)
 class OutputParity:
     output: str
@@ -127,6 +131,11 @@ class OutputParity:
     worst_share: float | None = None
     """The worst finite element's |got − ref| / (atol + rtol·|ref|): the share of its own tolerance it
     used (above 1: out of tolerance). None where unknown (older results, no finite element)."""
+    sqnr_db: float | None = None
+    """10·log10(Σref² / Σ(got − ref)²) over all finite elements of all test data sets, capped at
+    SQNR_CAP_DB (an exact match); None where unknown. Quantized outputs are judged by it."""
+    cosine: float | None = None
+    """The cosine similarity of got and ref, flattened over all test data sets; None where unknown."""
 
     @property
     def passed(self) -> bool:

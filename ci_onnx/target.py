@@ -18,7 +18,7 @@ SCHEMA_VERSION = 1
 EXPORTERS = ("dynamo", "torchscript", "onnx")
 """``onnx`` is the exporter of a model that arrived as ONNX (no torch involved)."""
 
-PRECISIONS = ("fp32", "fp16", "int8")
+PRECISIONS = ("fp32", "fp16", "int8-dynamic", "int8-static")
 
 
 class Status(enum.StrEnum):
@@ -37,7 +37,7 @@ class Status(enum.StrEnum):
 
 _ID = re.compile(
     r"^ort(?P<runtime>\d+\.\d+(?:\.\d+)?(?:[.+_a-zA-Z0-9]*?)?)-(?P<provider>[a-z0-9]+)-op(?P<opset>\d+)"
-    r"-(?P<exporter>[a-z]+)(?:-(?P<precision>fp16|int8))?$"
+    r"-(?P<exporter>[a-z]+)(?:-(?P<precision>fp16|int8-dynamic|int8-static))?$"
 )
 
 
@@ -80,7 +80,7 @@ class Target:
         if not m:
             raise UsageError(
                 f"target id {target_id!r} is not of the form ort<version>-<provider>-op<opset>-<exporter>"
-                "[-fp16|-int8]; `onnx-gate plan` lists the ids"
+                "[-fp16|-int8-dynamic|-int8-static]; `onnx-gate plan` lists the ids"
             )
         try:
             return cls(

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ci_onnx import proc
-from ci_onnx.bundle import Finding, Manifest, read_manifest
+from ci_onnx.bundle import MODEL, Finding, Manifest, read_manifest
 from ci_onnx.config import Config
 from ci_onnx.errors import ConfigError, UsageError
 from ci_onnx.export import writer
@@ -47,7 +47,7 @@ class Outcome:
 
 
 def candidates(cfg: Config, onnx_opset: int = 0) -> list[Job]:
-    """One job per (opset, exporter) of config.export (fp32: other precisions are not built yet)."""
+    """One job per (opset, exporter) of config.export; its other precisions are derived from its graph."""
     if cfg.onnx_only:
         return [Job(onnx_opset, "onnx")]
     return [Job(o, e) for o in cfg.export.opsets for e in cfg.export.exporters]
@@ -61,7 +61,8 @@ def select(jobs: Sequence[Job], only: Sequence[str], plan_keys: PlanKeys) -> lis
     keep = {j.key for j in jobs if any(fnmatch.fnmatchcase(j.key, p) for p in direct)}
     via_plan = [p for p in only if p not in direct]
     if via_plan:
-        keep |= set(plan_keys(via_plan))
+        wanted = set(plan_keys(via_plan))  # a derived precision's key (op17-dynamo-fp16) needs its fp32 job
+        keep |= {j.key for j in jobs if any(k == j.key or k.startswith(f"{j.key}-") for k in wanted)}
     chosen = [j for j in jobs if j.key in keep]
     if not chosen:
         raise UsageError(
@@ -79,6 +80,10 @@ def preflight(cfg: Config) -> None:
     factory.check_path(cfg.model.factory, cfg.root)
     if cfg.model.samples:
         inputs.load_samples(cfg.resolve(cfg.model.samples), cfg.model.inputs)
+    if "int8-static" in cfg.export.precisions:
+        from ci_onnx.export import precision
+
+        precision.calibration_set(cfg)
 
 
 def export_all(cfg: Config, jobs: Sequence[Job], out: Path, log: Log) -> list[Outcome]:
@@ -90,7 +95,46 @@ def export_all(cfg: Config, jobs: Sequence[Job], out: Path, log: Log) -> list[Ou
         outcome = export_one(cfg, job, out / job.key)
         log(f"{prefix}: {describe(outcome)}")
         outcomes.append(outcome)
+        for precision in (p for p in cfg.export.precisions if p != "fp32"):
+            derived = derive_one(cfg, outcome, precision, out)
+            log(f"{prefix}-{precision}: {describe(derived)}")
+            inherited = len(outcome.manifest.findings[0].warnings)  # the export's own, already logged
+            for warning in derived.manifest.findings[0].warnings[inherited:]:
+                log(f"{prefix}-{precision}: warning: {warning}")
+            outcomes.append(derived)
     return outcomes
+
+
+def derive_one(cfg: Config, source: Outcome, precision: str, out: Path) -> Outcome:
+    """The ``precision`` bundle of an fp32 export, in a child (the converters import onnxruntime)."""
+    bundle_dir = out / f"{source.job.key}-{precision}"
+    if not (source.directory / MODEL).is_file():
+        return _no_source(cfg, source, precision, bundle_dir)
+    args = [
+        sys.executable, "-m", "ci_onnx.export.precision", "--config", str(cfg.path),
+        "--precision", precision, "--source", str(source.directory), "--bundle-dir", str(bundle_dir),
+    ]  # fmt: skip
+    done = proc.run(args, timeout=cfg.export.timeout_s, what=f"{precision} of {source.job.key}")
+    if done.returncode == ConfigError.exit_code and not done.timed_out:
+        raise ConfigError(proc.last_line(done.stderr).removeprefix("onnx-gate: error: "))
+    if not done.ok:
+        return _no_source(cfg, source, precision, bundle_dir, f"did not finish: {done.describe_failure()}")
+    return Outcome(source.job, bundle_dir, read_manifest(bundle_dir), done.duration_s)
+
+
+def _no_source(cfg: Config, source: Outcome, precision: str, bundle_dir: Path, why: str = "") -> Outcome:
+    writer.fresh_dir(bundle_dir)
+    reason = f"the {precision} conversion {why}" if why else f"no {precision} bundle: the fp32 export failed"
+    manifest = writer.write(
+        bundle_dir,
+        cfg,
+        exporter=source.job.exporter,
+        requested_opset=source.job.opset,
+        findings=writer.complete([Finding("export", Status.FAILED, reason)], f"not run: {reason}"),
+        package_versions=source.manifest.versions,
+        precision=precision,
+    )
+    return Outcome(source.job, bundle_dir, manifest, 0.0)
 
 
 def export_one(cfg: Config, job: Job, bundle_dir: Path) -> Outcome:

@@ -113,6 +113,7 @@ def write(
     node_count: int = 0,
     op_histogram: Mapping[str, int] | None = None,
     package_versions: Mapping[str, str] | None = None,
+    precision: str = "fp32",
 ) -> Manifest:
     """Hash what is in ``bundle_dir`` and write its manifest; fields that cannot be known stay neutral."""
     v = cfg.verify
@@ -123,7 +124,7 @@ def write(
         requested_opset=requested_opset,
         opset=opset,
         ir_version=ir_version,
-        precision="fp32",
+        precision=precision,
         files=hash_files(bundle_dir),
         inputs=tuple(inputs if inputs is not None else cfg.model.inputs),
         outputs=tuple(outputs if outputs is not None else (TensorSpec(n, (), "") for n in cfg.model.outputs)),

@@ -26,7 +26,7 @@ from ci_onnx.report.model import (
     ReportView,
     Skip,
 )
-from ci_onnx.results import TargetResult
+from ci_onnx.results import SQNR_CAP_DB, TargetResult
 
 ICON = {
     Outcome.PASSED: "✅",
@@ -102,12 +102,20 @@ def _parity_rows(entry: Entry, r: TargetResult) -> list[ParityRow]:
                 tolerance=f"atol {p.atol:g} + rtol {p.rtol:g}",
                 outside=outside,
                 worst=f"{100 * p.worst_share:.0f} %" if p.worst_share is not None else "—",
+                error=_error_figures(p.sqnr_db, p.cosine),
                 decisions=(f"{d.changed} / {d.total}" if d else "—") if i == 0 else "",
                 verdict="❌ " + ", ".join(why) if why else "✅",
                 failed=bool(why),
             )
         )
     return rows
+
+
+def _error_figures(sqnr_db: float | None, cosine: float | None) -> str:
+    if sqnr_db is None and cosine is None:
+        return "—"
+    db = "—" if sqnr_db is None else ("exact" if sqnr_db >= SQNR_CAP_DB else f"{sqnr_db:.1f} dB")
+    return f"{db}, {'—' if cosine is None else f'{cosine:.5f}'}"
 
 
 def _fallback_row(entry: Entry, r: TargetResult) -> FallbackRow | None:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ci_onnx.bundle import Tolerance
-from ci_onnx.results import DecisionStats, OutputParity, Placement
+from ci_onnx.results import SQNR_CAP_DB, DecisionStats, OutputParity, Placement
 from ci_onnx.target import Status
 
 CPU = "CPUExecutionProvider"
@@ -99,6 +99,39 @@ def values(output: str, got: Any, ref: Any, tol: Tolerance) -> OutputParity:
     return parity(output, g, r, tol)
 
 
+def error_stats(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float | None, float | None]:
+    """(SQNR in dB, cosine similarity) of got against ref over the finite elements of every pair.
+
+    The figures that fit a quantized output: max abs is set by one element, these by all of them.
+    None for what cannot be computed (no finite numeric element, a zero reference signal).
+    """
+    gs, rs = [], []
+    for got, ref in pairs:
+        if got.shape != ref.shape or got.dtype.kind not in "biuf" or ref.dtype.kind not in "biuf":
+            continue
+        g = np.asarray(got, dtype=np.float64).reshape(-1)
+        r = np.asarray(ref, dtype=np.float64).reshape(-1)
+        keep = np.isfinite(g) & np.isfinite(r)
+        gs.append(g[keep])
+        rs.append(r[keep])
+    if not gs or not sum(g.size for g in gs):
+        return None, None
+    g, r = np.concatenate(gs), np.concatenate(rs)
+    signal, noise = float(np.dot(r, r)), float(np.dot(g - r, g - r))
+    if noise == 0.0:
+        sqnr: float | None = SQNR_CAP_DB
+    elif signal == 0.0:
+        sqnr = None
+    else:
+        sqnr = min(SQNR_CAP_DB, 10.0 * math.log10(signal / noise))
+    norms = math.sqrt(float(np.dot(g, g))) * math.sqrt(signal)
+    if norms == 0.0:
+        cosine: float | None = 1.0 if noise == 0.0 else None
+    else:
+        cosine = max(-1.0, min(1.0, float(np.dot(g, r)) / norms))
+    return sqnr, cosine
+
+
 def _mismatch(output: str, ref: Any, tol: Tolerance, why: str) -> OutputParity:
     size = int(np.asarray(ref).size) if isinstance(ref, np.ndarray) else 1
     return OutputParity(output, math.nan, math.nan, size, size, tol.atol, tol.rtol, shape_mismatch=why)
@@ -124,6 +157,8 @@ def describe(p: OutputParity) -> str:
     return (
         f"{p.out_of_tolerance} of {p.elements} elements out of tolerance{nonfinite}; "
         f"max abs {p.max_abs:.3g}, max rel {p.max_rel:.3g} (atol {p.atol:g}, rtol {p.rtol:g})"
+        + (f"; SQNR {p.sqnr_db:.1f} dB" if p.sqnr_db is not None else "")
+        + (f", cosine {p.cosine:.6f}" if p.cosine is not None else "")
     )
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ci_onnx import matrix, serde
 from ci_onnx.bundle import Manifest
@@ -147,6 +150,7 @@ def _parity(
     for i, spec in enumerate(manifest.outputs):
         tol = manifest.tolerance_for(spec.name)
         parts: list[OutputParity] = []
+        pairs: list[tuple[Any, Any]] = []
         problems: list[str] = []
         for ds in manifest.test_data_sets:
             if ds.directory in obs.run_errors:
@@ -163,10 +167,15 @@ def _parity(
                 problems.append(f"{ds.directory}: {exc}")
                 continue
             p = compare.values(spec.name, got, ref, tol)
+            if isinstance(got, np.ndarray) and isinstance(ref, np.ndarray):
+                pairs.append((got, ref))
             if p.shape_mismatch:
                 problems.append(f"{ds.directory}: {p.shape_mismatch}")
             parts.append(p)
-        merged = _merge(spec.name, parts, tol.atol, tol.rtol)
+        sqnr, cosine = compare.error_stats(pairs)
+        merged = dataclasses.replace(
+            _merge(spec.name, parts, tol.atol, tol.rtol), sqnr_db=sqnr, cosine=cosine
+        )
         stats.append(merged)
         figures = serde.to_json(merged)
         if problems:

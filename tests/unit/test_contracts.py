@@ -125,7 +125,7 @@ def test_decoding_rejects_unknown_and_missing_keys_and_wrong_types() -> None:
     [
         "ort1.20.1-cpu-op17-dynamo",
         "ort1.24.1-openvino-op18-torchscript-fp16",
-        "ort1.32.0-cuda-op21-onnx-int8",
+        "ort1.32.0-cuda-op21-onnx-int8-static",
         "ort1.15-openvino-op17-dynamo",
     ],
 )

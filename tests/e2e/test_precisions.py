@@ -1,0 +1,112 @@
+"""fp16, int8-dynamic and int8-static cells of the example CNN on a real onnxruntime, judged as hard as fp32."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from ci_onnx.bundle import read_manifest
+from ci_onnx.cli import cli
+from tests.conftest import EXAMPLE_CONFIG
+
+pytestmark = pytest.mark.e2e
+
+EXAMPLE = EXAMPLE_CONFIG.parent
+CONFIG = f"""\
+version: 1
+model:
+  name: digitnet
+  factory: {EXAMPLE}/model.py:build
+  inputs: {{image: {{shape: [batch, 1, 8, 8]}}}}
+  outputs: [logits]
+  dynamic_axes: {{image: {{0: batch}}, logits: {{0: batch}}}}
+  samples: {EXAMPLE}/samples.npz
+export:
+  opsets: [17]
+  exporters: [dynamo]
+  precisions: [fp32, fp16, int8-dynamic, int8-static]
+  calibration: sorted.npz
+verify:
+  random_inputs: 8
+  decision: {{output: logits}}
+  batch_sizes: [1, 8]
+  latency_runs: 3
+  # so wide no element can fail it: what fails int8-static must be the decision check
+  precision_tolerance: {{int8-static: {{atol: 1000}}}}
+targets:
+  runtimes: ["1.32.0"]
+  providers: [cpu]
+"""
+PRECISIONS = ("fp32", "fp16", "int8-dynamic", "int8-static")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory, env_cache: Path) -> tuple[int, str, Path]:
+    tmp = tmp_path_factory.mktemp("precisions")
+    images = np.load(EXAMPLE / "samples.npz")["image"]
+    order = np.argsort(images.reshape(len(images), -1).mean(axis=1))
+    np.savez(tmp / "sorted.npz", image=images[order])  # as a training set's first batch often is
+    (tmp / "onnx-gate.yml").write_text(CONFIG)
+    out = tmp / "out"
+    args = ["run", "--config", str(tmp / "onnx-gate.yml"), "--out", str(out), "--cache-dir", str(env_cache)]
+    result = CliRunner().invoke(cli, [*args, "--jobs", "2"])
+    return result.exit_code, result.output, out
+
+
+def results(out: Path) -> dict[str, dict]:
+    found = {}
+    for precision in PRECISIONS:
+        suffix = "" if precision == "fp32" else f"-{precision}"
+        found[precision] = json.loads(
+            (out / "results" / f"ort1.32.0-cpu-op17-dynamo{suffix}.json").read_text()
+        )
+    return found
+
+
+def test_each_precision_is_a_cell_that_passes_or_fails_with_figures(run: tuple[int, str, Path]) -> None:
+    code, output, out = run
+    r = results(out)
+    assert code == 1, output
+    assert {p: r[p]["status"] for p in PRECISIONS} == {
+        "fp32": "passed", "fp16": "passed", "int8-dynamic": "passed", "int8-static": "failed",
+    }, output  # fmt: skip
+    sqnr = {p: r[p]["parity"][0]["sqnr_db"] for p in PRECISIONS}
+    cosine = {p: r[p]["parity"][0]["cosine"] for p in PRECISIONS}
+    assert sqnr["fp32"] > sqnr["fp16"] > sqnr["int8-dynamic"] > sqnr["int8-static"], sqnr
+    assert all(0 < c <= 1 for c in cosine.values()) and cosine["fp32"] > cosine["int8-static"], cosine
+    assert r["fp16"]["parity"][0]["atol"] > r["fp32"]["parity"][0]["atol"]  # its own tolerance
+    report = (out / "report.md").read_text()
+    assert "SQNR, cosine" in report and "dB" in report and "ort1.32.0-cpu-op17-dynamo-int8-static" in report
+
+
+def test_a_quantization_that_breaks_decisions_fails_by_the_decision_check(run: tuple[int, str, Path]) -> None:
+    _, _, out = run
+    static = results(out)["int8-static"]
+    checks = {c["name"]: c for c in static["checks"]}
+    assert checks["parity[logits]"]["status"] == "passed"  # atol 1000: no tolerance failed it
+    assert checks["decision"]["status"] == "failed" and static["decisions"]["changed"] > 0
+    assert "decision" in static["summary"]
+
+
+def test_derived_bundles_keep_the_pytorch_reference_and_say_how_they_were_made(
+    run: tuple[int, str, Path],
+) -> None:
+    _, output, out = run
+    fp32 = out / "bundles" / "op17-dynamo"
+    for precision in PRECISIONS[1:]:
+        bundle = out / "bundles" / f"op17-dynamo-{precision}"
+        manifest = read_manifest(bundle)
+        assert manifest.precision == precision
+        export = manifest.findings[0]
+        assert export.name == "export" and precision.split("-")[0] in export.message
+        for ref in sorted(fp32.glob("test_data_set_*/output_*.pb")):
+            assert (bundle / ref.relative_to(fp32)).read_bytes() == ref.read_bytes()
+        assert (bundle / "model.onnx").read_bytes() != (fp32 / "model.onnx").read_bytes()
+    assert (out / "bundles" / "op17-dynamo-fp16" / "model.onnx").stat().st_size < (
+        fp32 / "model.onnx"
+    ).stat().st_size
+    assert "int8-static: warning: export.calibration['image'] looks sorted" in output, output

@@ -4,8 +4,12 @@
 #   verify  Python, onnxruntime, numpy, onnx and onnx-gate; no torch. A verify job mirrors the
 #           serving environment, which holds no torch either, and this image pulls faster.
 #           Build it with `docker build --target verify -t onnx-gate-verify .`
-#   full    verify plus torch (the CPU build) and onnxscript: plan, export, verify, report. It is the
-#           last stage, so it is the image `runs.image: Dockerfile` in action.yml builds.
+#   full    verify plus torch (the CPU build) and onnxscript: export (and every other command).
+#           It is the last stage, so a plain `docker build .` builds it.
+#
+# Neither is built in a user's job: .github/workflows/release.yml builds both once per release and
+# pushes them to ghcr.io with the package version as the tag, full as onnx-gate (action.yml) and
+# verify as onnx-gate-verify (slim/action.yml); ci.yml builds both on every pull request.
 #
 # Installed Python environments with exactly these pins (Python 3.11, Linux x86_64, measured with
 # `du -sm` on virtual environments built from the same requirement files): verify 225 MB,

@@ -57,13 +57,21 @@ class Settings:
         """``uses: ./``: the action comes from the checked-out repository, so every job checks out."""
         return self.action.startswith("./")
 
+    def _sub_action(self, folder: str) -> str:
+        if self.local:
+            return self.action.rstrip("/") + "/" + folder
+        repo, _, ref = self.action.partition("@")
+        return f"{repo}/{folder}@{ref}"
+
     @property
     def runner_action(self) -> str:
         """The composite action in runner/ of the same repository and ref."""
-        if self.local:
-            return self.action.rstrip("/") + "/runner"
-        repo, _, ref = self.action.partition("@")
-        return f"{repo}/runner@{ref}"
+        return self._sub_action("runner")
+
+    @property
+    def slim_action(self) -> str:
+        """The torch-free container action in slim/: every job but export."""
+        return self._sub_action("slim")
 
     def check(self) -> None:
         repo, at, ref = self.action.partition("@")
@@ -118,6 +126,7 @@ def workflow(template: str, settings: Settings, name: str | None = None) -> str:
         f"workflows/{template}",
         action=settings.action,
         runner_action=settings.runner_action,
+        slim_action=settings.slim_action,
         config=settings.config,
         name=name or settings.name,
         branches=_flow(settings.branches),

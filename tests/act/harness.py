@@ -2,7 +2,7 @@
 
 What runs is the workflow exactly as ``onnx-gate init`` writes it. act resolves ``uses:`` by
 ``--local-repository``: GitHub's own actions become the stand-ins in tests/act/standins (the same
-file moves, into a folder per run), and ``onnx-gate/onnx-gate@v1`` becomes :func:`action_twin`.
+file moves, into a folder per run), and ``onnx-gate/onnx-gate@v1`` (and its ``slim`` folder) becomes :func:`action_twin`.
 
 The container action and its twin: action.yml is ``runs: using: docker``, and act needs a Docker
 engine to build and run it. The image does one thing: ``python -m ci_onnx.action`` with GitHub's
@@ -67,9 +67,12 @@ def action_twin(dest: Path) -> Path:
             ],
         },
     }
-    dest.mkdir(parents=True, exist_ok=True)
-    with (dest / "action.yml").open("w") as fh:
-        YAML().dump(twin, fh)
+    # slim/action.yml has action.yml's interface and entry point too (a unit test keeps them equal);
+    # only its image differs, and neither image is used here.
+    for folder in (dest, dest / "slim"):
+        folder.mkdir(parents=True, exist_ok=True)
+        with (folder / "action.yml").open("w") as fh:
+            YAML().dump(twin, fh)
     return dest
 
 

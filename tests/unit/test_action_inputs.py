@@ -89,10 +89,11 @@ def test_composite_passes_every_input_through_the_environment() -> None:
     assert passed == set(_load(ROOT / "runner/action.yml")["inputs"]) - {"python-version"}
 
 
-def test_container_action_builds_the_dockerfile() -> None:
-    runs = _load(ROOT / "action.yml")["runs"]
-    assert runs == {"using": "docker", "image": "Dockerfile"}
-    assert "args" not in runs, "inputs travel as INPUT_* variables, never as spliced arguments"
+def test_container_actions_pull_an_image_and_splice_no_arguments() -> None:
+    for name in ("action.yml", "slim/action.yml"):
+        runs = _load(ROOT / name)["runs"]
+        assert runs["using"] == "docker" and runs["image"].startswith("docker://"), name
+        assert "args" not in runs, f"{name}: inputs travel as INPUT_* variables, never as spliced arguments"
 
 
 def _env(**inputs: str) -> dict[str, str]:

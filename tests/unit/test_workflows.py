@@ -18,7 +18,7 @@ from ci_onnx import proc, scaffold
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED_WORKFLOWS = sorted((ROOT / ".github/workflows").glob("*.yml"))
-ACTIONS = [ROOT / "action.yml", ROOT / "runner/action.yml"]
+ACTIONS = [ROOT / "action.yml", ROOT / "slim/action.yml", ROOT / "runner/action.yml"]
 ACTION_FILES = [*ACTIONS, ROOT / "Dockerfile"]
 
 
@@ -136,6 +136,8 @@ def test_least_privilege_everywhere(generated: list[Path]) -> None:
             assert writes == {"issues"}, (
                 f"{path.name}: the nightly job writes tracking issues and nothing else"
             )
+        elif path.name == "release.yml" and name == "image":
+            assert writes == {"packages"}, f"{path.name}: the image job pushes images and nothing else"
         elif name != "report" and name != "comment":
             assert not writes, f"{path.name}: job {name} needs no write access"
 

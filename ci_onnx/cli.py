@@ -201,7 +201,7 @@ def verify(
     timeout_s: float | None,
 ) -> None:
     """Verify one target: provider, parity, decisions, batch sizes, placement, latency, memory."""
-    from ci_onnx import config
+    from ci_onnx import config, proc
     from ci_onnx import plan as planning
     from ci_onnx.errors import UsageError
     from ci_onnx.verify import stage
@@ -215,14 +215,24 @@ def verify(
         the_plan,
         timeout_s=timeout_s,
     )
-    written = stage.verify(
-        bundle_dir,
-        target,
-        out,
-        options,
-        python=str(python) if python else sys.executable,
-        base_env=dict(os.environ),
-    )
+    base_env = proc.child_environment(os.environ)
+    if target.runner == "python":  # in this interpreter's onnxruntime, or --python's (as CI does)
+        written = stage.verify(
+            bundle_dir,
+            target,
+            out,
+            options,
+            python=str(python) if python else sys.executable,
+            base_env=base_env,
+        )
+    else:  # another runner kind: its own cached environment, as `onnx-gate run` provisions it
+        from ci_onnx.commands.options import default_cache_dir
+        from ci_onnx.runners.base import Provisioning
+
+        if python is not None:
+            raise UsageError(f"--python: target {target.id} runs on the {target.runner} runner, not Python")
+        how = Provisioning(default_cache_dir(), base_env)
+        written = stage.verify_target(bundle_dir, target, out, options, how)
     r = written.result
     click.echo(f"{target.id}: {r.status.value}{f' ({r.summary})' if r.summary else ''}")
     click.echo(f"  {written.result_path}\n  {written.junit_path}")

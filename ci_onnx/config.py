@@ -72,6 +72,8 @@ class TargetsConfig:
     include: tuple[dict[str, str], ...]
     exclude: tuple[dict[str, str], ...]
     nightly_index: str = ""
+    runners: tuple[str, ...] = ("python",)
+    """Runner kinds (keys of ci_onnx/matrix/runners.toml), each a matrix axis of its own cells."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -313,6 +315,7 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         include=tuple({k: str(x) for k, x in c.items()} for c in t["include"]),
         exclude=tuple({k: str(x) for k, x in c.items()} for c in t["exclude"]),
         nightly_index=t.get("nightly_index", ""),
+        runners=tuple(t["runners"]),
     )
     if "nightly" in targets.runtimes and not targets.nightly_index:
         raise ConfigError(

@@ -113,19 +113,21 @@ def _onnx_opset(cfg: Config) -> int:
 
 
 def _verify_one(target: Target, cfg: Config, options: RunOptions, progress: Progress) -> Status:
+    from ci_onnx.runners import base
     from ci_onnx.verify import judge, junit, stage
 
     try:
         progress.update(target.id, "env", "preparing its environment")
-        env = envs.for_target(target, options.cache_dir, uv=options.uv, environ=options.env)
-        progress.update(target.id, "running", f"{env.package}=={env.version}")
+        how = base.Provisioning(options.cache_dir, options.env, options.uv)
+        env = base.provision(target, how)
+        progress.update(target.id, "running", f"{env.package} {env.release}")
         written = stage.verify(
             options.out / BUNDLES / target.bundle_key,
             target,
             options.out,
             stage.options_from(cfg),
-            python=str(env.python),
             base_env=options.env,
+            environment=env,
         )
         result = written.result
     except Exception as exc:  # one target's trouble never aborts the run or its report
@@ -179,8 +181,8 @@ def terminal_table(results_dir: Path, plan: planning.Plan) -> str:
 
 
 def _count_envs(cache_dir: Path) -> int:
-    root = cache_dir / "envs"
-    return sum(1 for p in root.glob("*/" + envs.READY)) if root.is_dir() else 0
+    """Environments ready in the cache, of every runner kind (uv environments, npm installs)."""
+    return sum(1 for root in (cache_dir / "envs", cache_dir / "npm") for _ in root.glob("*/" + envs.READY))
 
 
 def example_config(package_dir: Path) -> Path:

@@ -1,6 +1,7 @@
 """Expand the declared matrix into frozen Targets, and write it for people and for GitHub.
 
-runtimes × providers × opsets × exporters × precisions, plus ``include``, minus ``exclude``. A cell
+runners × runtimes × providers × opsets × exporters × precisions, plus ``include``, minus
+``exclude``; a runner kind expands only the providers it offers (runners.toml). A cell
 that cannot work is kept, as an expected skip with its reason: it is never dropped silently and
 never red.
 """
@@ -94,15 +95,14 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
     m = model_file(config) if opsets is None else None
     ir_version = m.ir_version if m is not None else None
     cells: dict[str, Target] = {}
-    providers = matrix.providers()
     unmatched: dict[str, list[NoRelease]] = {}
-    for spec, provider in itertools.product(t.runtimes, t.providers):
-        info = providers[provider]
+    for runner, spec, provider in _runner_cells(config):
+        package = matrix.runners()[runner].index_name(provider)
         try:
-            versions = [(v, "") for v in resolve_all(spec, info.package, resolver)]
+            versions = [(v, "") for v in resolve_all(spec, package, resolver)]
         except NoRelease as exc:
             unmatched.setdefault(spec, []).append(exc)
-            versions = [(spec.removesuffix(".*"), f"{info.package} has no release matching {spec}")]
+            versions = [(spec.removesuffix(".*"), f"{package} has no release matching {spec}")]
         for (version, skip), opset, exporter, precision in itertools.product(
             versions,
             opsets if opsets is not None else opsets_of(config),
@@ -117,14 +117,16 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
                 precision=precision,
                 runtime_spec="" if spec == version else spec,
                 expected_skip=skip,
+                runner=runner,
             )
             if not _excluded(target, t.exclude):
                 target = _with_skip_reason(target, ir_version)
                 if is_exact(spec) and not target.expected_skip:
-                    check_exact(spec, info.package, resolver, f"{config.path}: targets.runtimes")
+                    check_exact(spec, package, resolver, f"{config.path}: targets.runtimes")
                 cells.setdefault(target.id, target)
+    n_packages = len(_runner_cells(config)) // max(1, len(t.runtimes))
     for errors in unmatched.values():
-        if len(errors) == len(t.providers):  # the spec matches nothing at all: a mistake, not a cell
+        if len(errors) == n_packages:  # the spec matches nothing at all: a mistake, not a cell
             raise errors[0]
     for i, cell in enumerate(t.include):
         target = _included(cell, i, config, resolver)
@@ -135,8 +137,37 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
     return Plan(SCHEMA_VERSION, str(config.path), config.model.name, targets, options_from(config))
 
 
+def _runner_cells(config: Config) -> list[tuple[str, str, str]]:
+    """(runner, runtime spec, provider) for each runner kind and the providers it offers."""
+    t = config.targets
+    cells = []
+    for runner in t.runners:
+        info = matrix.runners().get(runner)
+        if info is None:
+            raise ConfigError(
+                f"{config.path}: targets.runners: unknown runner {runner!r}; "
+                f"known: {', '.join(matrix.runners())}"
+            )
+        offered = [p for p in t.providers if p in info.providers]
+        if not offered:
+            raise ConfigError(
+                f"{config.path}: targets.runners: the {runner} runner offers "
+                f"{', '.join(info.providers)}, none of targets.providers; add one of them, or drop the runner"
+            )
+        cells += [(runner, spec, p) for spec, p in itertools.product(t.runtimes, offered)]
+    return cells
+
+
 def sort_key(t: Target) -> tuple[Any, ...]:
-    return (matrix.version_key(t.runtime), t.provider, t.opset, t.exporter, t.precision)
+    return (
+        t.runner != "python",
+        t.runner,
+        matrix.version_key(t.runtime),
+        t.provider,
+        t.opset,
+        t.exporter,
+        t.precision,
+    )
 
 
 def _included(cell: dict[str, str], index: int, config: Config, resolver: Resolver) -> Target:
@@ -151,7 +182,14 @@ def _included(cell: dict[str, str], index: int, config: Config, resolver: Resolv
             f"{config.path}: targets.include[{index}].provider: unknown provider {provider!r}; "
             f"known: {', '.join(matrix.providers())}"
         )
-    package = matrix.providers()[provider].package
+    runner = cell.get("runner", "python")
+    info = matrix.runners().get(runner)
+    if info is None or provider not in info.providers:
+        known = ", ".join(matrix.runners()) if info is None else f"it offers {', '.join(info.providers)}"
+        raise ConfigError(
+            f"{config.path}: targets.include[{index}].runner: {runner!r} cannot run {provider}; {known}"
+        )
+    package = info.index_name(provider)
     version = resolve(cell["runtime"], package, resolver)
     if is_exact(cell["runtime"]):
         check_exact(version, package, resolver, f"{config.path}: targets.include[{index}].runtime")
@@ -163,6 +201,7 @@ def _included(cell: dict[str, str], index: int, config: Config, resolver: Resolv
             exporter=cell["exporter"],
             precision=cell.get("precision", "fp32"),
             runtime_spec="" if version == cell["runtime"] else cell["runtime"],
+            runner=runner,
         )
     except ValueError as exc:
         raise ConfigError(f"{config.path}: targets.include[{index}]: {exc}") from None
@@ -175,6 +214,7 @@ def _excluded(target: Target, rules: Iterable[dict[str, str]]) -> bool:
         "opset": (str(target.opset),),
         "exporter": (target.exporter,),
         "precision": (target.precision,),
+        "runner": (target.runner,),
     }
     return any(
         all(any(v and fnmatch.fnmatchcase(v, pattern) for v in fields[key]) for key, pattern in rule.items())
@@ -189,6 +229,7 @@ def _with_skip_reason(target: Target, ir_version: int | None = None) -> Target:
     info = matrix.providers()[target.provider]
     if (
         not reason
+        and target.runner == "python"
         and info.min_runtime
         and matrix.version_key(target.runtime) < matrix.version_key(info.min_runtime)
     ):
@@ -209,7 +250,8 @@ def select(plan: Plan, only: Sequence[str]) -> Plan:
 
 
 def matrix_entry(target: Target) -> dict[str, Any]:
-    info = matrix.providers()[target.provider]
+    runner = matrix.runners()[target.runner]
+    job = job_of(target)
     return {
         "id": target.id,
         "runtime": target.runtime,
@@ -218,10 +260,20 @@ def matrix_entry(target: Target) -> dict[str, Any]:
         "exporter": target.exporter,
         "precision": target.precision,
         "bundle": target.bundle_key,
-        "package": info.package,
-        "runs-on": list(info.runs_on),
-        "container": info.container,
+        "package": runner.package_for(target.provider),
+        "runs-on": list(runner.labels_for(target.provider)),
+        "container": job == "container",
+        "runner": target.runner,
+        "job": job,
     }
+
+
+def job_of(target: Target) -> str:
+    """The GitHub job that serves ``target``: container, runner (composite on labels), or its kind's own."""
+    job = matrix.runners()[target.runner].job
+    if job == "container" and not matrix.providers()[target.provider].container:
+        return "runner"
+    return job
 
 
 def _chunks(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -237,8 +289,13 @@ def github_matrices(plan: Plan, container: bool | None = None) -> list[dict[str,
     """
     entries = [matrix_entry(t) for t in plan.runnable]
     if container is not None:
-        entries = [e for e in entries if e["container"] is container]
+        entries = [e for e in entries if e["job"] == ("container" if container else "runner")]
     return _chunks(entries)
+
+
+def job_matrix(plan: Plan, job: str) -> dict[str, Any]:
+    """The runnable cells one job kind of runners.toml serves (``node``), as one ``strategy.matrix``."""
+    return {"include": [e for e in (matrix_entry(t) for t in plan.runnable) if e["job"] == job]}
 
 
 def github_outputs(plan: Plan) -> dict[str, str]:
@@ -269,6 +326,15 @@ def github_outputs(plan: Plan) -> dict[str, str]:
         out[f"matrix{suffix}"] = json.dumps(chunk, separators=(",", ":"))
         out[f"container-targets{suffix}"] = str(len(chunk["include"]))
     out["matrix-runner"] = json.dumps(runner[0], separators=(",", ":"))
+    for job in sorted({r.job for r in matrix.runners().values()} - {"container", "runner"}):
+        cells = job_matrix(plan, job)
+        if len(cells["include"]) > MAX_JOBS_PER_MATRIX:
+            raise ConfigError(
+                f"{plan.config}: targets: {len(cells['include'])} {job} cells; a workflow verifies at most "
+                f"{MAX_JOBS_PER_MATRIX}; narrow targets (exclude, fewer runtimes)"
+            )
+        out[f"matrix-{job}"] = json.dumps(cells, separators=(",", ":"))
+        out[f"{job}-targets"] = str(len(cells["include"]))
     out["matrices"] = str(len(container))
     out["runner-matrices"] = "1"
     out["container-targets"] = str(n_container)
@@ -290,8 +356,7 @@ def write_github_output(path: Path, outputs: dict[str, str]) -> None:
 def render_table(plan: Plan) -> str:
     rows = [("target", "runs on", "note")]
     for t in plan.targets:
-        info = matrix.providers()[t.provider]
-        where = ("container: " if info.container else "runner: ") + ",".join(info.runs_on)
+        where = f"{job_of(t)}: " + ",".join(matrix.runners()[t.runner].labels_for(t.provider))
         note = f"expected skip: {t.expected_skip}" if t.expected_skip else ""
         if t.runtime_spec:
             note = f"{t.runtime_spec} → {t.runtime}" + (f"; {note}" if note else "")

@@ -6,12 +6,15 @@ error naming the nearest releases; taken as written when the index cannot be lis
 ``nightly`` (the newest pre-release on the extra index that the config names).
 
 Versions come from the package index that pip is configured with (pip.conf, PIP_INDEX_URL,
-PIP_EXTRA_INDEX_URL), through pip itself: no index host is written in onnx-gate.
+PIP_EXTRA_INDEX_URL), through pip itself: no index host is written in onnx-gate. A package named
+``npm:NAME`` (a runner kind whose releases ship on npm) is asked of npm the same way (``npm view``).
 """
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Protocol
@@ -134,7 +137,8 @@ class PipIndex:
 
     def versions(self, package: str, *, pre: bool = False) -> list[str]:
         if (package, pre) not in self._cache:
-            found = self._ask(package, pre)
+            found = _ask_npm(package.removeprefix(NPM), self._env) if package.startswith(NPM) else None
+            found = self._ask(package, pre) if found is None else found
             keep = found if pre else [v for v in found if _is_final(v)]
             self._cache[package, pre] = sorted(keep, key=version_key, reverse=True)
         return self._cache[package, pre]
@@ -154,3 +158,28 @@ class PipIndex:
                 "index settings (pip config list), or pin exact versions in targets.runtimes"
             )
         return [v.strip() for v in match.group(1).split(",") if v.strip()]
+
+
+NPM = "npm:"
+"""The prefix of a package that ships on npm (runners.toml's registry = "npm")."""
+
+
+def _ask_npm(package: str, env: Mapping[str, str] | None) -> list[str]:
+    npm = shutil.which("npm", path=(env or {}).get("PATH")) if env is not None else shutil.which("npm")
+    if npm is None:
+        raise EnvironmentProblem(
+            f"could not list the releases of {package} on npm: no `npm` on PATH; install Node.js, or pin "
+            "exact versions in targets.runtimes"
+        )
+    done = proc.run([npm, "view", package, "versions", "--json"], timeout=120, env=env)
+    try:
+        found = json.loads(done.stdout) if done.ok else None
+    except ValueError:
+        found = None
+    if not isinstance(found, list):
+        why = done.describe_failure() if not done.ok else "npm printed no versions"
+        raise EnvironmentProblem(
+            f"could not list the releases of {package} on npm ({why}); "
+            "check npm's registry settings, or pin exact versions in targets.runtimes"
+        )
+    return [str(v) for v in found]

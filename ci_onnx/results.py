@@ -99,6 +99,9 @@ class Observation:
     """How many threads served the largest batch while peak RSS was measured."""
     rss_before_mb: float | None = None
     """RSS before the memory measurement (the session loaded, no thread serving yet)."""
+    unmeasured: dict[str, str] = dataclasses.field(default_factory=dict)
+    """What this runner could not measure (``placement``, ``memory``, ``latency``, ``batch``) → why;
+    the judge skips the checks that need it with that reason instead of failing them."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 A Target is frozen and named by a readable id that holds everything needed to rebuild it
 (``ort1.20.1-cpu-op17-dynamo``, ``ort1.24.1-openvino-op18-torchscript-fp16``), so a single cell can
-be reproduced from its id alone: ``onnx-gate verify --target ID``.
+be reproduced from its id alone: ``onnx-gate verify --target ID``. A runner other than Python
+prefixes the id with its kind (``node-ort1.24.1-cpu-op17-dynamo``); Python ids have no prefix.
 """
 
 from __future__ import annotations
@@ -35,8 +36,12 @@ class Status(enum.StrEnum):
         return self in (Status.FAILED, Status.ERROR)
 
 
+DEFAULT_RUNNER = "python"
+"""The runner kind whose ids carry no prefix (the ids onnx-gate wrote before runners were an axis)."""
+
 _ID = re.compile(
-    r"^ort(?P<runtime>\d+\.\d+(?:\.\d+)?(?:[.+_a-zA-Z0-9]*?)?)-(?P<provider>[a-z0-9]+)-op(?P<opset>\d+)"
+    r"^(?:(?P<runner>[a-z][a-z0-9]*)-)?"
+    r"ort(?P<runtime>\d+\.\d+(?:\.\d+)?(?:[.+_a-zA-Z0-9]*?)?)-(?P<provider>[a-z0-9]+)-op(?P<opset>\d+)"
     r"-(?P<exporter>[a-z]+)(?:-(?P<precision>fp16|int8-dynamic|int8-static))?$"
 )
 
@@ -56,6 +61,8 @@ class Target:
     """What the config asked for (``1.24.*``, ``latest``); empty when it was an exact version."""
     expected_skip: str = ""
     """Why this cell cannot work, when the plan knows it in advance; empty otherwise."""
+    runner: str = DEFAULT_RUNNER
+    """A key of ci_onnx/matrix/runners.toml: the runner kind that observes the bundle (python, node)."""
 
     def __post_init__(self) -> None:
         if self.exporter not in EXPORTERS:
@@ -66,7 +73,8 @@ class Target:
     @property
     def id(self) -> str:
         suffix = "" if self.precision == "fp32" else f"-{self.precision}"
-        return f"ort{self.runtime}-{self.provider}-op{self.opset}-{self.exporter}{suffix}"
+        prefix = "" if self.runner == DEFAULT_RUNNER else f"{self.runner}-"
+        return f"{prefix}ort{self.runtime}-{self.provider}-op{self.opset}-{self.exporter}{suffix}"
 
     @property
     def bundle_key(self) -> str:
@@ -77,10 +85,10 @@ class Target:
     @classmethod
     def from_id(cls, target_id: str) -> Target:
         m = _ID.match(target_id)
-        if not m:
+        if not m or m["runner"] == DEFAULT_RUNNER:
             raise UsageError(
-                f"target id {target_id!r} is not of the form ort<version>-<provider>-op<opset>-<exporter>"
-                "[-fp16|-int8-dynamic|-int8-static]; `onnx-gate plan` lists the ids"
+                f"target id {target_id!r} is not of the form [<runner>-]ort<version>-<provider>-op<opset>"
+                "-<exporter>[-fp16|-int8-dynamic|-int8-static]; `onnx-gate plan` lists the ids"
             )
         try:
             return cls(
@@ -89,6 +97,7 @@ class Target:
                 opset=int(m["opset"]),
                 exporter=m["exporter"],
                 precision=m["precision"] or "fp32",
+                runner=m["runner"] or DEFAULT_RUNNER,
             )
         except ValueError as exc:
             raise UsageError(f"target id {target_id!r}: {exc}") from None

@@ -1,4 +1,5 @@
-"""The declared data of the matrix: what each runtime release loads, and where each provider lives.
+"""The declared data of the matrix: what each runtime release loads, where each provider lives, and
+which runner kinds observe them.
 
 The data is in the TOML files beside this module; this module only reads and types it.
 """
@@ -95,6 +96,37 @@ def providers() -> dict[str, ProviderInfo]:
     return {
         name: serde.from_json(ProviderInfo, {"name": name, **row}) for name, row in data["providers"].items()
     }
+
+
+@dataclasses.dataclass(frozen=True)
+class RunnerInfo:
+    """One runner kind (runners.toml): its module, the registry and package of its releases, its job."""
+
+    name: str
+    module: str
+    registry: str
+    package: str
+    providers: tuple[str, ...]
+    job: str
+    runs_on: tuple[str, ...] = ()
+
+    def package_for(self, provider: str) -> str:
+        """The package that ships a release of this kind for ``provider``."""
+        return self.package or providers()[provider].package
+
+    def index_name(self, provider: str) -> str:
+        """The package as a Resolver is asked for it (``npm:onnxruntime-node`` for an npm kind)."""
+        package = self.package_for(provider)
+        return package if self.registry == "pypi" else f"{self.registry}:{package}"
+
+    def labels_for(self, provider: str) -> tuple[str, ...]:
+        return self.runs_on or providers()[provider].runs_on
+
+
+@functools.cache
+def runners() -> dict[str, RunnerInfo]:
+    data = tomllib.loads((_HERE / "runners.toml").read_text())
+    return {name: serde.from_json(RunnerInfo, {"name": name, **row}) for name, row in data["runners"].items()}
 
 
 @dataclasses.dataclass(frozen=True)

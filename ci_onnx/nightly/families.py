@@ -23,6 +23,7 @@ class FamilyKey:
     exporter: str
     precision: str
     spec: str
+    runner: str = "python"
 
     @classmethod
     def of(cls, target: Target) -> FamilyKey:
@@ -32,18 +33,20 @@ class FamilyKey:
             target.exporter,
             target.precision,
             target.runtime_spec or target.runtime,
+            target.runner,
         )
 
     @property
     def id(self) -> str:
         """``cpu-op17-dynamo@latest``: readable, and stable from one release to the next."""
         suffix = "" if self.precision == "fp32" else f"-{self.precision}"
-        return f"{self.provider}-op{self.opset}-{self.exporter}{suffix}@{self.spec}"
+        prefix = "" if self.runner == "python" else f"{self.runner}-"
+        return f"{prefix}{self.provider}-op{self.opset}-{self.exporter}{suffix}@{self.spec}"
 
     @property
-    def cell(self) -> tuple[str, int, str, str]:
+    def cell(self) -> tuple[str, int, str, str, str]:
         """The family without its spec: releases verified under other specs say as much about it."""
-        return (self.provider, self.opset, self.exporter, self.precision)
+        return (self.provider, self.opset, self.exporter, self.precision, self.runner)
 
     @property
     def marker(self) -> str:
@@ -52,8 +55,11 @@ class FamilyKey:
 
     @property
     def package(self) -> str:
-        info = matrix.providers().get(self.provider)
-        return info.package if info else "onnxruntime"
+        """The package the family's releases come from, as the Resolver is asked for it."""
+        runner = matrix.runners().get(self.runner)
+        if runner is None or self.provider not in matrix.providers():
+            return "onnxruntime"
+        return runner.index_name(self.provider)
 
 
 @dataclasses.dataclass(frozen=True)

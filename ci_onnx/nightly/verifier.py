@@ -1,7 +1,7 @@
 """Verify a family's bundle on one more release, for the search: an environment per release.
 
-This is the one piece of the nightly run that installs anything (through ci_onnx.envs, the same cached
-environments `onnx-gate run` uses). Everything else codes against ``bisect.VerifyAt``, so the search is
+This is the one piece of the nightly run that installs anything (through the runner kinds, the same
+cached environments `onnx-gate run` uses). Everything else codes against ``bisect.VerifyAt``, so the search is
 tested with fakes.
 """
 
@@ -32,18 +32,16 @@ class EnvVerifier:
     uv: str | None = None
 
     def __call__(self, version: str) -> Status:
-        from ci_onnx import envs
+        from ci_onnx.runners.base import Provisioning
         from ci_onnx.verify import stage
 
         t = dataclasses.replace(self.target, runtime=version, runtime_spec="")
-        env = envs.for_target(t, self.cache_dir, uv=self.uv, environ=self.base_env)
-        written = stage.verify(
+        written = stage.verify_target(
             self.bundles / t.bundle_key,
             t,
             self.work / "bisect" / version,
             self.options,
-            python=str(env.python),
-            base_env=self.base_env,
+            Provisioning(self.cache_dir, self.base_env, self.uv),
         )
         return written.result.status
 

@@ -61,14 +61,19 @@ def judge(
     checks = export_checks(manifest)
     env = obs.environment
     provider = matrix.providers()[target.provider]
+    package = matrix.runners()[target.runner].package_for(target.provider)
     if env is not None and env.runtime_version != target.runtime:
         checks.append(
             CheckResult(
                 "runtime",
                 Status.ERROR,
-                f"the target asks for {provider.package} {target.runtime}, the environment holds "
-                f"{env.runtime_version}; pass --python of an environment with {provider.package}=="
-                f"{target.runtime}",
+                f"the target asks for {package} {target.runtime}, the environment holds "
+                f"{env.runtime_version}; "
+                + (
+                    f"pass --python of an environment with {package}=={target.runtime}"
+                    if target.runner == "python"
+                    else f"clear the {target.runner} runner's cached install of {target.runtime}"
+                ),
             )
         )
     if obs.load_error or obs.run_errors:
@@ -103,6 +108,7 @@ def judge(
     checks += serving.batch_checks(manifest, obs, obs_dir)
     checks.append(serving.fallback(obs, provider.accelerator, options))
     checks += serving.timing(obs)
+    checks = [_unmeasured(c, obs.unmeasured) for c in checks]
     return result(
         target,
         manifest,
@@ -115,6 +121,19 @@ def judge(
         session_create_ms=obs.session_create_ms,
         peak_rss_mb=obs.peak_rss_mb,
     )
+
+
+UNMEASURED_CHECKS = {"placement": "fallback", "memory": "memory", "latency": "latency", "batch": "batch"}
+"""What a runner may declare it could not measure → the check (or family, ``batch[N]``) that needs it."""
+
+
+def _unmeasured(check: CheckResult, unmeasured: dict[str, str]) -> CheckResult:
+    """A check that needs what the runner declared it could not measure: skipped, with its reason."""
+    family = check.name.split("[", 1)[0]
+    for what, reason in unmeasured.items():
+        if UNMEASURED_CHECKS.get(what) == family and check.status != Status.PASSED:
+            return CheckResult(check.name, Status.SKIPPED, f"not measured by this runner: {reason}")
+    return check
 
 
 def _cannot_hold(target: Target, manifest: Manifest) -> str:

@@ -1,9 +1,11 @@
 """Verify one target: run its runner in a child process with a timeout, judge, write JSON and JUnit.
 
-The runner runs with the target environment's interpreter and a PYTHONPATH that holds only the
-ci_onnx package (a link to it in a temporary directory), so the environment needs nothing but numpy
-and its onnxruntime. A segfault, an abort, a hang or an out-of-memory kill of the runtime becomes an
-``error`` result naming the signal or the timeout; the result JSON and the JUnit are written anyway.
+The one verify path: ``onnx-gate verify``, ``run`` and ``nightly`` all come here (:func:`verify_target`
+provisions the target's environment first). The runner kind (ci_onnx.runners.base) launches the child
+and collects its Observation; the judge is the same for every kind. A segfault, an abort, a hang or
+an out-of-memory kill of the runtime becomes an ``error`` result naming the signal or the timeout;
+the result JSON and the JUnit are written anyway. Every child gets proc's allow-listed environment:
+no token of any name reaches a runtime process.
 """
 
 from __future__ import annotations
@@ -11,21 +13,19 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import importlib
-import json
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import ci_onnx
-from ci_onnx import config, matrix, proc, serde
+from ci_onnx import config, matrix
 from ci_onnx.bundle import MODEL, Manifest, confined, read_manifest
 from ci_onnx.config import Config
 from ci_onnx.errors import BundleError, UsageError
-from ci_onnx.results import CheckResult, Observation, TargetResult, write_result
+from ci_onnx.results import CheckResult, TargetResult, write_result
+from ci_onnx.runners import base
 from ci_onnx.shorten import fit
 from ci_onnx.target import Status, Target
 from ci_onnx.verify.options import VerifyOptions
@@ -52,10 +52,21 @@ def verify(
     out_dir: Path,
     options: VerifyOptions,
     *,
-    python: str,
+    python: str | None = None,
     base_env: Mapping[str, str],
+    environment: base.RunnerEnv | None = None,
 ) -> Written:
-    """Verify ``target`` on ``bundle_dir`` with ``python``'s onnxruntime; write results/ and junit/."""
+    """Verify ``target`` on ``bundle_dir`` in ``environment`` (for a Python target, or in ``python``'s
+    onnxruntime); write results/ and junit/."""
+    if environment is None:
+        if target.runner != "python" or python is None:
+            raise UsageError(
+                f"target {target.id}: its {target.runner} runner needs a provisioned environment; "
+                "verify it with `onnx-gate run --only` or `onnx-gate verify` without --python"
+            )
+        from ci_onnx.runners.python import from_interpreter
+
+        environment = from_interpreter(python)
     started = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
     t0 = time.monotonic()
     if not bundle_dir.is_dir():
@@ -77,7 +88,7 @@ def verify(
         )
         obs_dir = out_dir / OBSERVATIONS / target.id
         result = _run_and_judge(
-            bundle_dir, target, manifest, obs_dir, options, provider.ep, expected, python, base_env
+            bundle_dir, target, manifest, obs_dir, options, provider.ep, expected, environment, base_env
         )
     result = dataclasses.replace(
         result,
@@ -117,6 +128,18 @@ def _export_failed(target: Target, manifest: Manifest) -> TargetResult:
     return dataclasses.replace(res, summary=fit(f"export failed upstream: {reason}", 500))
 
 
+def verify_target(
+    bundle_dir: Path,
+    target: Target,
+    out_dir: Path,
+    options: VerifyOptions,
+    how: base.Provisioning,
+) -> Written:
+    """Provision ``target``'s environment (cached) with its runner kind, then :func:`verify` in it."""
+    environment = base.provision(target, how)
+    return verify(bundle_dir, target, out_dir, options, base_env=how.environ, environment=environment)
+
+
 def _run_and_judge(
     bundle_dir: Path,
     target: Target,
@@ -125,44 +148,26 @@ def _run_and_judge(
     options: VerifyOptions,
     ep: str,
     expected: str,
-    python: str,
+    environment: base.RunnerEnv,
     base_env: Mapping[str, str],
 ) -> TargetResult:
     if obs_dir.exists():
         shutil.rmtree(obs_dir)  # never judge a previous run's outputs
     obs_dir.mkdir(parents=True)
-    argv = [
-        python, "-m", "ci_onnx.runners.ort",
-        "--bundle", str(bundle_dir.resolve()),
-        "--target-json", json.dumps(serde.to_json(target)),
-        "--ep", ep,
-        "--out", str(obs_dir.resolve()),
-        "--latency-runs", str(options.latency_runs),
-    ]  # fmt: skip
-    if options.strict_fallback:
-        argv.append("--strict-fallback")
-    with tempfile.TemporaryDirectory(prefix="onnx-gate-runner-") as tmp:
-        (Path(tmp) / "ci_onnx").symlink_to(Path(ci_onnx.__file__).parent, target_is_directory=True)
-        env = {**base_env, "PYTHONPATH": tmp, "PYTHONDONTWRITEBYTECODE": "1"}
-        warm = threading.Thread(target=_import, args=(WARM,), daemon=True)
-        warm.start()
-        done = proc.run(argv, timeout=options.timeout_s, env=env, what=f"{target.id} runner")
-        warm.join()
+    runner = base.get(environment.kind)
+    warm = threading.Thread(target=_import, args=(WARM,), daemon=True)
+    warm.start()
+    done = runner.launch(environment, bundle_dir, target, obs_dir, options, ep=ep, base_env=base_env)
+    warm.join()
     from ci_onnx.verify import judge
 
-    observation = obs_dir / "observation.json"
-    if not done.ok or not observation.is_file():
-        why = done.describe_failure() if not done.ok else "the runner wrote no observation.json"
-        check = CheckResult(
-            "runner", Status.ERROR, f"the runner process failed: {why}", duration_s=done.duration_s
-        )
-        return judge.result(target, manifest, [*judge.export_checks(manifest), check])
     try:
-        obs = serde.from_json(Observation, json.loads(observation.read_bytes()))
-    except (OSError, ValueError, TypeError, KeyError, RecursionError) as exc:
-        check = CheckResult(
-            "runner", Status.ERROR, f"the runner wrote an unreadable observation.json ({exc})"
-        )
+        if not done.ok:
+            raise base.CollectError(done.describe_failure())
+        obs = runner.collect(obs_dir)
+    except base.CollectError as exc:
+        why = f"the runner process failed: {exc}" if not done.ok else str(exc)
+        check = CheckResult("runner", Status.ERROR, why, duration_s=done.duration_s)
         return judge.result(target, manifest, [*judge.export_checks(manifest), check])
     try:
         for files in [*obs.outputs.values(), *obs.batch_outputs.values(), obs.batch_reference]:

@@ -1,0 +1,150 @@
+"""The node runner kind: onnxruntime-node from npm, observed by a small JavaScript program.
+
+One npm install per release under the cache directory (``npm install --prefix DIR
+onnxruntime-node@X``), with the package's postinstall skipped: it only downloads CUDA binaries, and
+the CPU (and WebGPU) binaries ship in the package itself. The observer, ``node/observe.mjs``, ships
+in the package with its dependency-free TensorProto codec (no bundler, no build step); it writes the
+same observation.json and output files as the Python runner, plus the profile trace of its parity
+runs, which :meth:`NodeRunner.collect` turns into a Placement with the code every runner shares.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
+from ci_onnx import envs, matrix, proc
+from ci_onnx.bundle import read_manifest
+from ci_onnx.errors import EnvironmentProblem
+from ci_onnx.results import Observation
+from ci_onnx.runners.base import OBSERVATION, CollectError, Provisioning, RunnerEnv, read_observation
+from ci_onnx.target import Target
+from ci_onnx.verify.options import VerifyOptions
+
+KIND = "node"
+OBSERVER = Path(__file__).parent / "node" / "observe.mjs"
+PROFILE = "node_profile.json"
+VERBOSE_LOG = "verbose.log"
+READY = "onnx-gate-env.txt"
+INSTALL_TIMEOUT_S = 900.0
+SKIP_POSTINSTALL = {"ONNXRUNTIME_NODE_INSTALL": "skip", "ONNXRUNTIME_NODE_INSTALL_CUDA": "skip"}
+"""The names releases before and after 1.21 read; ``--ignore-scripts`` makes sure of it."""
+_NO_VERSION = re.compile(r"ETARGET|No matching version|E404|is not in this registry", re.IGNORECASE)
+
+
+def module_dir(env: RunnerEnv) -> Path:
+    return env.path / "node_modules" / env.package
+
+
+def _tool(name: str, environ: Mapping[str, str]) -> str:
+    found = shutil.which(name, path=environ.get("PATH"))
+    if found is None:
+        raise EnvironmentProblem(
+            f"the node runner needs `{name}` on PATH; install Node.js 20 or newer (actions/setup-node in CI)"
+        )
+    return found
+
+
+class NodeRunner:
+    kind = KIND
+
+    def provision(self, release: str, provider: str, how: Provisioning) -> RunnerEnv:
+        package = matrix.runners()[KIND].package_for(provider)
+        node = _tool("node", how.environ)
+        path = how.cache_dir / "npm" / f"{package}-{release}"
+        env = RunnerEnv(KIND, release, path, node, package)
+        marker = path / READY
+        if marker.is_file():
+            return env
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with envs._locked(path.parent / f"{path.name}.lock"):
+            if marker.is_file():
+                return env  # installed by another process while we waited for the lock
+            if path.exists():
+                shutil.rmtree(path)  # a half-finished install from an interrupted run
+            self._install(env, _tool("npm", how.environ), how.environ)
+            marker.write_text(f"{package}@{release}\n")
+        return env
+
+    def _install(self, env: RunnerEnv, npm: str, environ: Mapping[str, str]) -> None:
+        spec = f"{env.package}@{env.release}"
+        what = f"node runner: {spec}"
+        done = proc.run(
+            [npm, "install", "--prefix", env.path, spec, "--no-audit", "--no-fund", "--ignore-scripts"],
+            timeout=INSTALL_TIMEOUT_S,
+            env={**environ, **SKIP_POSTINSTALL},
+            what=what,
+        )
+        if not done.ok:
+            shutil.rmtree(env.path, ignore_errors=True)
+            if _NO_VERSION.search(done.stderr + done.stdout):
+                raise EnvironmentProblem(
+                    f"{what}: {env.package} has no release {env.release} on the npm registry; pick a "
+                    f"released version (`npm view {env.package} versions`)"
+                )
+            raise EnvironmentProblem(f"{what}: npm install failed, {done.describe_failure()}")
+        installed = module_dir(env) / "package.json"
+        version = json.loads(installed.read_text()).get("version") if installed.is_file() else None
+        if version != env.release:
+            shutil.rmtree(env.path, ignore_errors=True)
+            raise EnvironmentProblem(f"{what}: npm installed {version or 'nothing'}, not {env.release}")
+
+    def launch(
+        self,
+        env: RunnerEnv,
+        bundle: Path,
+        target: Target,
+        out_dir: Path,
+        options: VerifyOptions,
+        *,
+        ep: str,
+        base_env: Mapping[str, str],
+    ) -> proc.Completed:
+        from ci_onnx.runners.feeds import batch_axis_problem
+
+        manifest = read_manifest(bundle, verify_hashes=False)
+        sizes = [] if batch_axis_problem(manifest) else sorted(manifest.batch_sizes)
+        argv = [
+            env.program, str(OBSERVER),
+            "--module", str(module_dir(env)),
+            "--bundle", str(bundle.resolve()),
+            "--target-id", target.id,
+            "--ep", target.provider,
+            "--out", str(out_dir.resolve()),
+            "--latency-runs", str(options.latency_runs),
+            "--batch-sizes", ",".join(str(n) for n in sizes),
+        ]  # fmt: skip
+        return proc.run(argv, timeout=options.timeout_s, env=base_env, what=f"{target.id} runner")
+
+    def collect(self, out_dir: Path) -> Observation:
+        """The observation, with the placement learnt from the profile trace or verbose log it left."""
+        from ci_onnx import serde
+        from ci_onnx.runners.placement import from_verbose_log, profile_nodes, summarise
+
+        obs = read_observation(out_dir)
+        trace, log = out_dir / PROFILE, out_dir / VERBOSE_LOG
+        if obs.placement is not None or not (trace.is_file() or log.is_file()):
+            return obs
+        requested = obs.providers_requested[0] if obs.providers_requested else "CPUExecutionProvider"
+        try:
+            if trace.is_file():
+                nodes = profile_nodes(json.loads(trace.read_bytes()))
+                ran = nodes or (obs.outputs and not obs.run_errors)
+                placement = summarise(requested, nodes, None) if ran else None
+            else:
+                placement = from_verbose_log(requested, log.read_text(errors="replace"))
+        except (OSError, ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
+            raise CollectError(f"the runner wrote an unreadable profile trace ({exc})") from None
+        if placement is None:
+            obs = dataclasses.replace(obs, placement_error="the profile and the log hold no node placements")
+        else:
+            obs = dataclasses.replace(obs, placement=placement)
+        (out_dir / OBSERVATION).write_text(serde.dumps(obs))
+        return obs
+
+
+RUNNER = NodeRunner()

@@ -1,0 +1,250 @@
+// The onnxruntime-node runner: observe one bundle on one target, draw no verdict.
+//
+// node observe.mjs --module DIR --bundle B --target-id ID --ep cpu --out OBSDIR [--batch-sizes 1,8]
+//   [--latency-runs N] [--memory-threads N]
+// writes OBSDIR/observation.json (the Observation contract of ci_onnx/results.py), every observed
+// output as a TensorProto file, and the profile trace of the parity runs as node_profile.json; where a
+// release writes no trace (1.20 ignores enableProfiling), the verbose log of a session created in a
+// child as verbose.log. The Python side turns either into a Placement, with the code every runner shares.
+
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { readTensor, writeTensor } from './tensorproto.mjs';
+
+const EP_NAMES = { cpu: 'CPUExecutionProvider', webgpu: 'WebGpuExecutionProvider', cuda: 'CUDAExecutionProvider',
+  tensorrt: 'TensorrtExecutionProvider', dml: 'DmlExecutionProvider', coreml: 'CoreMLExecutionProvider' };
+const WARMUP_RUNS = 3;
+const DIE_ENV = 'ONNX_GATE_TEST_RUNNER_DIE';
+
+function parseArgs(argv) {
+  const args = { latencyRuns: 20, memoryThreads: 4, batchSizes: [] };
+  for (let i = 0; i < argv.length; i += 2) {
+    const [k, v] = [argv[i], argv[i + 1]];
+    if (k === '--module') args.module = v;
+    else if (k === '--bundle') args.bundle = v;
+    else if (k === '--target-id') args.targetId = v;
+    else if (k === '--ep') args.ep = v;
+    else if (k === '--out') args.out = v;
+    else if (k === '--latency-runs') args.latencyRuns = Number(v);
+    else if (k === '--memory-threads') args.memoryThreads = Number(v);
+    else if (k === '--batch-sizes') args.batchSizes = v ? v.split(',').map(Number) : [];
+    else throw new Error(`unknown argument ${k}`);
+  }
+  return args;
+}
+
+const message = (e) => String(e?.message ?? e).split(/\s+/).join(' ').slice(0, 2000) || 'Error';
+
+function globMatch(pattern, text) {
+  const re = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  return new RegExp(`^${re}$`).test(text);
+}
+
+async function die(targetId) {
+  const [how, pattern] = (process.env[DIE_ENV] ?? '').split(/:(.*)/s);
+  if (!how || (pattern && !globMatch(pattern, targetId))) return;
+  if (how === 'hang') await new Promise(() => setInterval(() => {}, 60000));
+  if (['SIGKILL', 'SIGSEGV', 'SIGABRT'].includes(how)) process.kill(process.pid, how);
+}
+
+function readInputs(ort, manifest, bundle, dir) {
+  const feeds = {};
+  manifest.inputs.forEach((spec, i) => {
+    const t = readTensor(fs.readFileSync(path.join(bundle, dir, `input_${i}.pb`)));
+    feeds[spec.name] = new ort.Tensor(t.type, t.data, t.dims);
+  });
+  return feeds;
+}
+
+// Rows `indices` of every input along axis 0 (the batch axis: the Python side checked there is one).
+function rows(ort, feeds, indices) {
+  const out = {};
+  for (const [name, t] of Object.entries(feeds)) {
+    const per = t.dims.slice(1).reduce((a, b) => a * b, 1);
+    const n0 = t.dims[0];
+    const data = new t.data.constructor(indices.length * per);
+    indices.forEach((idx, j) => {
+      const src = (idx % n0) * per;
+      for (let k = 0; k < per; k++) data[j * per + k] = t.data[src + k];
+    });
+    out[name] = new ort.Tensor(t.type, data, [indices.length, ...t.dims.slice(1)]);
+  }
+  return out;
+}
+
+const range = (n) => Array.from({ length: n }, (_, i) => i);
+
+function stack(parts) {
+  const first = parts[0];
+  if (!first.dims.length) throw new Error('an output is not a tensor with a batch axis');
+  const data = new first.data.constructor(parts.reduce((a, p) => a + p.data.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    data.set(p.data, at);
+    at += p.data.length;
+  }
+  const n = parts.reduce((a, p) => a + p.dims[0], 0);
+  return { type: first.type, dims: [n, ...first.dims.slice(1)], data };
+}
+
+function save(out, dir, manifest, got) {
+  fs.mkdirSync(path.join(out, dir), { recursive: true });
+  const files = {};
+  manifest.outputs.forEach((spec, i) => {
+    const t = got[spec.name];
+    if (!t) return;
+    const rel = `${dir}/output_${i}.pb`;
+    fs.writeFileSync(path.join(out, rel), writeTensor({ name: spec.name, type: t.type, dims: t.dims, data: t.data }));
+    files[spec.name] = rel;
+  });
+  return files;
+}
+
+function percentile(sorted, p) {
+  const rank = (p / 100) * (sorted.length - 1); // numpy's default (linear) interpolation
+  const lo = Math.floor(rank);
+  const hi = Math.min(lo + 1, sorted.length - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo);
+}
+
+const round = (x, digits) => Math.round(x * 10 ** digits) / 10 ** digits;
+
+async function latency(sess, feeds, n, runs) {
+  for (let i = 0; i < WARMUP_RUNS; i++) await sess.run(feeds);
+  const times = [];
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now();
+    await sess.run(feeds);
+    times.push(performance.now() - t0);
+  }
+  times.sort((a, b) => a - b);
+  const [p50, p90, p99] = [50, 90, 99].map((p) => round(percentile(times, p), 4));
+  return { batch_size: n, p50_ms: p50, p90_ms: p90, p99_ms: p99, runs };
+}
+
+// The "Node placements" lines onnxruntime's C++ logger writes to stderr while a session is created at
+// verbose level: only a child's stderr can be read, so a child creates that session.
+function verboseLog(args) {
+  const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--placement-log', args.module,
+    path.join(args.bundle, 'model.onnx'), args.ep], { encoding: 'utf8', maxBuffer: 1 << 28, timeout: 300000 });
+  if (child.status !== 0 || !child.stderr.includes('VerifyEachNodeIsAssignedToAnEp')) return false;
+  fs.writeFileSync(path.join(args.out, 'verbose.log'), child.stderr);
+  return true;
+}
+
+async function placementLog([module, model, ep]) {
+  const ort = createRequire(import.meta.url)(module);
+  ort.env.logLevel = 'verbose';
+  const providers = ep === 'cpu' ? ['cpu'] : [ep, 'cpu'];
+  await ort.InferenceSession.create(model, { executionProviders: providers, logSeverityLevel: 0, logVerbosityLevel: 0 });
+}
+
+async function observe(args) {
+  const require = createRequire(import.meta.url);
+  const ort = require(args.module);
+  const version = JSON.parse(fs.readFileSync(path.join(args.module, 'package.json'), 'utf8')).version;
+  const manifest = JSON.parse(fs.readFileSync(path.join(args.bundle, 'manifest.json'), 'utf8'));
+  const available = (ort.listSupportedBackends?.() ?? [{ name: 'cpu', bundled: true }])
+    .filter((b) => b.bundled).map((b) => EP_NAMES[b.name] ?? b.name);
+  const epName = EP_NAMES[args.ep] ?? args.ep;
+  const requested = args.ep === 'cpu' ? [epName] : [epName, EP_NAMES.cpu];
+  const environment = {
+    runtime_version: version, providers_available: available, providers_registered: [],
+    platform: `${os.type()}-${os.release()}-${process.arch}-node${process.versions.node}`,
+    runner: 'ort-node', runner_version: version,
+  };
+  const obs = {
+    schema_version: 1, target_id: args.targetId, environment, providers_requested: requested,
+    outputs: {}, run_errors: {}, batch_outputs: {}, batch_errors: {}, batch_reference: {}, notes: [],
+    unmeasured: {},
+  };
+  const profilePrefix = path.join(args.out, 'profile');
+  const options = {
+    executionProviders: args.ep === 'cpu' ? ['cpu'] : [args.ep, 'cpu'],
+    enableProfiling: true, profileFilePrefix: profilePrefix, logSeverityLevel: 3,
+  };
+  const start = performance.now();
+  let sess;
+  try {
+    sess = await ort.InferenceSession.create(path.join(args.bundle, 'model.onnx'), options);
+  } catch (e) {
+    return { ...obs, load_error: message(e) };
+  }
+  obs.session_create_ms = round(performance.now() - start, 3);
+  // onnxruntime-node does not say which providers a session registered: creating it with them is
+  // the evidence that they were (an unavailable one is an error at creation).
+  environment.providers_registered = requested;
+  await die(args.targetId);
+
+  for (const ds of manifest.test_data_sets) {
+    try {
+      const got = await sess.run(readInputs(ort, manifest, args.bundle, ds.directory));
+      obs.outputs[ds.directory] = save(args.out, ds.directory, manifest, got);
+    } catch (e) {
+      obs.run_errors[ds.directory] = message(e);
+    }
+  }
+  sess.endProfiling(); // returns nothing: the trace is the file whose name starts with the prefix
+  const trace = fs.readdirSync(args.out).find((f) => f.startsWith('profile') && f.endsWith('.json'));
+  if (trace) fs.renameSync(path.join(args.out, trace), path.join(args.out, 'node_profile.json'));
+  else if (!verboseLog(args)) obs.unmeasured.placement = 'onnxruntime-node wrote no profile trace and no verbose log';
+
+  const sizes = [...args.batchSizes].sort((a, b) => a - b);
+  const working = [];
+  let samples = null;
+  if (sizes.length && manifest.test_data_sets.length) {
+    const max = sizes[sizes.length - 1];
+    try {
+      samples = rows(ort, readInputs(ort, manifest, args.bundle, manifest.test_data_sets[0].directory), range(max));
+    } catch (e) {
+      obs.batch_reference_error = `reading the inputs failed: ${message(e)}`;
+    }
+    if (samples) {
+      try {
+        const singles = [];
+        for (const i of range(max)) singles.push(await sess.run(rows(ort, samples, [i])));
+        const stacked = {};
+        for (const name of Object.keys(singles[0])) stacked[name] = stack(singles.map((s) => s[name]));
+        obs.batch_reference = save(args.out, 'batch_reference', manifest, stacked);
+      } catch (e) {
+        obs.batch_reference_error = `single-sample runs failed: ${message(e)}`;
+      }
+      for (const n of sizes) {
+        try {
+          obs.batch_outputs[String(n)] = save(args.out, `batch_${n}`, manifest, await sess.run(rows(ort, samples, range(n))));
+          working.push(n);
+        } catch (e) {
+          obs.batch_errors[String(n)] = message(e);
+        }
+      }
+    }
+  }
+  obs.latency = [];
+  for (const n of working) obs.latency.push(await latency(sess, rows(ort, samples, range(n)), n, args.latencyRuns));
+  if (working.length) {
+    const largest = rows(ort, samples, range(Math.max(...working)));
+    obs.rss_before_mb = round(process.memoryUsage().rss / 2 ** 20, 2);
+    const each = Math.max(2, Math.floor(args.latencyRuns / 4));
+    await Promise.all(range(args.memoryThreads).map(async () => {
+      for (let i = 0; i < each; i++) await sess.run(largest);
+    }));
+    obs.peak_rss_mb = round(process.resourceUsage().maxRSS / 1024, 2);
+    obs.memory_threads = args.memoryThreads;
+    obs.notes.push('peak RSS is the process lifetime peak (process.resourceUsage().maxRSS), an upper bound');
+  }
+  await sess.release?.();
+  return obs;
+}
+
+if (process.argv[2] === '--placement-log') {
+  await placementLog(process.argv.slice(3));
+} else {
+  const args = parseArgs(process.argv.slice(2));
+  fs.mkdirSync(args.out, { recursive: true });
+  const obs = await observe(args);
+  fs.writeFileSync(path.join(args.out, 'observation.json'), `${JSON.stringify(obs, null, 2)}\n`);
+}

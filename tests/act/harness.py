@@ -34,6 +34,7 @@ GITHUB_ACTIONS = {
     "actions/upload-artifact@v6": "upload-artifact",
     "actions/download-artifact@v7": "download-artifact",
     "actions/cache@v5": "cache",
+    "actions/setup-node@v6": "setup-node",
 }
 """GitHub's actions the workflows use → the stand-in folder under tests/act/standins."""
 BUILT_IN = {"actions/checkout@v6": "act copies the repository under test into the job's workspace itself"}

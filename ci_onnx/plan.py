@@ -96,6 +96,7 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
     ir_version = m.ir_version if m is not None else None
     cells: dict[str, Target] = {}
     unmatched: dict[str, list[NoRelease]] = {}
+    missing: list[NoRelease] = []
     for runner, spec, provider in _runner_cells(config):
         package = matrix.runners()[runner].index_name(provider)
         try:
@@ -122,12 +123,17 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
             if not _excluded(target, t.exclude):
                 target = _with_skip_reason(target, ir_version)
                 if is_exact(spec) and not target.expected_skip:
-                    check_exact(spec, package, resolver, f"{config.path}: targets.runtimes")
+                    try:
+                        check_exact(spec, package, resolver, f"{config.path}: targets.runtimes")
+                    except NoRelease as exc:
+                        missing.append(exc)
                 cells.setdefault(target.id, target)
     n_packages = len(_runner_cells(config)) // max(1, len(t.runtimes))
     for errors in unmatched.values():
         if len(errors) == n_packages:  # the spec matches nothing at all: a mistake, not a cell
             raise errors[0]
+    if missing:  # after the spec that matches nothing: that one is the bigger mistake
+        raise missing[0]
     for i, cell in enumerate(t.include):
         target = _included(cell, i, config, resolver)
         cells.setdefault(target.id, target)

@@ -24,6 +24,7 @@ PINNED = {
     "actions/upload-artifact": ("b7c566a772e6b6bfb58ed0dc250532a479d7789f", "v6.0.0"),
     "actions/download-artifact": ("37930b1c2abaa49bbe596cd826c3c89aef350131", "v7.0.0"),
     "actions/cache": ("27d5ce7f107fe9357f9df03efb73ab90386fccae", "v5.0.5"),
+    "actions/setup-node": ("249970729cb0ef3589644e2896645e5dc5ba9c38", "v6.5.0"),
 }
 """Every third-party action the workflows use, pinned to a full commit (a tag can be moved); the tag
 it was taken from stays in a comment, which is what Dependabot reads to propose updates."""
@@ -121,7 +122,7 @@ def _verify_suffixes() -> list[str]:
 
 def workflow(template: str, settings: Settings, name: str | None = None) -> str:
     suffixes = _verify_suffixes()
-    jobs = ["plan", "export", *(f"verify{s}" for s in suffixes), "verify-runner"]
+    jobs = ["plan", "export", *(f"verify{s}" for s in suffixes), "verify-runner", "verify-node"]
     return render(
         f"workflows/{template}",
         action=settings.action,

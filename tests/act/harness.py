@@ -33,7 +33,12 @@ STANDINS = Path(__file__).resolve().parent / "standins"
 ACTION = "onnx-gate/onnx-gate@v1"
 GITHUB_ACTIONS = {
     f"{name}@{scaffold.PINNED[name][0]}": name.removeprefix("actions/")
-    for name in ("actions/upload-artifact", "actions/download-artifact", "actions/cache")
+    for name in (
+        "actions/upload-artifact",
+        "actions/download-artifact",
+        "actions/cache",
+        "actions/setup-node",
+    )
 }
 """GitHub's actions the workflows use → the stand-in folder under tests/act/standins."""
 BUILT_IN = {

@@ -128,14 +128,11 @@ def differential(
     per_output: Mapping[str, Tolerance],
 ) -> Finding:
     """Run torch and onnxruntime CPU on each probe; the first disagreement convicts the suspects."""
-    import onnxruntime as ort
-
+    from ci_onnx.export.parity import cpu_session
     from ci_onnx.verify.compare import describe, parity
 
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
     try:
-        session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+        session = cpu_session(model_path)
     except Exception as exc:
         return Finding(
             "control-flow",

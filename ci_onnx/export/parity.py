@@ -33,6 +33,15 @@ def run_chunked(session: Any, feeds: Arrays) -> list[npt.NDArray[np.generic]]:
     return [np.concatenate([p[j] for p in parts]) for j in range(len(parts[0]))]
 
 
+def cpu_session(model_path: Path) -> Any:
+    """onnxruntime's CPU session on the exported file, quiet: what the export stage checks it with."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    return ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+
+
 def reference_parity(
     model_path: Path,
     sets: Sequence[tuple[str, Arrays, Arrays]],
@@ -45,10 +54,8 @@ def reference_parity(
 
     from ci_onnx.verify.compare import describe, parity
 
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
     try:
-        session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+        session = cpu_session(model_path)
     except Exception as exc:
         return Finding(
             "reference-parity",

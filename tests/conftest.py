@@ -6,6 +6,16 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_CONFIG = REPO / "examples" / "tinycnn" / "onnx-gate.yml"
+DIGITNET_MODEL = f"""\
+model:
+  name: digitnet
+  factory: {EXAMPLE_CONFIG.parent}/model.py:build
+  inputs: {{image: {{shape: [batch, 1, 8, 8]}}}}
+  outputs: [logits]
+  dynamic_axes: {{image: {{0: batch}}, logits: {{0: batch}}}}
+  samples: {EXAMPLE_CONFIG.parent}/samples.npz
+"""
+"""The example's ``model:`` block with absolute paths, for end-to-end configs written to a temp dir."""
 
 
 class FakeIndex:

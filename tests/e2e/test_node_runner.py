@@ -18,7 +18,7 @@ from ci_onnx.runners import base
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import stage
 from ci_onnx.verify.options import VerifyOptions
-from tests.conftest import EXAMPLE_CONFIG
+from tests.conftest import DIGITNET_MODEL, EXAMPLE_CONFIG
 
 pytestmark = [
     pytest.mark.e2e,
@@ -29,14 +29,7 @@ EXAMPLE = EXAMPLE_CONFIG.parent
 RELEASES = ("1.20.1", "1.24.1")
 CONFIG = f"""\
 version: 1
-model:
-  name: digitnet
-  factory: {EXAMPLE}/model.py:build
-  inputs: {{image: {{shape: [batch, 1, 8, 8]}}}}
-  outputs: [logits]
-  dynamic_axes: {{image: {{0: batch}}, logits: {{0: batch}}}}
-  samples: {EXAMPLE}/samples.npz
-export: {{opsets: [17], exporters: [dynamo]}}
+{DIGITNET_MODEL}export: {{opsets: [17], exporters: [dynamo]}}
 verify:
   random_inputs: 8
   decision: {{output: logits}}

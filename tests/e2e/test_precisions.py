@@ -11,21 +11,14 @@ from click.testing import CliRunner
 
 from ci_onnx.bundle import read_manifest
 from ci_onnx.cli import cli
-from tests.conftest import EXAMPLE_CONFIG
+from tests.conftest import DIGITNET_MODEL, EXAMPLE_CONFIG
 
 pytestmark = pytest.mark.e2e
 
 EXAMPLE = EXAMPLE_CONFIG.parent
 CONFIG = f"""\
 version: 1
-model:
-  name: digitnet
-  factory: {EXAMPLE}/model.py:build
-  inputs: {{image: {{shape: [batch, 1, 8, 8]}}}}
-  outputs: [logits]
-  dynamic_axes: {{image: {{0: batch}}, logits: {{0: batch}}}}
-  samples: {EXAMPLE}/samples.npz
-export:
+{DIGITNET_MODEL}export:
   opsets: [17]
   exporters: [dynamo]
   precisions: [fp32, fp16, int8-dynamic, int8-static]

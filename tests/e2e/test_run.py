@@ -10,21 +10,13 @@ import pytest
 from click.testing import CliRunner
 
 from ci_onnx.cli import cli
-from tests.conftest import EXAMPLE_CONFIG
+from tests.conftest import DIGITNET_MODEL
 
 pytestmark = pytest.mark.e2e
 
-EXAMPLE = EXAMPLE_CONFIG.parent
 CONFIG = f"""\
 version: 1
-model:
-  name: digitnet
-  factory: {EXAMPLE}/model.py:build
-  inputs: {{image: {{shape: [batch, 1, 8, 8]}}}}
-  outputs: [logits]
-  dynamic_axes: {{image: {{0: batch}}, logits: {{0: batch}}}}
-  samples: {EXAMPLE}/samples.npz
-export: {{opsets: [17, 21], exporters: [dynamo, torchscript]}}
+{DIGITNET_MODEL}export: {{opsets: [17, 21], exporters: [dynamo, torchscript]}}
 verify:
   random_inputs: 8
   decision: {{output: logits}}

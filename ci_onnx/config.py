@@ -73,7 +73,7 @@ class TargetsConfig:
     exclude: tuple[dict[str, str], ...]
     nightly_index: str = ""
     runners: tuple[str, ...] = ("python",)
-    """Runner kinds (keys of ci_onnx/matrix/runners.toml), each a matrix axis of its own cells."""
+    """Runner kinds (keys of matrix/runners.toml), each a matrix axis of its own cells."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -197,7 +197,7 @@ def example_config(package_dir: Path) -> Path:
 
 
 def demo_config(example: Config, installed: str, platform: str) -> Config:
-    """The example model with the demo matrix of ci_onnx/matrix/presets.toml.
+    """The example model with the demo matrix of matrix/presets.toml.
 
     ``installed`` is the onnxruntime version beside onnx-gate (the preset's ``installed``), and
     ``platform`` decides whether onnxruntime-openvino joins (only where it has wheels).

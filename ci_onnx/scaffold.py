@@ -1,6 +1,6 @@
 """What ``onnx-gate init`` writes: a commented onnx-gate.yml and starter GitHub workflows.
 
-The files are Jinja templates under ci_onnx/templates/ with ``[[ ]]`` / ``[% %]`` delimiters, so the
+The files are Jinja templates under templates/ with ``[[ ]]`` / ``[% %]`` delimiters, so the
 ``${{ }}`` expressions of GitHub workflows pass through untouched. The project's own self-test
 workflow is rendered from the same templates (with ``uses: ./``), so what users get is what runs here.
 """
@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from ci_onnx import _data
 from ci_onnx.errors import UsageError
 from ci_onnx.report import CHECK_NAME
 
@@ -85,7 +86,7 @@ def _environment() -> object:
     import jinja2
 
     return jinja2.Environment(
-        loader=jinja2.PackageLoader("ci_onnx", "templates"),
+        loader=jinja2.FileSystemLoader(_data.templates_dir()),
         block_start_string="[%",
         block_end_string="%]",
         variable_start_string="[[",

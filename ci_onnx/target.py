@@ -53,7 +53,7 @@ class Target:
     runtime: str
     """The resolved onnxruntime release (the flavour package's version for e.g. openvino)."""
     provider: str
-    """A key of ci_onnx/matrix/providers.toml: cpu, openvino, cuda, tensorrt, …"""
+    """A key of matrix/providers.toml: cpu, openvino, cuda, tensorrt, …"""
     opset: int
     exporter: str
     precision: str = "fp32"
@@ -62,7 +62,7 @@ class Target:
     expected_skip: str = ""
     """Why this cell cannot work, when the plan knows it in advance; empty otherwise."""
     runner: str = DEFAULT_RUNNER
-    """A key of ci_onnx/matrix/runners.toml: the runner kind that observes the bundle (python, node)."""
+    """A key of matrix/runners.toml: the runner kind that observes the bundle (python, node)."""
 
     def __post_init__(self) -> None:
         if self.exporter not in EXPORTERS:

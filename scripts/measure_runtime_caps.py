@@ -4,7 +4,7 @@
 
 For every release, a fresh environment (uv) with that onnxruntime alone loads one-node models stamped
 with each opset and IR version; the highest that load are printed as TOML rows for
-ci_onnx/matrix/runtimes.toml. Run it when a new release appears.
+matrix/runtimes.toml. Run it when a new release appears.
 """
 
 from __future__ import annotations

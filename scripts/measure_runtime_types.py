@@ -6,7 +6,7 @@ For every release, an environment (uv) with that onnxruntime alone loads small m
 type: Identity, Cast to and from float, and DequantizeLinear, at each opset the release loads. A type
 counts as expressible when one of them loads on the CPU provider and a tensor of that type goes through it
 (fed as an OrtValue from raw bits where numpy has no dtype, as the runner feeds it). The types that
-never do are printed as ``cannot_express`` for ci_onnx/matrix/runtimes.toml. Rerun on a new release.
+never do are printed as ``cannot_express`` for matrix/runtimes.toml. Rerun on a new release.
 """
 
 from __future__ import annotations

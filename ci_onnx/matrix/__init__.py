@@ -1,7 +1,8 @@
 """The declared data of the matrix: what each runtime release loads, where each provider lives, and
 which runner kinds observe them.
 
-The data is in the TOML files beside this module; this module only reads and types it.
+The data is in the TOML files of matrix/ at the repository root (shipped inside the wheel, found by
+ci_onnx._data); this module only reads and types it.
 """
 
 from __future__ import annotations
@@ -10,13 +11,10 @@ import dataclasses
 import functools
 import tomllib
 from collections.abc import Iterable
-from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from ci_onnx import serde
-
-_HERE = Path(__file__).parent
+from ci_onnx import _data, serde
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,7 +34,7 @@ class RuntimeCaps:
             return ""
         return (
             f"onnxruntime {self.minor} cannot express {', '.join(missing)} (no CPU kernel takes or "
-            "returns it; measured in ci_onnx/matrix/runtimes.toml)"
+            "returns it; measured in matrix/runtimes.toml)"
         )
 
     def cannot_load(self, opset: int, ir_version: int | None = None) -> str:
@@ -83,7 +81,7 @@ def version_key(version: str) -> Version:
 
 @functools.cache
 def runtimes() -> dict[str, RuntimeCaps]:
-    data = tomllib.loads((_HERE / "runtimes.toml").read_text())
+    data = tomllib.loads((_data.matrix_dir() / "runtimes.toml").read_text())
     return {
         minor: RuntimeCaps(minor=minor, **{**row, "cannot_express": tuple(row.get("cannot_express", ()))})
         for minor, row in data["runtimes"].items()
@@ -92,7 +90,7 @@ def runtimes() -> dict[str, RuntimeCaps]:
 
 @functools.cache
 def providers() -> dict[str, ProviderInfo]:
-    data = tomllib.loads((_HERE / "providers.toml").read_text())
+    data = tomllib.loads((_data.matrix_dir() / "providers.toml").read_text())
     return {
         name: serde.from_json(ProviderInfo, {"name": name, **row}) for name, row in data["providers"].items()
     }
@@ -125,7 +123,7 @@ class RunnerInfo:
 
 @functools.cache
 def runners() -> dict[str, RunnerInfo]:
-    data = tomllib.loads((_HERE / "runners.toml").read_text())
+    data = tomllib.loads((_data.matrix_dir() / "runners.toml").read_text())
     return {name: serde.from_json(RunnerInfo, {"name": name, **row}) for name, row in data["runners"].items()}
 
 
@@ -140,7 +138,7 @@ class Preset:
 
 @functools.cache
 def presets() -> dict[str, Preset]:
-    data = tomllib.loads((_HERE / "presets.toml").read_text())
+    data = tomllib.loads((_data.matrix_dir() / "presets.toml").read_text())
     return {name: serde.from_json(Preset, row) for name, row in data.items()}
 
 

@@ -1,4 +1,4 @@
-"""Lay a view out with the jinja2 templates in ci_onnx/templates, within a size limit."""
+"""Lay a view out with the jinja2 templates in templates/ (found by ci_onnx._data), within a size limit."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 import jinja2
 
+from ci_onnx import _data
 from ci_onnx.report.limits import UNLIMITED, Limit, truncate
 
 MARKER = "<!-- onnx-gate:report -->"
@@ -41,7 +42,7 @@ def cell(value: Any) -> str:
 @functools.cache
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("ci_onnx", "templates"),
+        loader=jinja2.FileSystemLoader(_data.templates_dir()),
         autoescape=False,  # Markdown, not HTML: values pass through the `cell` filter instead
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

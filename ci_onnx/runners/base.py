@@ -5,7 +5,7 @@ with a timeout, and collects what it wrote: ``observation.json`` plus output Ten
 same files for every kind. A kind observes and never judges; comparison and verdicts live in
 ci_onnx.verify, the same for every kind.
 
-Adding a kind is one module that defines ``RUNNER`` plus a row in ci_onnx/matrix/runners.toml.
+Adding a kind is one module that defines ``RUNNER`` plus a row in matrix/runners.toml.
 """
 
 from __future__ import annotations

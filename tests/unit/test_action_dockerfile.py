@@ -74,7 +74,7 @@ def test_runs_as_the_hosted_runner_uid_not_root() -> None:
 def test_the_build_context_keeps_what_pip_install_needs() -> None:
     ignore = (ROOT / ".dockerignore").read_text().splitlines()
     assert ignore[ignore.index("*") :].count("*") == 1
-    for kept in ("!pyproject.toml", "!ci_onnx/", "!docker/requirements-*.txt"):
+    for kept in ("!pyproject.toml", "!ci_onnx/", "!matrix/", "!templates/", "!docker/requirements-*.txt"):
         assert kept in ignore
     copied = re.findall(r"COPY\s+(?:--\S+\s+)*(\S+)\s", DOCKERFILE)
     for source in copied:

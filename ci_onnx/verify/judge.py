@@ -1,10 +1,13 @@
-"""Turn a bundle's references and a runner's Observation into checks, and the checks into a TargetResult."""
+"""Turn a bundle's references and a runner's Observation into checks, and the checks into a TargetResult.
+
+Pure: the tensors come decoded, in an Evidence (ci_onnx.verify.evidence reads them from disk at the
+verify stage's edge), so any pair of references and observed outputs can be judged the same way.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,6 +26,7 @@ from ci_onnx.runners.values import element_names
 from ci_onnx.shorten import fit
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import compare, decode, serving
+from ci_onnx.verify.evidence import Evidence, value
 from ci_onnx.verify.options import VerifyOptions
 
 
@@ -53,11 +57,14 @@ def judge(
     target: Target,
     manifest: Manifest,
     obs: Observation,
-    bundle_dir: Path,
-    obs_dir: Path,
+    evidence: Evidence,
     options: VerifyOptions,
     expected_skip: str = "",
 ) -> TargetResult:
+    """The verdict on ``obs``, comparing ``evidence`` (its outputs and the references, decoded).
+
+    Raises decode.DecodeError where a comparison needs a value that did not decode.
+    """
     checks = export_checks(manifest)
     env = obs.environment
     provider = matrix.providers()[target.provider]
@@ -100,12 +107,12 @@ def judge(
         first = next(iter(obs.run_errors.values()))
         checks.append(CheckResult("run", Status.EXPECTED, f"{expected_skip}; the runtime says: {first}"))
         return result(target, manifest, checks, environment=env)
-    parity, parity_checks = _parity(manifest, obs, bundle_dir, obs_dir)
+    parity, parity_checks = _parity(manifest, obs, evidence)
     checks += parity_checks
-    decisions = _decisions(manifest, obs, bundle_dir, obs_dir)
+    decisions = _decisions(manifest, evidence)
     if decisions is not None:
         checks.append(_decision_check(decisions))
-    checks += serving.batch_checks(manifest, obs, obs_dir)
+    checks += serving.batch_checks(manifest, obs, evidence)
     checks.append(serving.fallback(obs, provider.accelerator, options))
     checks += serving.timing(obs)
     checks = [_unmeasured(c, obs.unmeasured) for c in checks]
@@ -157,16 +164,12 @@ def _provider(ep: str, obs: Observation) -> CheckResult:
     )
 
 
-def _load(path: Path, type_str: str = "") -> Any:
-    return decode.load(path, type_str)
-
-
 def _parity(
-    manifest: Manifest, obs: Observation, bundle_dir: Path, obs_dir: Path
+    manifest: Manifest, obs: Observation, evidence: Evidence
 ) -> tuple[list[OutputParity], list[CheckResult]]:
     stats: list[OutputParity] = []
     checks: list[CheckResult] = []
-    for i, spec in enumerate(manifest.outputs):
+    for spec in manifest.outputs:
         tol = manifest.tolerance_for(spec.name)
         parts: list[OutputParity] = []
         pairs: list[tuple[Any, Any]] = []
@@ -175,13 +178,13 @@ def _parity(
             if ds.directory in obs.run_errors:
                 problems.append(f"{ds.directory}: the run failed: {obs.run_errors[ds.directory]}")
                 continue
-            rel = obs.outputs.get(ds.directory, {}).get(spec.name)
-            if rel is None:
+            observed = evidence.observed.get(ds.directory, {})
+            if spec.name not in observed:
                 problems.append(f"{ds.directory}: the model gave no output {spec.name!r}")
                 continue
             try:
-                got = _load(obs_dir / rel, spec.dtype)
-                ref = _load(bundle_dir / ds.directory / f"output_{i}.pb", spec.dtype)
+                got = value(observed[spec.name])
+                ref = value(evidence.reference[ds.directory][spec.name])
             except decode.DecodeError as exc:
                 problems.append(f"{ds.directory}: {exc}")
                 continue
@@ -224,20 +227,17 @@ def _merge(name: str, parts: list[OutputParity], atol: float, rtol: float) -> Ou
     )
 
 
-def _decisions(manifest: Manifest, obs: Observation, bundle_dir: Path, obs_dir: Path) -> DecisionStats | None:
+def _decisions(manifest: Manifest, evidence: Evidence) -> DecisionStats | None:
     d = manifest.decision
-    if d is None:
-        return None
-    index = next((i for i, s in enumerate(manifest.outputs) if s.name == d.output), None)
-    if index is None:
+    if d is None or not any(s.name == d.output for s in manifest.outputs):
         return None
     parts = []
     for ds in manifest.test_data_sets:
-        rel = obs.outputs.get(ds.directory, {}).get(d.output)
-        if rel is None:
+        observed = evidence.observed.get(ds.directory, {})
+        if d.output not in observed:
             continue
-        ref = _load(bundle_dir / ds.directory / f"output_{index}.pb")
-        parts.append(compare.decisions(d.output, _load(obs_dir / rel), ref, d.top_k))
+        ref = value(evidence.reference[ds.directory][d.output])
+        parts.append(compare.decisions(d.output, value(observed[d.output]), ref, d.top_k))
     return compare.merge_decisions(parts) or DecisionStats(d.output, d.top_k, 0, 0)
 
 

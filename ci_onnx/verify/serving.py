@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 from ci_onnx import serde
 from ci_onnx.bundle import Manifest
 from ci_onnx.results import CheckResult, Observation
 from ci_onnx.runners.feeds import batch_axis_problem, batched_outputs
 from ci_onnx.target import Status
-from ci_onnx.verify import compare, decode
+from ci_onnx.verify import compare
+from ci_onnx.verify.evidence import Evidence, value
 from ci_onnx.verify.options import VerifyOptions
 
 
-def _load(path: Path, type_str: str) -> Any:
-    return decode.load(path, type_str)
-
-
-def batch_checks(manifest: Manifest, obs: Observation, obs_dir: Path) -> list[CheckResult]:
+def batch_checks(manifest: Manifest, obs: Observation, evidence: Evidence) -> list[CheckResult]:
     """One check per served batch size, where the inputs have a batch axis; a skip saying why not."""
     checks = []
     no_axis = batch_axis_problem(manifest)
@@ -39,18 +33,17 @@ def batch_checks(manifest: Manifest, obs: Observation, obs_dir: Path) -> list[Ch
         if str(n) in obs.batch_errors:
             checks.append(CheckResult(name, Status.FAILED, obs.batch_errors[str(n)]))
             continue
-        if obs.batch_reference_error or str(n) not in obs.batch_outputs:
+        if obs.batch_reference_error or str(n) not in evidence.batch:
             why = obs.batch_reference_error or "the runner did not run this batch size"
             checks.append(CheckResult(name, Status.FAILED, why))
             continue
         parts = []
         for spec in (s for s in manifest.outputs if s.name in batched):
-            got_rel = obs.batch_outputs[str(n)].get(spec.name)
-            ref_rel = obs.batch_reference.get(spec.name)
-            if got_rel is None or ref_rel is None:
+            served = evidence.batch[str(n)]
+            if spec.name not in served or spec.name not in evidence.batch_reference:
                 continue
-            ref = _load(obs_dir / ref_rel, spec.dtype)[:n]
-            got = _load(obs_dir / got_rel, spec.dtype)
+            ref = value(evidence.batch_reference[spec.name])[:n]
+            got = value(served[spec.name])
             parts.append(compare.values(spec.name, got, ref, manifest.tolerance_for(spec.name)))
         bad = [p for p in parts if not p.passed]
         figures = {p.output: serde.to_json(p) for p in parts}

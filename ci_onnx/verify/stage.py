@@ -33,7 +33,7 @@ from ci_onnx.verify.options import VerifyOptions
 if TYPE_CHECKING:
     from ci_onnx.plan import Plan
 
-WARM = ("ci_onnx.verify.judge", "ci_onnx.verify.junit")
+WARM = ("ci_onnx.verify.judge", "ci_onnx.verify.evidence", "ci_onnx.verify.junit")
 """Imported (numpy with them) while the runner runs, not before: the parent waits on the child anyway."""
 
 RESULTS, JUNIT, OBSERVATIONS = "results", "junit", "observations"
@@ -159,7 +159,7 @@ def _run_and_judge(
     warm.start()
     done = runner.launch(environment, bundle_dir, target, obs_dir, options, ep=ep, base_env=base_env)
     warm.join()
-    from ci_onnx.verify import judge
+    from ci_onnx.verify import evidence, judge
 
     try:
         if not done.ok:
@@ -173,7 +173,8 @@ def _run_and_judge(
         for files in [*obs.outputs.values(), *obs.batch_outputs.values(), obs.batch_reference]:
             for rel in files.values():
                 confined(obs_dir, rel, "observed output")
-        return judge.judge(target, manifest, obs, bundle_dir, obs_dir, options, expected)
+        tensors = evidence.load(manifest, obs, bundle_dir, obs_dir)  # the only file reads of judging
+        return judge.judge(target, manifest, obs, tensors, options, expected)
     except (BundleError, OSError, ValueError, KeyError, IndexError, OverflowError) as exc:  # a bad .pb
         check = CheckResult(
             "runner",

@@ -252,7 +252,7 @@ def gate(case: Path, work: Path, batch_sizes: tuple[int, ...] = ()) -> Verdict:
     from ci_onnx.export import onnx_only
     from ci_onnx.runners import ort as runner
     from ci_onnx.target import Target
-    from ci_onnx.verify import judge
+    from ci_onnx.verify import evidence, judge
     from ci_onnx.verify.options import VerifyOptions
 
     rtol, atol = tolerances(case)
@@ -280,7 +280,9 @@ def gate(case: Path, work: Path, batch_sizes: tuple[int, ...] = ()) -> Verdict:
         obs = runner.observe(
             bundle, target, runner.Options(ep="CPUExecutionProvider", placement="profile"), obs_dir
         )
-        result = judge.judge(target, manifest, obs, bundle, obs_dir, VerifyOptions(), expected)
+        result = judge.judge(
+            target, manifest, obs, evidence.load(manifest, obs, bundle, obs_dir), VerifyOptions(), expected
+        )
         checks = tuple((c.name, c.status.value, c.message) for c in result.checks)
         return Verdict(result.status.value, result.summary, checks)
     except Exception as exc:  # a user error is a verdict; anything else is a traceback: a gate bug

@@ -15,7 +15,7 @@ from ci_onnx.errors import ConfigError, UsageError
 from ci_onnx.results import SCHEMA_VERSION, Environment, Observation
 from ci_onnx.runners import base
 from ci_onnx.target import Status, Target
-from ci_onnx.verify import judge
+from ci_onnx.verify import evidence, judge
 from ci_onnx.verify.options import VerifyOptions
 from tests import bundles
 from tests.conftest import EXAMPLE_CONFIG, FakeIndex
@@ -172,10 +172,15 @@ def test_what_a_runner_could_not_measure_is_skipped_with_its_reason(tmp_path: Pa
         ),
         outputs={ds.directory: {"logits": f"{ds.directory}/output_0.pb"} for ds in manifest.test_data_sets},
     )
-    checks = {c.name: c for c in judge.judge(target, manifest, obs, b, b, VerifyOptions()).checks}
+    checks = {
+        c.name: c
+        for c in judge.judge(
+            target, manifest, obs, evidence.load(manifest, obs, b, b), VerifyOptions()
+        ).checks
+    }
     assert checks["fallback"].status == Status.ERROR  # nothing said why: an error, as before
     declared = dataclasses.replace(obs, unmeasured={"placement": "no profile", "memory": "no RSS here"})
-    result = judge.judge(target, manifest, declared, b, b, VerifyOptions())
+    result = judge.judge(target, manifest, declared, evidence.load(manifest, declared, b, b), VerifyOptions())
     checks = {c.name: c for c in result.checks}
     assert checks["fallback"].status == Status.SKIPPED
     assert checks["fallback"].message == "not measured by this runner: no profile"

@@ -11,7 +11,7 @@ from ci_onnx import bundle, tensorproto
 from ci_onnx.bundle import Manifest
 from ci_onnx.results import SCHEMA_VERSION, Environment, Observation, PlacedNode, Placement
 from ci_onnx.target import Status, Target
-from ci_onnx.verify import judge
+from ci_onnx.verify import evidence, judge
 from ci_onnx.verify.options import VerifyOptions
 from tests import bundles
 
@@ -48,7 +48,7 @@ def observed(manifest: Manifest, **changes: object) -> Observation:
 
 def verdicts(mlp: tuple[Path, Manifest], obs: Observation, **kw: object) -> dict[str, Status]:
     b, manifest = mlp
-    result = judge.judge(TARGET, manifest, obs, b, b, VerifyOptions(**kw))  # type: ignore[arg-type]
+    result = judge.judge(TARGET, manifest, obs, evidence.load(manifest, obs, b, b), VerifyOptions(**kw))  # type: ignore[arg-type]
     return {c.name: c.status for c in result.checks} | {"(target)": result.status}
 
 
@@ -84,10 +84,17 @@ def test_fallback_budget_strict_mode_and_unknown_placement(mlp: tuple[Path, Mani
 def test_load_failure_is_expected_only_when_the_plan_said_so(mlp: tuple[Path, Manifest]) -> None:
     b, manifest = mlp
     obs = observed(manifest, load_error="Unsupported model IR version: 10")
-    failed = judge.judge(TARGET, manifest, obs, b, b, VerifyOptions())
+    failed = judge.judge(TARGET, manifest, obs, evidence.load(manifest, obs, b, b), VerifyOptions())
     assert failed.status == Status.FAILED and failed.summary == "load: Unsupported model IR version: 10"
     assert [c.name for c in failed.checks] == ["export", "load"]
-    expected = judge.judge(TARGET, manifest, obs, b, b, VerifyOptions(), expected_skip="opset too new")
+    expected = judge.judge(
+        TARGET,
+        manifest,
+        obs,
+        evidence.load(manifest, obs, b, b),
+        VerifyOptions(),
+        expected_skip="opset too new",
+    )
     assert expected.status == Status.EXPECTED
     assert expected.summary == "load: opset too new; the runtime says: Unsupported model IR version: 10"
 
@@ -112,7 +119,7 @@ def test_a_batch_that_differs_from_single_runs_fails(mlp: tuple[Path, Manifest],
         batch_outputs={"1": {"logits": str(tmp_path / "batch.pb")}},
         batch_reference={"logits": str(tmp_path / "single.pb")},
     )
-    result = judge.judge(TARGET, manifest, obs, b, b, VerifyOptions())
+    result = judge.judge(TARGET, manifest, obs, evidence.load(manifest, obs, b, b), VerifyOptions())
     check = result.check("batch[1]")
     assert check is not None and check.status == Status.FAILED
     assert check.message.startswith(

@@ -21,7 +21,7 @@ from typing import Any
 
 from ci_onnx import serde
 from ci_onnx.errors import BundleError
-from ci_onnx.target import Status
+from ci_onnx.results import CheckResult
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
@@ -62,17 +62,6 @@ class Preprocessing:
 
 
 @dataclasses.dataclass(frozen=True)
-class Finding:
-    """The outcome of one export-time check; becomes a JUnit testcase in every target's report."""
-
-    name: str
-    status: Status
-    message: str = ""
-    figures: dict[str, Any] = dataclasses.field(default_factory=dict)
-    warnings: tuple[str, ...] = ()
-
-
-@dataclasses.dataclass(frozen=True)
 class TestDataSet:
     """One ``test_data_set_N`` directory: ``random`` inputs or real ``sample`` inputs, stacked on axis 0."""
 
@@ -106,7 +95,8 @@ class Manifest:
     decision: Decision | None
     batch_sizes: tuple[int, ...]
     test_data_sets: tuple[TestDataSet, ...]
-    findings: tuple[Finding, ...]
+    findings: tuple[CheckResult, ...]
+    """The export-time checks; each becomes a JUnit testcase in every target's report."""
     node_count: int
     op_histogram: dict[str, int]
     versions: dict[str, str]

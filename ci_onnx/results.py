@@ -106,13 +106,16 @@ class Observation:
 
 @dataclasses.dataclass(frozen=True)
 class CheckResult:
-    """One check of one target; one JUnit testcase."""
+    """One check: of the export (a manifest's findings) or of one target; one JUnit testcase."""
 
     name: str
     status: Status
     message: str = ""
     figures: dict[str, Any] = dataclasses.field(default_factory=dict)
-    duration_s: float = 0.0
+    duration_s: float = dataclasses.field(default=0.0, metadata=serde.OMIT_DEFAULT)
+    """Seconds the check took where it was timed (a failed runner); left out of the JSON when 0."""
+    warnings: tuple[str, ...] = dataclasses.field(default=(), kw_only=True, metadata=serde.OMIT_DEFAULT)
+    """What the exporter or a converter warned (export checks); left out of the JSON when none."""
 
 
 SQNR_CAP_DB = 200.0

@@ -23,10 +23,18 @@ SCHEMA_DIR = Path(__file__).parent / "schemas"
 _SCHEMA_BASE = "https://onnx-gate.dev/schemas/"
 
 
+OMIT_DEFAULT = {"omit_default": True}
+"""Field metadata: the field is left out of the JSON while it holds its default (readers fill it in)."""
+
+
 def to_json(obj: Any) -> Any:
     """A JSON-ready value: dataclasses become dicts, enums their values, tuples lists."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return {
+            f.name: to_json(getattr(obj, f.name))
+            for f in dataclasses.fields(obj)
+            if not (f.metadata.get("omit_default") and getattr(obj, f.name) == f.default)
+        }
     if isinstance(obj, enum.Enum):
         return obj.value
     if isinstance(obj, (list, tuple)):

@@ -30,10 +30,11 @@ class Status(enum.StrEnum):
     ERROR = "error"  # the target could not be judged: a crash, a hang, an environment that failed
     SKIPPED = "skipped"  # not run, with the reason why
     EXPECTED = "expected"  # planned as unable to work (opset too new for the runtime); not a failure
+    MISSING = "missing"  # only the report says it: a planned target whose result never arrived
 
     @property
     def blocks(self) -> bool:
-        return self in (Status.FAILED, Status.ERROR)
+        return self in (Status.FAILED, Status.ERROR, Status.MISSING)
 
 
 DEFAULT_RUNNER = "python"

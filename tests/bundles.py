@@ -17,7 +17,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from ci_onnx import bundle
-from ci_onnx.bundle import Decision, Finding, Manifest, TensorSpec, TestDataSet, Tolerance
+from ci_onnx.bundle import Decision, Manifest, TensorSpec, TestDataSet, Tolerance
+from ci_onnx.results import CheckResult
 from ci_onnx.target import Status
 
 Feeds = dict[str, np.ndarray]
@@ -115,7 +116,7 @@ class BundleSpec:
     tolerance: Tolerance = dataclasses.field(default_factory=Tolerance)
     exporter: str = "onnx"
     requested_opset: int | None = None
-    findings: tuple[Finding, ...] = ()
+    findings: tuple[CheckResult, ...] = ()
 
 
 def write_bundle(
@@ -145,7 +146,7 @@ def write_bundle(
         count = next(iter(feeds.values())).shape[0]
         data_sets.append(TestDataSet(ds.name, "random" if s == 0 else "sample", count))
     opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
-    findings = spec.findings or (Finding("export", Status.PASSED, "written by the test helper"),)
+    findings = spec.findings or (CheckResult("export", Status.PASSED, "written by the test helper"),)
     manifest = Manifest(
         schema_version=bundle.SCHEMA_VERSION,
         model_name=model.graph.name,

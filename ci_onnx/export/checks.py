@@ -1,4 +1,4 @@
-"""Checks of an exported graph, read from the file alone (no torch): each returns a Finding.
+"""Checks of an exported graph, read from the file alone (no torch): each returns a CheckResult.
 
 ``checker``, ``opset``, ``train-mode``, ``dynamic-axes``, ``outputs``, ``graph``. The torch-side
 checks (``export``, ``control-flow``) are in findings.py, ``reference-parity`` in parity.py.
@@ -11,40 +11,41 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ci_onnx.bundle import Finding, TensorSpec
+from ci_onnx.bundle import TensorSpec
+from ci_onnx.results import CheckResult
 from ci_onnx.target import Status
 
 DECOMPOSED_RATIO = 20
 """A graph with this many nodes per torch module is worth a look: an operator was decomposed."""
 
 
-def checker(path: Path) -> Finding:
+def checker(path: Path) -> CheckResult:
     import onnx
 
     try:
         onnx.checker.check_model(str(path), full_check=True)
     except Exception as exc:  # onnx raises ValidationError, InferenceError, and more
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return Finding("checker", Status.FAILED, f"onnx.checker (full_check) rejected the model: {first}")
-    return Finding("checker", Status.PASSED, "onnx.checker with full_check (shape inference) passed")
+        return CheckResult("checker", Status.FAILED, f"onnx.checker (full_check) rejected the model: {first}")
+    return CheckResult("checker", Status.PASSED, "onnx.checker with full_check (shape inference) passed")
 
 
 def default_opset(model: Any) -> int:
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
 
 
-def opset(model: Any, requested: int, exporter: str) -> Finding:
+def opset(model: Any, requested: int, exporter: str) -> CheckResult:
     written = default_opset(model)
     figures = {"requested": requested, "written": written}
     if written == requested:
-        return Finding("opset", Status.PASSED, f"the file is at opset {written}, as asked", figures)
+        return CheckResult("opset", Status.PASSED, f"the file is at opset {written}, as asked", figures)
     hint = (
         " (dynamo builds at 18 and keeps 18 when down-conversion fails: export at opset 18 or higher, or "
         "use the torchscript exporter for older opsets)"
         if exporter == "dynamo"
         else ""
     )
-    return Finding(
+    return CheckResult(
         "opset",
         Status.FAILED,
         f"asked for opset {requested} but the file is at opset {written}{hint}",
@@ -52,7 +53,7 @@ def opset(model: Any, requested: int, exporter: str) -> Finding:
     )
 
 
-def train_mode(model: Any) -> Finding:
+def train_mode(model: Any) -> CheckResult:
     """A Dropout whose training_mode is a constant True, or BatchNormalization with training_mode=1."""
     constants = _constant_bools(model)
     culprits: list[str] = []
@@ -64,7 +65,7 @@ def train_mode(model: Any) -> Finding:
                 if attr.name == "training_mode" and attr.i == 1:
                     culprits.append(f"BatchNormalization {node.name or node.output[0]!r} (training_mode=1)")
     if culprits:
-        return Finding(
+        return CheckResult(
             "train-mode",
             Status.FAILED,
             f"the graph computes in training mode: {', '.join(culprits[:5])}"
@@ -72,7 +73,7 @@ def train_mode(model: Any) -> Finding:
             "hard-codes training=True (F.dropout defaults to it, F.batch_norm(training=True))",
             {"nodes": len(culprits)},
         )
-    return Finding("train-mode", Status.PASSED, "no Dropout or BatchNormalization in training mode")
+    return CheckResult("train-mode", Status.PASSED, "no Dropout or BatchNormalization in training mode")
 
 
 def _constant_bools(model: Any) -> dict[str, bool]:
@@ -105,7 +106,7 @@ def dims_of(value_info: Any) -> list[int | str]:
 
 def dynamic_axes(
     model: Any, inputs: Sequence[TensorSpec], declared: Mapping[str, Mapping[str, str]]
-) -> Finding:
+) -> CheckResult:
     """Each declared axis is symbolic in the graph; an input's undeclared axes are fixed."""
     graph_inputs = {vi.name: dims_of(vi) for vi in model.graph.input}
     graph_outputs = {vi.name: dims_of(vi) for vi in model.graph.output}
@@ -147,17 +148,17 @@ def dynamic_axes(
                 notes.append(f"output {name!r} axis {axis} is symbolic ({got}) though not declared dynamic")
     figures = {"inputs": graph_inputs, "outputs": graph_outputs}
     if problems:
-        return Finding("dynamic-axes", Status.FAILED, "; ".join(problems), figures, tuple(notes))
-    return Finding(
+        return CheckResult("dynamic-axes", Status.FAILED, "; ".join(problems), figures, warnings=tuple(notes))
+    return CheckResult(
         "dynamic-axes",
         Status.PASSED,
         "declared dynamic axes are symbolic, the others fixed",
         figures,
-        tuple(notes),
+        warnings=tuple(notes),
     )
 
 
-def outputs(model: Any, declared: Sequence[str], inputs: Sequence[str] = ()) -> Finding:
+def outputs(model: Any, declared: Sequence[str], inputs: Sequence[str] = ()) -> CheckResult:
     """Output names and count as declared; an output named like an input or inner value is an error."""
     got = [vi.name for vi in model.graph.output]
     figures = {"declared": list(declared), "graph": got}
@@ -172,7 +173,7 @@ def outputs(model: Any, declared: Sequence[str], inputs: Sequence[str] = ()) -> 
             if clash
             else "the exporter renamed them"
         )
-        return Finding(
+        return CheckResult(
             "outputs",
             Status.FAILED,
             f"the graph's inputs are {graph_inputs}, not {list(inputs)}: {why}; give inputs and outputs "
@@ -186,7 +187,7 @@ def outputs(model: Any, declared: Sequence[str], inputs: Sequence[str] = ()) -> 
     clashes = [n for n in declared if n in internal and n not in got]
     clashes += [n for n in got if n in {vi.name for vi in model.graph.input}]
     if clashes:
-        return Finding(
+        return CheckResult(
             "outputs",
             Status.FAILED,
             f"output name(s) {', '.join(map(repr, dict.fromkeys(clashes)))} clash with an input, weight or "
@@ -194,7 +195,7 @@ def outputs(model: Any, declared: Sequence[str], inputs: Sequence[str] = ()) -> 
             figures,
         )
     if len(got) != len(declared):
-        return Finding(
+        return CheckResult(
             "outputs",
             Status.FAILED,
             f"model.outputs declares {len(declared)} output(s) {list(declared)} but the model returns "
@@ -202,10 +203,10 @@ def outputs(model: Any, declared: Sequence[str], inputs: Sequence[str] = ()) -> 
             figures,
         )
     if got != list(declared):
-        return Finding(
+        return CheckResult(
             "outputs", Status.FAILED, f"the graph's outputs are named {got}, not {list(declared)}", figures
         )
-    return Finding("outputs", Status.PASSED, f"{len(got)} output(s) named as declared", figures)
+    return CheckResult("outputs", Status.PASSED, f"{len(got)} output(s) named as declared", figures)
 
 
 def histogram(model: Any) -> dict[str, int]:
@@ -215,7 +216,7 @@ def histogram(model: Any) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def graph(model: Any, files: Sequence[Path], modules: int | None) -> Finding:
+def graph(model: Any, files: Sequence[Path], modules: int | None) -> CheckResult:
     nodes = len(model.graph.node)
     size = sum(p.stat().st_size for p in files if p.is_file())
     figures: dict[str, Any] = {"nodes": nodes, "bytes": size, "op_types": len(histogram(model))}
@@ -227,10 +228,10 @@ def graph(model: Any, files: Sequence[Path], modules: int | None) -> Finding:
                 f"{nodes} nodes for {modules} torch modules ({nodes / modules:.0f} per module): an operator "
                 "was probably decomposed into many small ones; see op_histogram in the manifest"
             )
-    return Finding(
+    return CheckResult(
         "graph",
         Status.PASSED,
         f"{nodes} nodes, {len(histogram(model))} op types, {size / 1e6:.2f} MB",
         figures,
-        tuple(warnings),
+        warnings=tuple(warnings),
     )

@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ci_onnx.bundle import Finding, TensorSpec, Tolerance
+from ci_onnx.bundle import TensorSpec, Tolerance
 from ci_onnx.export import inputs
+from ci_onnx.results import CheckResult
 from ci_onnx.target import Status
 
 Arrays = dict[str, npt.NDArray[np.generic]]
@@ -126,7 +127,7 @@ def differential(
     candidates: Sequence[Probe],
     tolerance: Tolerance,
     per_output: Mapping[str, Tolerance],
-) -> Finding:
+) -> CheckResult:
     """Run torch and onnxruntime CPU on each probe; the first disagreement convicts the suspects."""
     from ci_onnx.export.parity import cpu_session
     from ci_onnx.verify.compare import describe, parity
@@ -134,13 +135,13 @@ def differential(
     try:
         session = cpu_session(model_path)
     except Exception as exc:
-        return Finding(
+        return CheckResult(
             "control-flow",
             Status.SKIPPED,
             f"{len(suspects)} suspect branch(es), not judged: onnxruntime CPU cannot load the model "
             f"({_line(exc)}); see reference-parity",
             {"suspects": len(suspects)},
-            tuple(suspects),
+            warnings=tuple(suspects),
         )
     names = [o.name for o in session.get_outputs()]
     graph_inputs = {i.name for i in session.get_inputs()}
@@ -166,32 +167,32 @@ def differential(
         ran.append(probe.label)
     figures: dict[str, Any] = {"suspects": len(suspects), "probes": ran, "skipped_probes": skipped}
     if not ran:
-        return Finding(
+        return CheckResult(
             "control-flow",
             Status.PASSED,
             f"{len(suspects)} suspect branch(es), not judged: torch rejected every probe",
             figures,
-            tuple(suspects),
+            warnings=tuple(suspects),
         )
-    return Finding(
+    return CheckResult(
         "control-flow",
         Status.PASSED,
         f"{len(suspects)} suspect(s) the trace warned about (a tensor made a Python value or a constant), "
         f"but the graph matched torch on {len(ran)} probe(s) that vary values and dynamic dims; see warnings",
         figures,
-        tuple(suspects),
+        warnings=tuple(suspects),
     )
 
 
-def _convicted(suspects: Sequence[str], probe: Probe, why: str, ran: Sequence[str]) -> Finding:
-    return Finding(
+def _convicted(suspects: Sequence[str], probe: Probe, why: str, ran: Sequence[str]) -> CheckResult:
+    return CheckResult(
         "control-flow",
         Status.FAILED,
         f"the trace froze a branch: the graph disagrees with torch on {probe.label}: {why}; suspect(s): "
         f"{'; '.join(suspects[:3])}; use torch.where or torch.cond, branch on shapes only, or the dynamo "
         "exporter",
         {"suspects": len(suspects), "diverged_on": probe.label, "probes_before": list(ran)},
-        tuple(suspects),
+        warnings=tuple(suspects),
     )
 
 

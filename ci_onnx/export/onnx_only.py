@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from ci_onnx import tensorproto
-from ci_onnx.bundle import MODEL, Finding, Manifest, TensorSpec, TestDataSet
+from ci_onnx.bundle import MODEL, Manifest, TensorSpec, TestDataSet
 from ci_onnx.config import Config
 from ci_onnx.errors import ConfigError
 from ci_onnx.export import checks, writer
+from ci_onnx.results import CheckResult
 from ci_onnx.runners import values
 from ci_onnx.target import Status
 from ci_onnx.verify import decode
@@ -140,26 +141,26 @@ def make_bundle(cfg: Config, bundle_dir: Path) -> Manifest:
     files = [p for p in bundle_dir.iterdir() if p.is_file()]
     opset = checks.default_opset(proto)
     m = cfg.model
-    findings: list[Finding] = [
-        Finding("export", Status.SKIPPED, ONLY),
-        Finding(
+    findings: list[CheckResult] = [
+        CheckResult("export", Status.SKIPPED, ONLY),
+        CheckResult(
             "control-flow", Status.SKIPPED, f"{ONLY}; control flow can only be judged from the torch model"
         ),
         checks.checker(path),
-        Finding(
+        CheckResult(
             "opset", Status.PASSED, f"opset {opset} read from the file; the plan uses it", {"written": opset}
         ),
         checks.train_mode(proto),
         checks.dynamic_axes(proto, specs, m.dynamic_axes)
         if m.dynamic_axes
-        else Finding(
+        else CheckResult(
             "dynamic-axes",
             Status.SKIPPED,
             "no model.dynamic_axes declared; the graph's symbolic dims are in the manifest",
         ),
         checks.outputs(proto, m.outputs)
         if m.outputs
-        else Finding("outputs", Status.SKIPPED, "no model.outputs declared"),
+        else CheckResult("outputs", Status.SKIPPED, "no model.outputs declared"),
         checks.graph(proto, files, None),
     ]
     written = []
@@ -171,7 +172,7 @@ def make_bundle(cfg: Config, bundle_dir: Path) -> Manifest:
             shutil.copyfile(f, bundle_dir / directory / f.name)
         written.append(TestDataSet(directory, "sample", _count(specs, ins)))
     findings.append(
-        Finding(
+        CheckResult(
             "reference-parity",
             Status.SKIPPED,
             f"{ONLY}; each target compares its runtime with the test data's outputs itself",

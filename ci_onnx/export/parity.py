@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ci_onnx.bundle import Finding, Tolerance
+from ci_onnx.bundle import Tolerance
+from ci_onnx.results import CheckResult
 from ci_onnx.target import Status
 
 Arrays = Mapping[str, npt.NDArray[np.generic]]
@@ -48,7 +49,7 @@ def reference_parity(
     tolerance: Tolerance,
     per_output: Mapping[str, Tolerance],
     reference: str = "torch",
-) -> Finding:
+) -> CheckResult:
     """``sets``: (test_data_set directory, inputs, expected outputs) each; ``reference`` made them."""
     import onnxruntime as ort
 
@@ -57,7 +58,7 @@ def reference_parity(
     try:
         session = cpu_session(model_path)
     except Exception as exc:
-        return Finding(
+        return CheckResult(
             "reference-parity",
             Status.FAILED,
             f"onnxruntime {ort.__version__} CPU cannot load the exported model: {_line(exc)}",
@@ -84,14 +85,14 @@ def reference_parity(
             elif not stats.passed:
                 failures.append(f"{directory}/{name}: {describe(stats)}")
     if failures:
-        return Finding(
+        return CheckResult(
             "reference-parity",
             Status.FAILED,
             f"onnxruntime CPU disagrees with {reference} on the bundle's inputs, so the model itself is "
             "wrong (not the runtime under test): " + "; ".join(failures[:4]),
             figures,
         )
-    return Finding(
+    return CheckResult(
         "reference-parity",
         Status.PASSED,
         f"onnxruntime {ort.__version__} CPU matches {reference} on {len(sets)} test data set(s)",

@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from ci_onnx.bundle import MODEL, Finding, Manifest, TensorSpec, TestDataSet
+from ci_onnx.bundle import MODEL, Manifest, TensorSpec, TestDataSet
 from ci_onnx.config import Config
 from ci_onnx.export import checks, control_flow, factory, inputs, parity, signature, torch_export, writer
+from ci_onnx.results import CheckResult
 from ci_onnx.target import Status
 
 NO_MODEL = "not run: the export produced no model"
@@ -96,7 +97,7 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
             )
         )
     if torch_failed:
-        findings.append(Finding("reference-parity", Status.FAILED, torch_failed.splitlines()[0][:500]))
+        findings.append(CheckResult("reference-parity", Status.FAILED, torch_failed.splitlines()[0][:500]))
     else:
         findings.append(
             parity.reference_parity(
@@ -123,7 +124,7 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
 
 def export_finding(
     outcome: torch_export.ExportOutcome, exporter: str, opset: int, binding: signature.Binding | None = None
-) -> Finding:
+) -> CheckResult:
     figures: dict[str, Any] = {
         "seconds": round(outcome.duration_s, 2),
         "external_data": outcome.external_data,
@@ -133,12 +134,12 @@ def export_finding(
         figures["call"] = binding.describe()
         call = "" if binding.obvious else f"; inputs bound as {binding.describe()}"
     if outcome.ok:
-        return Finding(
+        return CheckResult(
             "export",
             Status.PASSED,
             f"exported with {exporter} at opset {opset} in {outcome.duration_s:.1f} s{call}",
             figures,
-            outcome.warnings,
+            warnings=outcome.warnings,
         )
     if outcome.unsupported_op:
         message = (
@@ -149,43 +150,43 @@ def export_finding(
         figures["operator"] = outcome.unsupported_op
     elif outcome.data_dependent:
         # the cause is the model's control flow, and that check fails; this one only says why no file
-        return Finding(
+        return CheckResult(
             "export",
             Status.SKIPPED,
             f"no model written: {exporter} stopped on control flow that depends on a tensor value; see "
             "control-flow",
             figures,
-            outcome.warnings,
+            warnings=outcome.warnings,
         )
     else:
         message = f"the {exporter} exporter failed: {outcome.error}"
-    return Finding("export", Status.FAILED, message, figures, outcome.warnings)
+    return CheckResult("export", Status.FAILED, message, figures, warnings=outcome.warnings)
 
 
-def control_flow_finding(outcome: torch_export.ExportOutcome, exporter: str) -> Finding:
+def control_flow_finding(outcome: torch_export.ExportOutcome, exporter: str) -> CheckResult:
     if outcome.data_dependent:
-        return Finding(
+        return CheckResult(
             "control-flow",
             Status.FAILED,
             f"a Python branch on a tensor value cannot be exported by dynamo: {outcome.error}; use "
             "torch.where or torch.cond, or branch on shapes only",
         )
     if outcome.frozen_branches and outcome.ok:
-        return Finding(
+        return CheckResult(
             "control-flow",
             Status.SKIPPED,
             "not judged: the differential run of the suspect branches did not happen",
             {},
-            outcome.frozen_branches,
+            warnings=outcome.frozen_branches,
         )  # replaced by control_flow.differential once the file is written and checked
     if not outcome.ok:
-        return Finding("control-flow", Status.SKIPPED, "not judged: the export failed for another reason")
+        return CheckResult("control-flow", Status.SKIPPED, "not judged: the export failed for another reason")
     how = (
         "torch.export traced it without data-dependent guards"
         if exporter == "dynamo"
         else "the trace raised no TracerWarning outside torch"
     )
-    return Finding("control-flow", Status.PASSED, how)
+    return CheckResult("control-flow", Status.PASSED, how)
 
 
 def reference_outputs(

@@ -21,9 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from ci_onnx.bundle import MODEL, Finding, Manifest, hash_files, read_manifest, write_manifest
+from ci_onnx.bundle import MODEL, Manifest, hash_files, read_manifest, write_manifest
 from ci_onnx.config import Config
 from ci_onnx.errors import ConfigError, GateError
+from ci_onnx.results import CheckResult
 from ci_onnx.target import Status
 
 DERIVED = ("fp16", "int8-dynamic", "int8-static")
@@ -251,12 +252,12 @@ def derive(cfg: Config, precision: str, source_dir: Path, bundle_dir: Path) -> M
             shutil.copytree(entry, bundle_dir / entry.name)
     try:
         what, notes = convert(source_dir / MODEL, bundle_dir / MODEL, precision, cfg, cfg.verify.seed)
-        finding = Finding(precision, Status.PASSED, what, {}, notes)
+        finding = CheckResult(precision, Status.PASSED, what, {}, warnings=notes)
     except GateError:
         raise
     except Exception as exc:  # a converter that cannot handle the graph: a failed cell, with why
-        finding = Finding(precision, Status.FAILED, f"{precision} conversion failed: {type(exc).__name__}: "
-                          f"{str(exc).splitlines()[0][:300] if str(exc) else ''}")  # fmt: skip
+        why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+        finding = CheckResult(precision, Status.FAILED, f"{precision} conversion failed: {why}")
     tol, per_output = cfg.verify.precision_tolerance[precision]
     findings = tuple(_with_conversion(f, finding) if f.name == "export" else f for f in fp32.findings)
     manifest = dataclasses.replace(
@@ -271,7 +272,7 @@ def derive(cfg: Config, precision: str, source_dir: Path, bundle_dir: Path) -> M
     return manifest
 
 
-def _with_conversion(export: Finding, conversion: Finding) -> Finding:
+def _with_conversion(export: CheckResult, conversion: CheckResult) -> CheckResult:
     """The fp32 export finding, followed by the conversion: a failed conversion fails the bundle."""
     status = export.status if conversion.status is Status.PASSED else conversion.status
     return dataclasses.replace(

@@ -13,10 +13,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ci_onnx import proc
-from ci_onnx.bundle import MODEL, Finding, Manifest, read_manifest
+from ci_onnx.bundle import MODEL, Manifest, read_manifest
 from ci_onnx.config import Config
 from ci_onnx.errors import ConfigError, UsageError
 from ci_onnx.export import writer
+from ci_onnx.results import CheckResult
 from ci_onnx.target import Status
 
 PlanKeys = Callable[[Sequence[str]], Sequence[str]]
@@ -42,7 +43,7 @@ class Outcome:
     seconds: float
 
     @property
-    def failed(self) -> tuple[Finding, ...]:
+    def failed(self) -> tuple[CheckResult, ...]:
         return tuple(f for f in self.manifest.findings if f.status.blocks)
 
 
@@ -130,7 +131,7 @@ def _no_source(cfg: Config, source: Outcome, precision: str, bundle_dir: Path, w
         cfg,
         exporter=source.job.exporter,
         requested_opset=source.job.opset,
-        findings=writer.complete([Finding("export", Status.FAILED, reason)], f"not run: {reason}"),
+        findings=writer.complete([CheckResult("export", Status.FAILED, reason)], f"not run: {reason}"),
         package_versions=source.manifest.versions,
         precision=precision,
     )
@@ -155,7 +156,7 @@ def export_one(cfg: Config, job: Job, bundle_dir: Path) -> Outcome:
         if done.timed_out:
             why += " (export.timeout_s)"
         writer.fresh_dir(bundle_dir)
-        finding = Finding("export", Status.FAILED, f"the {job.exporter} export did not finish: {why}")
+        finding = CheckResult("export", Status.FAILED, f"the {job.exporter} export did not finish: {why}")
         writer.write(
             bundle_dir,
             cfg,

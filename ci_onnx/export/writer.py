@@ -19,7 +19,6 @@ import numpy.typing as npt
 from ci_onnx import __version__
 from ci_onnx.bundle import (
     SCHEMA_VERSION,
-    Finding,
     Manifest,
     TensorSpec,
     TestDataSet,
@@ -28,6 +27,7 @@ from ci_onnx.bundle import (
 )
 from ci_onnx.config import Config
 from ci_onnx.export import CHECKS
+from ci_onnx.results import CheckResult
 from ci_onnx.target import Status
 
 Arrays = Mapping[str, npt.NDArray[np.generic]]
@@ -68,8 +68,8 @@ def versions(*packages: str) -> dict[str, str]:
 EXPORT_PACKAGES = ("torch", "onnx", "onnxruntime", "onnxscript")
 
 
-def skipped(name: str, reason: str) -> Finding:
-    return Finding(name, Status.SKIPPED, reason)
+def skipped(name: str, reason: str) -> CheckResult:
+    return CheckResult(name, Status.SKIPPED, reason)
 
 
 NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
@@ -91,7 +91,7 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def complete(findings: Sequence[Finding], reason: str) -> tuple[Finding, ...]:
+def complete(findings: Sequence[CheckResult], reason: str) -> tuple[CheckResult, ...]:
     """Every check in CHECKS order; the ones not run are skipped with ``reason``."""
     by_name = {f.name: f for f in findings}
     return tuple(by_name.get(name) or skipped(name, reason) for name in CHECKS)
@@ -103,7 +103,7 @@ def write(
     *,
     exporter: str,
     requested_opset: int,
-    findings: Sequence[Finding],
+    findings: Sequence[CheckResult],
     opset: int = 0,
     ir_version: int = 0,
     inputs: Sequence[TensorSpec] | None = None,

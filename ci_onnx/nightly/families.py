@@ -12,7 +12,7 @@ import dataclasses
 
 from ci_onnx import matrix
 from ci_onnx.matrix import version_key
-from ci_onnx.report.collect import Collection, Entry, Outcome
+from ci_onnx.report.collect import Collection, Entry
 from ci_onnx.target import Status, Target
 
 
@@ -86,7 +86,7 @@ class FamilyNight:
         return {e.target.runtime: _status(e.outcome) for e in self.entries}
 
     def newest_passing(self) -> str:
-        passed = [e.target.runtime for e in self.entries if e.outcome is Outcome.PASSED]
+        passed = [e.target.runtime for e in self.entries if e.outcome is Status.PASSED]
         return passed[-1] if passed else ""
 
 
@@ -96,15 +96,15 @@ def newest_passing(verdicts: dict[str, Status], below: str) -> str:
     return max(passed, key=version_key, default="")
 
 
-def _status(outcome: Outcome) -> Status:
-    return Status.ERROR if outcome is Outcome.MISSING else Status(outcome.value)
+def _status(outcome: Status) -> Status:
+    return Status.ERROR if outcome is Status.MISSING else outcome
 
 
 def group(collection: Collection) -> list[FamilyNight]:
     """The families of a night, in a stable order; expected skips and plain skips are not judged."""
     by_key: dict[FamilyKey, list[Entry]] = {}
     for e in collection.entries:
-        if e.outcome in (Outcome.EXPECTED, Outcome.SKIPPED):
+        if e.outcome in (Status.EXPECTED, Status.SKIPPED):
             continue
         by_key.setdefault(FamilyKey.of(e.target), []).append(e)
     return [

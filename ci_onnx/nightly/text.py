@@ -11,8 +11,9 @@ import dataclasses
 from ci_onnx.nightly.families import FamilyNight
 from ci_onnx.nightly.state import TrackState, embed
 from ci_onnx.report import limits, render, view
-from ci_onnx.report.collect import Collection, Outcome
+from ci_onnx.report.collect import Collection
 from ci_onnx.report.model import Commit, Failure, FallbackRow, LatencyTable, ParityRow, ReportView
+from ci_onnx.target import Status
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,7 +84,7 @@ def issue_view(fam: FamilyNight, state: TrackState, night: Night) -> IssueView:
         night=night,
         report=family_view,
         failing=tuple(e.target.runtime for e in fam.failing),
-        passing=tuple(e.target.runtime for e in fam.entries if e.outcome is Outcome.PASSED),
+        passing=tuple(e.target.runtime for e in fam.entries if e.outcome is Status.PASSED),
         verified=tuple(e.target.runtime for e in fam.entries),
         reproduce_first_bad=(
             f"onnx-gate verify --bundle onnx-gate-out/bundles/{target.bundle_key} --target {target.id}"
@@ -104,7 +105,7 @@ def repeat_comment(v: IssueView) -> str:
 
 
 def close_comment(fam: FamilyNight, night: Night) -> str:
-    passing = ", ".join(e.target.runtime for e in fam.entries if e.outcome is Outcome.PASSED)
+    passing = ", ".join(e.target.runtime for e in fam.entries if e.outcome is Status.PASSED)
     run = f" ([workflow run]({night.run_url}))" if night.run_url else ""
     return (
         f"✅ `{fam.key.id}` passes again on {fam.key.package} {passing}, the night of {night.date}{run}. "

@@ -8,7 +8,6 @@ planned target with no result is *missing* (a cancelled or crashed job) and bloc
 from __future__ import annotations
 
 import dataclasses
-import enum
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -22,27 +21,13 @@ MAX_FILES = 100_000
 """A bound on the files walked, so a wrong --results (a home directory) ends with a message."""
 
 
-class Outcome(enum.StrEnum):
-    """How the report counts a target: the result's status, plus *missing*."""
-
-    PASSED = "passed"
-    FAILED = "failed"
-    ERROR = "error"
-    MISSING = "missing"
-    EXPECTED = "expected"
-    SKIPPED = "skipped"
-
-    @property
-    def blocks(self) -> bool:
-        return self in (Outcome.FAILED, Outcome.ERROR, Outcome.MISSING)
-
-
 @dataclasses.dataclass(frozen=True)
 class Entry:
     """One row of the report: a target, and its result when one arrived."""
 
     target: Target
-    outcome: Outcome
+    outcome: Status
+    """The result's status, or Status.MISSING when none arrived."""
     result: TargetResult | None
     reason: str = ""
     """Why it failed, errored, was skipped or is missing (one line)."""
@@ -132,16 +117,19 @@ def _inside(path: Path, root: Path) -> bool:
         return False
 
 
-def _outcome(status: Status) -> Outcome:
-    return Outcome(status.value)
-
-
 def _entry(result: TargetResult, planned: Target | None) -> Entry:
     target = planned or result.target
-    return Entry(target=target, outcome=_outcome(result.status), result=result, reason=result.summary)
+    return Entry(target=target, outcome=result.status, result=result, reason=result.summary)
 
 
-_SEVERITY = {Status.ERROR: 0, Status.FAILED: 1, Status.SKIPPED: 2, Status.EXPECTED: 3, Status.PASSED: 4}
+_SEVERITY = {
+    Status.MISSING: 0,  # no result says it of itself, but one that did would count as the worst
+    Status.ERROR: 0,
+    Status.FAILED: 1,
+    Status.SKIPPED: 2,
+    Status.EXPECTED: 3,
+    Status.PASSED: 4,
+}
 
 
 def _agree(a: TargetResult, b: TargetResult) -> bool:
@@ -195,12 +183,12 @@ def merge(by_id: dict[str, TargetResult], plan: Plan | None, problems: Sequence[
             reason = target.expected_skip
             if result is not None and result.status is Status.PASSED:
                 reason += " (yet it ran and passed: the expected skip may be stale)"
-            entries.append(Entry(target, Outcome.EXPECTED, result, reason))
+            entries.append(Entry(target, Status.EXPECTED, result, reason))
         elif result is None:
             entries.append(
                 Entry(
                     target,
-                    Outcome.MISSING,
+                    Status.MISSING,
                     None,
                     f"no result arrived: the job was cancelled or crashed before writing "
                     f"results/{target.id}.json",

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from ci_onnx.report.collect import Collection, Entry, Outcome
+from ci_onnx.report.collect import Collection, Entry
 from ci_onnx.report.junit_reader import JUnitSummary
 from ci_onnx.report.model import (
     Commit,
@@ -27,14 +27,15 @@ from ci_onnx.report.model import (
     Skip,
 )
 from ci_onnx.results import SQNR_CAP_DB, TargetResult
+from ci_onnx.target import Status
 
 ICON = {
-    Outcome.PASSED: "✅",
-    Outcome.FAILED: "❌",
-    Outcome.ERROR: "💥",
-    Outcome.MISSING: "⚠️",
-    Outcome.EXPECTED: "⏭️",
-    Outcome.SKIPPED: "⏭️",
+    Status.PASSED: "✅",
+    Status.FAILED: "❌",
+    Status.ERROR: "💥",
+    Status.MISSING: "⚠️",
+    Status.EXPECTED: "⏭️",
+    Status.SKIPPED: "⏭️",
 }
 CPU_EP = "CPUExecutionProvider"
 
@@ -266,12 +267,12 @@ def _counts(entries: Sequence[Entry]) -> Counts:
     c = Counter(e.outcome for e in entries)
     return Counts(
         total=len(entries),
-        passed=c[Outcome.PASSED],
-        failed=c[Outcome.FAILED],
-        error=c[Outcome.ERROR],
-        missing=c[Outcome.MISSING],
-        expected=c[Outcome.EXPECTED],
-        skipped=c[Outcome.SKIPPED],
+        passed=c[Status.PASSED],
+        failed=c[Status.FAILED],
+        error=c[Status.ERROR],
+        missing=c[Status.MISSING],
+        expected=c[Status.EXPECTED],
+        skipped=c[Status.SKIPPED],
     )
 
 
@@ -279,7 +280,7 @@ def failing_kinds(entries: Sequence[Entry]) -> list[str]:
     """The kinds of check that failed (``parity[logits]`` counts as parity), most frequent first."""
     kinds: Counter[str] = Counter()
     for e in entries:
-        if e.outcome is Outcome.MISSING:
+        if e.outcome is Status.MISSING:
             kinds["missing"] += 1
         elif e.outcome.blocks and e.result is not None:
             names = {c.name.split("[")[0] for c in e.result.checks if c.status.blocks}
@@ -320,7 +321,7 @@ def build(
     counts = _counts(entries)
     junit_failed = junit.failed + junit.errors if junit else 0
     blocks = bool(counts.blocking or collection.problems or junit_failed or counts.judged == 0)
-    judged = [e for e in entries if e.result is not None and e.outcome not in (Outcome.EXPECTED,)]
+    judged = [e for e in entries if e.result is not None and e.outcome not in (Status.EXPECTED,)]
     fallback = tuple(row for e in judged if e.result and (row := _fallback_row(e, e.result)))
     return ReportView(
         title=title,
@@ -335,7 +336,7 @@ def build(
         fallback=fallback,
         latency=_latency(judged),
         skips=tuple(
-            Skip(e.target.id, e.reason) for e in entries if e.outcome in (Outcome.EXPECTED, Outcome.SKIPPED)
+            Skip(e.target.id, e.reason) for e in entries if e.outcome in (Status.EXPECTED, Status.SKIPPED)
         ),
         junit=junit,
         report_file=report_file,

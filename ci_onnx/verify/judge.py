@@ -31,8 +31,10 @@ from ci_onnx.verify.options import VerifyOptions
 
 
 def export_checks(manifest: Manifest) -> list[CheckResult]:
-    """The export's findings, so each target's report shows export, checker, opset, train-mode…"""
-    return [CheckResult(f.name, f.status, f.message, dict(f.figures)) for f in manifest.findings]
+    """The export's findings, so each target's report shows export, checker, opset, train-mode…
+
+    The exporter's warnings stay in the manifest (the export's log shows them), out of each result."""
+    return [dataclasses.replace(f, figures=dict(f.figures), warnings=()) for f in manifest.findings]
 
 
 def result(

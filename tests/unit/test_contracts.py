@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 
 from ci_onnx import serde
-from ci_onnx.bundle import Decision, Finding, Manifest, TensorSpec, TestDataSet, Tolerance
+from ci_onnx.bundle import Decision, Manifest, TensorSpec, TestDataSet, Tolerance
 from ci_onnx.errors import UsageError
 from ci_onnx.results import (
     CheckResult,
@@ -47,7 +47,7 @@ def manifest() -> Manifest:
         batch_sizes=(1, 8),
         test_data_sets=(TestDataSet("test_data_set_0", "random", 16),),
         findings=(
-            Finding(
+            CheckResult(
                 "opset", Status.FAILED, "asked for 17, the file has 18", {"requested": 17, "written": 18}
             ),
         ),

@@ -10,8 +10,9 @@ import pytest
 
 from ci_onnx import serde
 from ci_onnx.errors import UsageError
-from ci_onnx.report.collect import Outcome, collect, merge
+from ci_onnx.report.collect import collect, merge
 from ci_onnx.results import write_result
+from ci_onnx.target import Status
 from tests.golden import scenarios
 
 
@@ -28,17 +29,17 @@ def test_every_planned_target_is_found_recursively(tmp_path: Path) -> None:
     got = collect([tmp_path], plan)
     outcomes = {e.target.id: e.outcome for e in got.entries}
     assert len(outcomes) == 14 and not got.problems
-    assert outcomes[scenarios.PARITY_FAIL] is Outcome.FAILED
-    assert outcomes[scenarios.FALLBACK_FAIL] is Outcome.FAILED
-    assert sum(o is Outcome.EXPECTED for o in outcomes.values()) == 2
-    assert sum(o is Outcome.PASSED for o in outcomes.values()) == 10
+    assert outcomes[scenarios.PARITY_FAIL] is Status.FAILED
+    assert outcomes[scenarios.FALLBACK_FAIL] is Status.FAILED
+    assert sum(o is Status.EXPECTED for o in outcomes.values()) == 2
+    assert sum(o is Status.PASSED for o in outcomes.values()) == 10
 
 
 def test_a_target_without_result_is_missing_and_blocks(tmp_path: Path) -> None:
     plan, results = scenarios.all_passing()
     write_artifacts(tmp_path, scenarios.without(results, "ort1.32.0-cpu-op18-dynamo"))
     got = collect([tmp_path], plan)
-    missing = [e for e in got.entries if e.outcome is Outcome.MISSING]
+    missing = [e for e in got.entries if e.outcome is Status.MISSING]
     assert [e.target.id for e in missing] == ["ort1.32.0-cpu-op18-dynamo"]
     assert missing[0].outcome.blocks and "cancelled or crashed" in missing[0].reason
 
@@ -47,7 +48,7 @@ def test_without_a_plan_missing_targets_cannot_be_known(tmp_path: Path) -> None:
     _, results = scenarios.all_passing()
     write_artifacts(tmp_path, results[:3])
     got = collect([tmp_path])
-    assert [e.outcome for e in got.entries] == [Outcome.PASSED] * 3
+    assert [e.outcome for e in got.entries] == [Status.PASSED] * 3
 
 
 def test_an_unreadable_result_is_a_problem_not_a_crash(tmp_path: Path) -> None:
@@ -84,7 +85,7 @@ def test_an_expected_skip_that_ran_and_passed_is_flagged_as_stale() -> None:
     ran = dataclasses.replace(results[0], target=dataclasses.replace(skip, expected_skip=""))
     got = merge({r.target.id: r for r in [*results, ran]}, plan)
     entry = next(e for e in got.entries if e.target.id == skip.id)
-    assert entry.outcome is Outcome.EXPECTED and "may be stale" in entry.reason
+    assert entry.outcome is Status.EXPECTED and "may be stale" in entry.reason
 
 
 def test_with_a_plan_a_results_directory_that_never_arrived_is_reported_not_refused(tmp_path: Path) -> None:
@@ -131,4 +132,4 @@ def test_two_results_that_disagree_are_a_problem_and_the_worse_shows(tmp_path: P
     write_result(tmp_path / "b", passing)
     got = collect([tmp_path])
     assert len(got.problems) == 1 and "disagree" in got.problems[0]
-    assert got.entries[0].outcome is Outcome.FAILED
+    assert got.entries[0].outcome is Status.FAILED

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from ci_onnx import bundle, serde
-from ci_onnx.bundle import Finding
 from ci_onnx.cli import cli
+from ci_onnx.results import CheckResult
 from ci_onnx.target import Status
 from tests import bundles
 
@@ -79,7 +79,10 @@ def test_export_failed_upstream_is_a_failed_result(tmp_path: Path, mlp: Path) ->
     manifest = dataclasses.replace(
         manifest,
         files=bundle.hash_files(failed),
-        findings=(Finding("export", Status.FAILED, reason), Finding("checker", Status.SKIPPED, "no model")),
+        findings=(
+            CheckResult("export", Status.FAILED, reason),
+            CheckResult("checker", Status.SKIPPED, "no model"),
+        ),
     )
     bundle.write_manifest(failed, manifest)
     code, out, _ = verify(

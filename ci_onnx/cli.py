@@ -1,8 +1,8 @@
 """The ``onnx-gate`` command: the only place that reads the process environment and exits.
 
-Exit codes: 0 the gate passed, 1 the gate failed, 2 bad usage or configuration, 3 an internal or
-environment error. ``onnx-gate --help`` imports neither torch nor onnxruntime: every command imports
-what it needs when it runs.
+Exit codes (ci_onnx.errors declares them): 0 the gate passed, 1 the gate failed, 2 bad usage or
+configuration, 3 an internal or environment error. ``onnx-gate --help`` imports neither torch nor
+onnxruntime: every command imports what it needs when it runs.
 """
 
 from __future__ import annotations
@@ -19,9 +19,6 @@ import click
 from ci_onnx import __version__
 from ci_onnx.commands.nightly import nightly
 from ci_onnx.commands.options import (
-    EXIT_FAIL,
-    EXIT_INTERNAL,
-    EXIT_PASS,
     config_option,
     finite,
     only_option,
@@ -29,7 +26,7 @@ from ci_onnx.commands.options import (
 )
 from ci_onnx.commands.report import report
 from ci_onnx.commands.run import run
-from ci_onnx.errors import GateError
+from ci_onnx.errors import EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_PASS, GateError
 
 COMMANDS = {
     "plan": "Expand the target matrix from onnx-gate.yml.",
@@ -59,7 +56,7 @@ class GateGroup(click.Group):
             raise
         except KeyboardInterrupt:
             click.echo("onnx-gate: interrupted", err=True)
-            ctx.exit(130)
+            ctx.exit(EXIT_INTERRUPTED)
         except Exception:
             traceback.print_exc()
             click.echo(

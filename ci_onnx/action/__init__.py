@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from ci_onnx.errors import UsageError
+from ci_onnx.errors import EXIT_FAIL, EXIT_PASS, UsageError
 
 COMMANDS = ("plan", "export", "verify", "report", "nightly")
 
@@ -157,4 +157,4 @@ def redact(argv: list[str]) -> list[str]:
 
 def verdict(exit_code: int) -> str:
     """The ``verdict`` output: pass (0), fail (1), or error (bad usage, environment, a bug)."""
-    return {0: "pass", 1: "fail"}.get(exit_code, "error")
+    return {EXIT_PASS: "pass", EXIT_FAIL: "fail"}.get(exit_code, "error")

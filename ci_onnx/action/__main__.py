@@ -15,13 +15,13 @@ import click
 
 from ci_onnx import action
 from ci_onnx.action import pr_context, runtime
-from ci_onnx.errors import GateError
+from ci_onnx.errors import EXIT_INTERNAL, EXIT_PASS, GateError
 from ci_onnx.github import workflow
 
 
 def run(environ: MutableMapping[str, str]) -> int:
     """Run the command the inputs ask for; returns its exit code."""
-    from ci_onnx.cli import EXIT_INTERNAL, cli
+    from ci_onnx.cli import cli
 
     try:
         inputs = action.Inputs.from_env(environ)
@@ -46,9 +46,9 @@ def run(environ: MutableMapping[str, str]) -> int:
     try:
         cli.main(args=argv, prog_name="onnx-gate", standalone_mode=True)
     except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_INTERNAL)
+        code = exc.code if isinstance(exc.code, int) else (EXIT_PASS if exc.code is None else EXIT_INTERNAL)
         return code
-    return 0
+    return EXIT_PASS
 
 
 def main() -> None:

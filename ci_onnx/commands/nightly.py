@@ -9,13 +9,13 @@ from pathlib import Path
 import click
 
 from ci_onnx.commands.options import (
-    EXIT_FAIL,
     config_option,
     default_cache_dir,
     out_dir_option,
     plan_option,
     results_option,
 )
+from ci_onnx.errors import EXIT_FAIL
 
 
 @click.command()

@@ -1,4 +1,4 @@
-"""What the CLI's commands share: exit codes, common options, where the cache lives.
+"""What the CLI's commands share: common options, where the cache lives (exit codes: ci_onnx.errors).
 
 This package and ci_onnx/cli.py are the edge: the only code that reads the process environment and
 decides exit codes.
@@ -11,8 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-
-EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 def config_option(**kwargs: Any) -> Any:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from ci_onnx.commands.options import EXIT_FAIL, out_dir_option, plan_option, results_option
+from ci_onnx.commands.options import out_dir_option, plan_option, results_option
+from ci_onnx.errors import EXIT_FAIL
 from ci_onnx.report import CHECK_NAME
 
 

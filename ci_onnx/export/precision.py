@@ -23,7 +23,7 @@ import numpy as np
 
 from ci_onnx.bundle import MODEL, Manifest, hash_files, read_manifest, write_manifest
 from ci_onnx.config import Config
-from ci_onnx.errors import ConfigError, GateError
+from ci_onnx.errors import EXIT_PASS, ConfigError, GateError
 from ci_onnx.results import CheckResult
 from ci_onnx.target import Status
 
@@ -298,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GateError as exc:
         print(f"onnx-gate: error: {exc.message}", file=sys.stderr)
         return exc.exit_code
-    return 0
+    return EXIT_PASS
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from pathlib import Path
 from ci_onnx import proc
 from ci_onnx.bundle import MODEL, Manifest, read_manifest
 from ci_onnx.config import Config
-from ci_onnx.errors import ConfigError, UsageError
+from ci_onnx.errors import EXIT_FAIL, EXIT_PASS, ConfigError, UsageError
 from ci_onnx.export import writer
 from ci_onnx.results import CheckResult
 from ci_onnx.target import Status
@@ -179,4 +179,4 @@ def describe(outcome: Outcome) -> str:
 
 
 def exit_code(outcomes: Sequence[Outcome]) -> int:
-    return 1 if any(o.failed for o in outcomes) else 0
+    return EXIT_FAIL if any(o.failed for o in outcomes) else EXIT_PASS

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ci_onnx.errors import GateError
+from ci_onnx.errors import EXIT_PASS, GateError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -38,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GateError as exc:
         print(f"onnx-gate: error: {exc.message}", file=sys.stderr)
         return exc.exit_code
-    return 0
+    return EXIT_PASS
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ci_onnx import serde
+from ci_onnx import defaults, serde
 from ci_onnx.errors import BundleError
 from ci_onnx.results import CheckResult
 
@@ -41,8 +41,8 @@ class TensorSpec:
 
 @dataclasses.dataclass(frozen=True)
 class Tolerance:
-    atol: float = 1e-4
-    rtol: float = 1e-3
+    atol: float = float(defaults.of("verify.tolerance.atol"))
+    rtol: float = float(defaults.of("verify.tolerance.rtol"))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,6 +27,7 @@ from ci_onnx.commands.options import (
 from ci_onnx.commands.report import report
 from ci_onnx.commands.run import run
 from ci_onnx.errors import EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_PASS, GateError
+from ci_onnx.scaffold import DEFAULT_ACTION
 
 COMMANDS = {
     "plan": "Expand the target matrix from onnx-gate.yml.",
@@ -240,7 +241,7 @@ def verify(
 @click.argument("directory", type=click.Path(path_type=Path, file_okay=False), default=".")
 @click.option(
     "--action",
-    default="onnx-gate/onnx-gate@v1",
+    default=DEFAULT_ACTION,
     show_default=True,
     metavar="OWNER/REPO@REF",
     help="The action the workflows use (a fork, a pinned tag or commit).",

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ci_onnx import __version__, serde
+from ci_onnx import __version__, defaults, serde
 from ci_onnx.bundle import MODEL, Manifest, read_manifest
 from ci_onnx.results import SCHEMA_VERSION, Environment, Observation
 from ci_onnx.runners import feeds, measure
@@ -42,7 +42,7 @@ MEMORY_THREADS = 4
 class Options:
     ep: str
     strict_fallback: bool = False
-    latency_runs: int = 20
+    latency_runs: int = int(defaults.of("verify.latency_runs"))
     memory_threads: int = MEMORY_THREADS
     die_after_load: str = ""
     placement: str = "auto"
@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ep", required=True, help="The execution provider to ask for first.")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--strict-fallback", action="store_true")
-    parser.add_argument("--latency-runs", type=int, default=20)
+    parser.add_argument("--latency-runs", type=int, default=Options.latency_runs)
     parser.add_argument("--memory-threads", type=int, default=MEMORY_THREADS)
     parser.add_argument("--placement", choices=("auto", "profile", "verbose-log"), default="auto")
     args = parser.parse_args(argv)

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ci_onnx import config, matrix
+from ci_onnx import matrix
 from ci_onnx.bundle import MODEL, Manifest, confined, read_manifest
 from ci_onnx.config import Config
 from ci_onnx.errors import BundleError, UsageError
@@ -218,13 +218,5 @@ def options_from(cfg: Config | None, *, timeout_s: float | None = None) -> Verif
             timeout_s=cfg.verify.timeout_s,
         )
     else:
-        props = config.schema()["properties"]
-        verify_defaults = props["verify"]["properties"]
-        budget = props["budgets"]["properties"]["cpu_fallback"]["properties"]["max_time_share"]
-        opts = VerifyOptions(
-            max_cpu_time_share=float(budget["default"]),
-            strict_fallback=bool(verify_defaults["strict_fallback"]["default"]),
-            latency_runs=int(verify_defaults["latency_runs"]["default"]),
-            timeout_s=float(verify_defaults["timeout_s"]["default"]),
-        )
+        opts = VerifyOptions()  # its defaults are the config schema's
     return dataclasses.replace(opts, timeout_s=timeout_s) if timeout_s else opts

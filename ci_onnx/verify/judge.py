@@ -22,7 +22,7 @@ from ci_onnx.results import (
 from ci_onnx.runners.values import element_names
 from ci_onnx.shorten import fit
 from ci_onnx.target import Status, Target
-from ci_onnx.verify import compare, decode, serving
+from ci_onnx.verify import accuracy, cache_check, compare, decode, serving
 from ci_onnx.verify.options import VerifyOptions
 
 
@@ -105,6 +105,8 @@ def judge(
     decisions = _decisions(manifest, obs, bundle_dir, obs_dir)
     if decisions is not None:
         checks.append(_decision_check(decisions))
+    checks += accuracy.checks(manifest, obs, bundle_dir, obs_dir, options.accuracy_drop)
+    checks += cache_check.checks(manifest, obs, obs_dir)
     checks += serving.batch_checks(manifest, obs, obs_dir)
     checks.append(serving.fallback(obs, provider.accelerator, options))
     checks += serving.timing(obs)

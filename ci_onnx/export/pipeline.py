@@ -5,6 +5,7 @@ Runs in the child process (``python -m ci_onnx.export.worker``): it imports torc
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,8 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
 
     proto = onnx.load(str(path))
     files = [p for p in bundle_dir.iterdir() if p.name.startswith(MODEL)]
+    size = {"model_bytes": sum(p.stat().st_size for p in files)}  # per precision in the report
+    findings[0] = dataclasses.replace(findings[0], figures={**findings[0].figures, **size})
     modules = sum(1 for mod in model.modules() if not any(True for _ in mod.children()))
     findings += [
         checks.checker(path),

@@ -258,6 +258,8 @@ def derive(cfg: Config, precision: str, source_dir: Path, bundle_dir: Path) -> M
         finding = Finding(precision, Status.FAILED, f"{precision} conversion failed: {type(exc).__name__}: "
                           f"{str(exc).splitlines()[0][:300] if str(exc) else ''}")  # fmt: skip
     tol, per_output = cfg.verify.precision_tolerance[precision]
+    size = sum(p.stat().st_size for p in bundle_dir.iterdir() if p.name.startswith(MODEL))
+    finding = dataclasses.replace(finding, figures={"model_bytes": size})
     findings = tuple(_with_conversion(f, finding) if f.name == "export" else f for f in fp32.findings)
     manifest = dataclasses.replace(
         fp32,
@@ -278,7 +280,7 @@ def _with_conversion(export: Finding, conversion: Finding) -> Finding:
         export,
         status=status,
         message=f"{export.message}; then {conversion.message}",
-        figures={**export.figures, "precision": conversion.name},
+        figures={**export.figures, **conversion.figures, "precision": conversion.name},
         warnings=export.warnings + conversion.warnings,
     )
 

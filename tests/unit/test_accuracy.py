@@ -96,3 +96,36 @@ def test_the_budget_is_a_config_key_with_a_schema_default(tmp_path: Path) -> Non
     path.write_text(text + "  accuracy_drop: 101\n")
     with pytest.raises(ConfigError, match=r"budgets\.accuracy_drop"):
         config.load(path)
+
+
+def test_the_report_sets_each_precision_beside_its_fp32_cell() -> None:
+    import dataclasses
+    import random
+
+    from ci_onnx.report.collect import Entry, Outcome
+    from ci_onnx.report.precisions import rows
+    from ci_onnx.results import CheckResult, LatencyStat
+    from ci_onnx.target import Target
+    from tests.golden.scenarios import result_for
+
+    def entry(precision: str, size: int, p50: float, correct: int) -> Entry:
+        t = Target("1.32.0", "cpu", 17, "dynamo", precision)
+        r = result_for(t, random.Random(0))
+        extra = (
+            CheckResult("export", Status.PASSED, "", {"model_bytes": size}),
+            accuracy.verdict("accuracy", "logits", correct, 290, 297, 1.0),
+        )
+        r = dataclasses.replace(r, checks=r.checks + extra, latency=(LatencyStat(8, p50, p50, p50, 5),))
+        return Entry(t, Outcome.PASSED, r)
+
+    alone = rows([entry("fp32", 400_000, 0.2, 290)])
+    assert alone == ()  # one precision: nothing to set beside
+    table = {
+        r.precision: r
+        for r in rows([entry("fp32", 400_000, 0.2, 290), entry("int8-static", 100_000, 0.1, 281)])
+    }
+    static = table["int8-static"]
+    assert static.size == "0.10 MB (0.25× fp32)" and static.latency == "0.1 ms at batch 8 (0.50× fp32)"
+    assert static.accuracy == f"{100 * 281 / 297:.2f} %"
+    assert static.vs_fp32 == static.vs_pytorch == f"−{100 * 9 / 297:.2f} pts"
+    assert table["fp32"].vs_pytorch == "+0.00 pts"

@@ -103,3 +103,30 @@ def test_derived_bundles_keep_the_pytorch_reference_and_say_how_they_were_made(
         fp32 / "model.onnx"
     ).stat().st_size
     assert "int8-static: warning: export.calibration['image'] looks sorted" in output, output
+
+
+def test_each_precision_has_its_top1_accuracy_on_the_labelled_digits(run: tuple[int, str, Path]) -> None:
+    _, _, out = run
+    labels = np.load(EXAMPLE / "samples.npz")["labels"]
+    figures = {}
+    for precision, r in results(out).items():
+        check = next(c for c in r["checks"] if c["name"] == "accuracy")
+        figures[precision] = check["figures"]
+        assert check["figures"]["samples"] == len(labels) >= 200, check
+        # within budgets.accuracy_drop: passed; the int8-static cell fails by its decisions, not here
+        assert check["status"] == "passed", check
+        assert "labelled samples" in check["message"] and "PyTorch" in check["message"]
+    assert len({f["pytorch_accuracy"] for f in figures.values()}) == 1  # the same reference for all
+    assert all(f["accuracy"] >= 90 for f in figures.values()), figures
+    report = (out / "report.md").read_text()
+    assert "### Precisions against fp32 and PyTorch" in report
+    row = next(line for line in report.splitlines() if "| int8-static |" in line)
+    assert "× fp32)" in row and " % |" in row and "pts" in row, row
+
+
+def test_each_cell_checks_its_cached_optimized_graph(run: tuple[int, str, Path]) -> None:
+    _, _, out = run
+    for precision, r in results(out).items():
+        check = next(c for c in r["checks"] if c["name"] == "optimized-cache")
+        assert check["status"] == "passed", (precision, check)
+        assert check["figures"]["create_ms_cached"] > 0 and check["figures"]["create_ms_original"] > 0

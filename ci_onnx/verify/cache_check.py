@@ -4,7 +4,8 @@ The python runner writes ``optcache.json`` (ci_onnx.runners.optcache) with the c
 wrote, session creation timed from the original file and from the cached one, and the outputs of the
 parity data sets on the cached graph. They must agree with the original session's within the cell's
 tolerance (they are normally bit-identical: the same kernels on the same graph); the timings are
-figures of the check, never a verdict. A runner that has no cache writes no file: no check.
+figures of the check, never a verdict. A runner kind that has no cache (node) gets the check skipped,
+with why.
 """
 
 from __future__ import annotations
@@ -22,12 +23,17 @@ from ci_onnx.runners.optcache import FILE
 from ci_onnx.target import Status
 
 CHECK = "optimized-cache"
+CACHING = ("python",)
+"""Runner kinds whose observer uses the optimized-model cache (ci_onnx.runners.optcache)."""
 
 
-def checks(manifest: Manifest, obs: Observation, obs_dir: Path) -> list[CheckResult]:
+def checks(manifest: Manifest, obs: Observation, obs_dir: Path, runner: str = "python") -> list[CheckResult]:
     path = obs_dir / FILE
     if not path.is_file():
-        return []
+        if runner in CACHING:
+            return []  # an observation from before the cache existed
+        why = f"not measured: the {runner} runner has no optimized-model cache"
+        return [CheckResult(CHECK, Status.SKIPPED, why)]
     try:
         record = json.loads(path.read_text())
         if not isinstance(record, dict):

@@ -106,7 +106,7 @@ def judge(
     if decisions is not None:
         checks.append(_decision_check(decisions))
     checks += accuracy.checks(manifest, obs, bundle_dir, obs_dir, options.accuracy_drop)
-    checks += cache_check.checks(manifest, obs, obs_dir)
+    checks += cache_check.checks(manifest, obs, obs_dir, target.runner)
     checks += serving.batch_checks(manifest, obs, obs_dir)
     checks.append(serving.fallback(obs, provider.accelerator, options))
     checks += serving.timing(obs)

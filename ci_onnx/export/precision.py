@@ -200,7 +200,8 @@ def _drop_round_trips(graph: Any, blocked: set[str]) -> None:
     for down in graph.node:
         after_blocked = cast_to(down) == FLOAT16 and made_by.get(down.input[0]) in blocked  # an fp32 value
         users = consumers.get(down.output[0], []) if after_blocked else []
-        if users and down.output[0] not in outputs and all(cast_to(u) == FLOAT for u in users):
+        kept_names = outputs.isdisjoint([down.output[0], *(u.output[0] for u in users)])  # graph outputs stay
+        if users and kept_names and all(cast_to(u) == FLOAT for u in users):
             drop.append(down)
             for up in users:
                 drop.append(up)

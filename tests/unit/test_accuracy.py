@@ -90,10 +90,11 @@ def test_the_budget_is_a_config_key_with_a_schema_default(tmp_path: Path) -> Non
     assert config.load(EXAMPLE_CONFIG).accuracy_drop == default
     path = tmp_path / "onnx-gate.yml"
     text = EXAMPLE_CONFIG.read_text().replace("model.py:build", f"{EXAMPLE_CONFIG.parent}/model.py:build")
-    path.write_text(text.replace("samples: samples.npz", f"samples: {EXAMPLE_CONFIG.parent}/samples.npz")
-                    + "  accuracy_drop: 2.5\n")  # fmt: skip
+    text = text.replace("samples: samples.npz", f"samples: {EXAMPLE_CONFIG.parent}/samples.npz")
+    assert "  accuracy_drop: 1.0 " in text  # the example declares it
+    path.write_text(text.replace("  accuracy_drop: 1.0 ", "  accuracy_drop: 2.5 "))
     assert config.load(path).accuracy_drop == 2.5
-    path.write_text(text + "  accuracy_drop: 101\n")
+    path.write_text(text.replace("  accuracy_drop: 1.0 ", "  accuracy_drop: 101 "))
     with pytest.raises(ConfigError, match=r"budgets\.accuracy_drop"):
         config.load(path)
 

@@ -74,6 +74,9 @@ class TargetsConfig:
     nightly_index: str = ""
     runners: tuple[str, ...] = ("python",)
     """Runner kinds (keys of matrix/runners.toml), each a matrix axis of its own cells."""
+    session_options: tuple[str, ...] = ("default",)
+    """Session-options presets (matrix/session_options.toml or session_presets): an axis."""
+    session_presets: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +87,8 @@ class Config:
     verify: VerifyConfig
     targets: TargetsConfig
     cpu_fallback_max_time_share: float
+    accuracy_drop: float = 1.0
+    """budgets.accuracy_drop: top-1 points a cell may lose against PyTorch on labelled samples."""
 
     @property
     def root(self) -> Path:
@@ -316,7 +321,10 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         exclude=tuple({k: str(x) for k, x in c.items()} for c in t["exclude"]),
         nightly_index=t.get("nightly_index", ""),
         runners=tuple(t["runners"]),
+        session_options=tuple(t["session_options"]),
+        session_presets={k: dict(v) for k, v in t["session_presets"].items()},
     )
+    _check_session_options(targets, doc, path)
     if "nightly" in targets.runtimes and not targets.nightly_index:
         raise ConfigError(
             f"{path}:{guard.line_of(doc, ['targets', 'runtimes'])}: targets.runtimes: 'nightly' needs "
@@ -330,9 +338,29 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         verify=verify,
         targets=targets,
         cpu_fallback_max_time_share=float(budget["max_time_share"]),
+        accuracy_drop=float(_section(plain, "budgets")["accuracy_drop"]),
     )
     _check_references(config, doc, path)
     return config
+
+
+def _check_session_options(targets: TargetsConfig, doc: Any, path: Path) -> None:
+    """Every preset of targets.session_options is declared, and every user preset is valid: one line."""
+    from ci_onnx.runners import session
+
+    for name, row in targets.session_presets.items():
+        try:
+            session.preset_from(name, row)
+            session.presets({name: row})
+        except session.PresetError as exc:
+            line = guard.line_of(doc, ["targets", "session_presets", name])
+            raise ConfigError(f"{path}:{line}: targets.session_presets.{name}: {exc}") from None
+    for name in targets.session_options:
+        try:
+            session.resolve(name, targets.session_presets)
+        except session.PresetError as exc:
+            line = guard.line_of(doc, ["targets", "session_options"])
+            raise ConfigError(f"{path}:{line}: targets.session_options: {exc}") from None
 
 
 def _check_references(config: Config, doc: Any, path: Path) -> None:

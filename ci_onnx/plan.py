@@ -1,6 +1,7 @@
 """Expand the declared matrix into frozen Targets, and write it for people and for GitHub.
 
-runners × runtimes × providers × opsets × exporters × precisions, plus ``include``, minus
+runners × runtimes × providers × opsets × exporters × precisions × session-options presets, plus
+``include``, minus
 ``exclude``; a runner kind expands only the providers it offers (runners.toml). A cell
 that cannot work is kept, as an expected skip with its reason: it is never dropped silently and
 never red.
@@ -20,6 +21,7 @@ from ci_onnx import matrix, serde
 from ci_onnx.config import Config
 from ci_onnx.errors import ConfigError, UsageError
 from ci_onnx.resolve import NoRelease, Resolver, check_exact, is_exact, resolve, resolve_all
+from ci_onnx.runners import session
 from ci_onnx.target import Target
 from ci_onnx.verify.options import VerifyOptions
 
@@ -104,11 +106,12 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
         except NoRelease as exc:
             unmatched.setdefault(spec, []).append(exc)
             versions = [(spec.removesuffix(".*"), f"{package} has no release matching {spec}")]
-        for (version, skip), opset, exporter, precision in itertools.product(
+        for (version, skip), opset, exporter, precision, preset in itertools.product(
             versions,
             opsets if opsets is not None else opsets_of(config),
             config.export.exporters,
             config.export.precisions,
+            t.session_options,
         ):
             target = Target(
                 runtime=version,
@@ -117,8 +120,9 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
                 exporter=exporter,
                 precision=precision,
                 runtime_spec="" if spec == version else spec,
-                expected_skip=skip,
+                expected_skip=skip or session.cannot_apply(runner, preset),
                 runner=runner,
+                session_options=preset,
             )
             if not _excluded(target, t.exclude):
                 target = _with_skip_reason(target, ir_version)
@@ -173,6 +177,8 @@ def sort_key(t: Target) -> tuple[Any, ...]:
         t.opset,
         t.exporter,
         t.precision,
+        t.session_options != "default",
+        t.session_options,
     )
 
 
@@ -199,6 +205,11 @@ def _included(cell: dict[str, str], index: int, config: Config, resolver: Resolv
     version = resolve(cell["runtime"], package, resolver)
     if is_exact(cell["runtime"]):
         check_exact(version, package, resolver, f"{config.path}: targets.include[{index}].runtime")
+    preset = cell.get("session_options", "default")
+    try:
+        session.resolve(preset, config.targets.session_presets)
+    except session.PresetError as exc:
+        raise ConfigError(f"{config.path}: targets.include[{index}].session_options: {exc}") from None
     try:
         return Target(
             runtime=version,
@@ -207,7 +218,9 @@ def _included(cell: dict[str, str], index: int, config: Config, resolver: Resolv
             exporter=cell["exporter"],
             precision=cell.get("precision", "fp32"),
             runtime_spec="" if version == cell["runtime"] else cell["runtime"],
+            expected_skip=session.cannot_apply(runner, preset),
             runner=runner,
+            session_options=preset,
         )
     except ValueError as exc:
         raise ConfigError(f"{config.path}: targets.include[{index}]: {exc}") from None
@@ -221,6 +234,7 @@ def _excluded(target: Target, rules: Iterable[dict[str, str]]) -> bool:
         "exporter": (target.exporter,),
         "precision": (target.precision,),
         "runner": (target.runner,),
+        "session_options": (target.session_options,),
     }
     return any(
         all(any(v and fnmatch.fnmatchcase(v, pattern) for v in fields[key]) for key, pattern in rule.items())
@@ -366,6 +380,9 @@ def render_table(plan: Plan) -> str:
         note = f"expected skip: {t.expected_skip}" if t.expected_skip else ""
         if t.runtime_spec:
             note = f"{t.runtime_spec} → {t.runtime}" + (f"; {note}" if note else "")
+        if t.session_options != "default":
+            so = session.resolve(t.session_options, plan.verify.session_presets).describe()
+            note = f"session options {so}" + (f"; {note}" if note else "")
         rows.append((t.id, where, note))
     widths = [max(len(r[i]) for r in rows) for i in range(2)]
     lines = [f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]}".rstrip() for r in rows]

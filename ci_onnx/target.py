@@ -3,7 +3,8 @@
 A Target is frozen and named by a readable id that holds everything needed to rebuild it
 (``ort1.20.1-cpu-op17-dynamo``, ``ort1.24.1-openvino-op18-torchscript-fp16``), so a single cell can
 be reproduced from its id alone: ``onnx-gate verify --target ID``. A runner other than Python
-prefixes the id with its kind (``node-ort1.24.1-cpu-op17-dynamo``); Python ids have no prefix.
+prefixes the id with its kind (``node-ort1.24.1-cpu-op17-dynamo``); Python ids have no prefix. A
+session-options preset other than the runtime's default ends the id (``…-op17-dynamo-so-no_opt``).
 """
 
 from __future__ import annotations
@@ -37,13 +38,17 @@ class Status(enum.StrEnum):
         return self in (Status.FAILED, Status.ERROR, Status.MISSING)
 
 
+DEFAULT_SESSION_OPTIONS = "default"
+"""The preset of matrix/session_options.toml that is the runtime's own defaults: not in the id."""
+
 DEFAULT_RUNNER = "python"
 """The runner kind whose ids carry no prefix (the ids onnx-gate wrote before runners were an axis)."""
 
 _ID = re.compile(
     r"^(?:(?P<runner>[a-z][a-z0-9]*)-)?"
     r"ort(?P<runtime>\d+\.\d+(?:\.\d+)?(?:[.+_a-zA-Z0-9]*?)?)-(?P<provider>[a-z0-9]+)-op(?P<opset>\d+)"
-    r"-(?P<exporter>[a-z]+)(?:-(?P<precision>fp16|int8-dynamic|int8-static))?$"
+    r"-(?P<exporter>[a-z]+)(?:-(?P<precision>fp16|int8-dynamic|int8-static))?"
+    r"(?:-so-(?P<session>[a-z][a-z0-9_]*))?$"
 )
 
 
@@ -64,6 +69,8 @@ class Target:
     """Why this cell cannot work, when the plan knows it in advance; empty otherwise."""
     runner: str = DEFAULT_RUNNER
     """A key of matrix/runners.toml: the runner kind that observes the bundle (python, node)."""
+    session_options: str = DEFAULT_SESSION_OPTIONS
+    """A session-options preset (matrix/session_options.toml or targets.session_presets)."""
 
     def __post_init__(self) -> None:
         if self.exporter not in EXPORTERS:
@@ -75,7 +82,8 @@ class Target:
     def id(self) -> str:
         suffix = "" if self.precision == "fp32" else f"-{self.precision}"
         prefix = "" if self.runner == DEFAULT_RUNNER else f"{self.runner}-"
-        return f"{prefix}ort{self.runtime}-{self.provider}-op{self.opset}-{self.exporter}{suffix}"
+        so = "" if self.session_options == DEFAULT_SESSION_OPTIONS else f"-so-{self.session_options}"
+        return f"{prefix}ort{self.runtime}-{self.provider}-op{self.opset}-{self.exporter}{suffix}{so}"
 
     @property
     def bundle_key(self) -> str:
@@ -86,10 +94,10 @@ class Target:
     @classmethod
     def from_id(cls, target_id: str) -> Target:
         m = _ID.match(target_id)
-        if not m or m["runner"] == DEFAULT_RUNNER:
+        if not m or m["runner"] == DEFAULT_RUNNER or m["session"] == DEFAULT_SESSION_OPTIONS:
             raise UsageError(
                 f"target id {target_id!r} is not of the form [<runner>-]ort<version>-<provider>-op<opset>"
-                "-<exporter>[-fp16|-int8-dynamic|-int8-static]; `onnx-gate plan` lists the ids"
+                "-<exporter>[-fp16|-int8-dynamic|-int8-static][-so-<preset>]; `onnx-gate plan` lists the ids"
             )
         try:
             return cls(
@@ -99,6 +107,7 @@ class Target:
                 exporter=m["exporter"],
                 precision=m["precision"] or "fp32",
                 runner=m["runner"] or DEFAULT_RUNNER,
+                session_options=m["session"] or DEFAULT_SESSION_OPTIONS,
             )
         except ValueError as exc:
             raise UsageError(f"target id {target_id!r}: {exc}") from None

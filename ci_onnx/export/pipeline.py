@@ -5,6 +5,7 @@ Runs in the child process (``python -m ci_onnx.export.worker``): it imports torc
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from ci_onnx.config import Config
 from ci_onnx.export import checks, control_flow, factory, inputs, parity, signature, torch_export, writer
 from ci_onnx.results import CheckResult
 from ci_onnx.target import Status
+from ci_onnx.verify import accuracy
 
 NO_MODEL = "not run: the export produced no model"
 
@@ -28,6 +30,7 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
     m = cfg.model
     specs = m.inputs
     samples = inputs.load_samples(cfg.resolve(m.samples), specs) if m.samples else None
+    labels = accuracy.labels_of(cfg, samples)
     model = factory.build_model(m.factory, cfg.root)
     binding = signature.bind(model.forward, [s.name for s in specs])
     writer.fresh_dir(bundle_dir)
@@ -60,6 +63,8 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
 
     proto = onnx.load(str(path))
     files = [p for p in bundle_dir.iterdir() if p.name.startswith(MODEL)]
+    size = {"model_bytes": sum(p.stat().st_size for p in files)}  # per precision in the report
+    findings[0] = dataclasses.replace(findings[0], figures={**findings[0].figures, **size})
     modules = sum(1 for mod in model.modules() if not any(True for _ in mod.children()))
     findings += [
         checks.checker(path),
@@ -83,6 +88,8 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
             torch_failed = f"torch failed on the {kind} inputs ({count} stacked): {type(exc).__name__}: {exc}"
             break
         directory = writer.write_set(bundle_dir, index, feeds, refs)
+        if kind == "sample":
+            accuracy.write_labels(bundle_dir / directory, m.outputs, labels)
         data.append((directory, TestDataSet(directory, kind, count), feeds, refs))
     if outcome.frozen_branches:
         candidates = control_flow.probes(specs, m.dynamic_axes, example_batch, m.dim_sizes, cfg.verify.seed)

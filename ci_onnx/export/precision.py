@@ -201,7 +201,8 @@ def _drop_round_trips(graph: Any, blocked: set[str]) -> None:
     for down in graph.node:
         after_blocked = cast_to(down) == FLOAT16 and made_by.get(down.input[0]) in blocked  # an fp32 value
         users = consumers.get(down.output[0], []) if after_blocked else []
-        if users and down.output[0] not in outputs and all(cast_to(u) == FLOAT for u in users):
+        kept_names = outputs.isdisjoint([down.output[0], *(u.output[0] for u in users)])  # graph outputs stay
+        if users and kept_names and all(cast_to(u) == FLOAT for u in users):
             drop.append(down)
             for up in users:
                 drop.append(up)
@@ -259,6 +260,8 @@ def derive(cfg: Config, precision: str, source_dir: Path, bundle_dir: Path) -> M
         why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
         finding = CheckResult(precision, Status.FAILED, f"{precision} conversion failed: {why}")
     tol, per_output = cfg.verify.precision_tolerance[precision]
+    size = sum(p.stat().st_size for p in bundle_dir.iterdir() if p.name.startswith(MODEL))
+    finding = dataclasses.replace(finding, figures={"model_bytes": size})
     findings = tuple(_with_conversion(f, finding) if f.name == "export" else f for f in fp32.findings)
     manifest = dataclasses.replace(
         fp32,
@@ -279,7 +282,7 @@ def _with_conversion(export: CheckResult, conversion: CheckResult) -> CheckResul
         export,
         status=status,
         message=f"{export.message}; then {conversion.message}",
-        figures={**export.figures, "precision": conversion.name},
+        figures={**export.figures, **conversion.figures, "precision": conversion.name},
         warnings=export.warnings + conversion.warnings,
     )
 

@@ -80,7 +80,9 @@ def preflight(cfg: Config) -> None:
 
     factory.check_path(cfg.model.factory, cfg.root)
     if cfg.model.samples:
-        inputs.load_samples(cfg.resolve(cfg.model.samples), cfg.model.inputs)
+        from ci_onnx.verify import accuracy
+
+        accuracy.labels_of(cfg, inputs.load_samples(cfg.resolve(cfg.model.samples), cfg.model.inputs))
     if "int8-static" in cfg.export.precisions:
         from ci_onnx.export import precision
 

@@ -81,6 +81,20 @@ class LatencyTable:
 
 
 @dataclasses.dataclass(frozen=True)
+class PrecisionRow:
+    """One precision of one cell beside its fp32 cell: file size, latency, top-1 accuracy."""
+
+    target: str
+    precision: str
+    size: str
+    latency: str
+    accuracy: str
+    vs_fp32: str
+    vs_pytorch: str
+    failed: bool
+
+
+@dataclasses.dataclass(frozen=True)
 class FailedCheck:
     name: str
     status: str
@@ -156,3 +170,5 @@ class ReportView:
     """Where the full report is written; what a truncated body points to."""
     overview: Overview | None = None
     """Shown at the top of large plans."""
+    precisions: tuple[PrecisionRow, ...] = ()
+    """Each derived precision beside its fp32 cell (ci_onnx/report/precisions.py); empty with one."""

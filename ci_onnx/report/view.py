@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from ci_onnx.report import precisions
 from ci_onnx.report.collect import Collection, Entry
 from ci_onnx.report.junit_reader import JUnitSummary
 from ci_onnx.report.model import (
@@ -341,4 +342,5 @@ def build(
         junit=junit,
         report_file=report_file,
         overview=_overview(entries),
+        precisions=precisions.rows(judged),
     )

@@ -27,7 +27,7 @@ import numpy as np
 from ci_onnx import __version__, defaults, serde
 from ci_onnx.bundle import MODEL, Manifest, read_manifest
 from ci_onnx.results import SCHEMA_VERSION, Environment, Observation
-from ci_onnx.runners import feeds, measure
+from ci_onnx.runners import feeds, measure, optcache, session
 from ci_onnx.runners.placement import CPU, from_verbose_log, profile_nodes, summarise
 from ci_onnx.target import Target
 from ci_onnx.tensorproto import Tensor
@@ -48,6 +48,10 @@ class Options:
     placement: str = "auto"
     """How to learn where nodes ran: auto (assignment info + profile, else the verbose log), profile,
     or verbose-log."""
+    session_options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """The target's session-options preset (ci_onnx.runners.session); empty: the runtime's defaults."""
+    opt_cache: str = ""
+    """The optimized-model cache directory (ci_onnx.runners.optcache); empty: no cache probe."""
 
 
 def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observation:
@@ -70,17 +74,18 @@ def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observ
     # The parity runs are profiled (placement), then profiling ends before anything is timed: one
     # session learns where nodes ran, instead of a second session created only for that.
     profile = str(out / "profile") if options.placement in ("auto", "profile") else ""
+    preset = options.session_options
     start = time.perf_counter()
     try:
         if strict:
             try:
-                sess = _session(ort, model, [options.ep], strict=True, profile=profile)
+                sess = _session(ort, model, [options.ep], strict=True, profile=profile, preset=preset)
             except Exception as exc:
                 obs = dataclasses.replace(obs, strict_fallback_error=_message(exc))
                 start = time.perf_counter()
-                sess = _session(ort, model, providers, profile=profile)
+                sess = _session(ort, model, providers, profile=profile, preset=preset)
         else:
-            sess = _session(ort, model, providers, profile=profile)
+            sess = _session(ort, model, providers, profile=profile, preset=preset)
     except Exception as exc:
         return dataclasses.replace(obs, load_error=_message(exc))
     create_ms = (time.perf_counter() - start) * 1000.0
@@ -112,11 +117,27 @@ def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observ
             rss_before_mb=round(before, 2) if before is not None else None,
             memory_threads=options.memory_threads,
         )
+    if options.opt_cache:  # after every figure above, so the extra sessions are in none of them
+        run_sets = functools.partial(_cached_runs, manifest=manifest, bundle=bundle, out=out, obs=obs)
+        sha = manifest.files.get(MODEL, "")
+        optcache.probe(ort, model, providers, preset, Path(options.opt_cache), sha, run_sets, out)
     return obs
 
 
-def _session(ort: Any, model: str, providers: list[str], *, strict: bool = False, profile: str = "") -> Any:
-    so = ort.SessionOptions()
+def _cached_runs(sess: Any, *, manifest: Manifest, bundle: Path, out: Path, obs: Observation) -> Any:
+    return _parity_runs(sess, manifest, bundle, out / optcache.OUTPUTS, obs).outputs
+
+
+def _session(
+    ort: Any,
+    model: str,
+    providers: list[str],
+    *,
+    strict: bool = False,
+    profile: str = "",
+    preset: dict[str, Any] | None = None,
+) -> Any:
+    so = session.apply(ort, ort.SessionOptions(), preset or {})
     so.log_severity_level = 3
     if strict:
         so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
@@ -295,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency-runs", type=int, default=Options.latency_runs)
     parser.add_argument("--memory-threads", type=int, default=MEMORY_THREADS)
     parser.add_argument("--placement", choices=("auto", "profile", "verbose-log"), default="auto")
+    parser.add_argument("--session-options", default="", help="The preset's settings, as JSON.")
+    parser.add_argument("--opt-cache", default="", help="The optimized-model cache directory.")
     args = parser.parse_args(argv)
     target = serde.from_json(Target, json.loads(args.target_json))
     options = Options(
@@ -304,6 +327,8 @@ def main(argv: list[str] | None = None) -> int:
         memory_threads=args.memory_threads,
         die_after_load=_die_for(os.environ.get(DIE_ENV, ""), target.id),
         placement=args.placement,
+        session_options=session.parse_arg(args.session_options),
+        opt_cache=args.opt_cache,
     )
     args.out.mkdir(parents=True, exist_ok=True)
     obs = observe(args.bundle, target, options, args.out)

@@ -15,6 +15,7 @@ from pathlib import Path
 import ci_onnx
 from ci_onnx import envs, matrix, proc, serde
 from ci_onnx.results import Observation
+from ci_onnx.runners import session
 from ci_onnx.runners.base import Provisioning, RunnerEnv, read_observation
 from ci_onnx.target import Target
 from ci_onnx.verify.options import VerifyOptions
@@ -56,6 +57,7 @@ class PythonRunner:
         ]  # fmt: skip
         if options.strict_fallback:
             argv.append("--strict-fallback")
+        argv += session.runner_args(target.session_options, options.session_presets, env.path)
         with tempfile.TemporaryDirectory(prefix="onnx-gate-runner-") as tmp:
             (Path(tmp) / "ci_onnx").symlink_to(Path(ci_onnx.__file__).parent, target_is_directory=True)
             env_vars = {**base_env, "PYTHONPATH": tmp, "PYTHONDONTWRITEBYTECODE": "1"}

@@ -13,6 +13,7 @@ of the whole target.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 from ci_onnx.bundle import Manifest
 from ci_onnx.results import Observation
 from ci_onnx.verify import decode
+from ci_onnx.verify.accuracy import label_file
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +44,14 @@ class Evidence:
     """Served batch size (as a string) → output name → the outputs of one run at that batch size."""
     batch_reference: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     """Output name → the single (batch 1) runs that each served batch size must reproduce."""
+    labels: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    """Test data set directory → output name → the bundle's labels of its samples (class indices)."""
+    all_reference: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    """Test data set directory → output name → the reference of each labelled output, observed or not."""
+    optcache: Any = None
+    """The python runner's optimized-model cache record (optcache.json), Unreadable, or None."""
+    cached: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    """Test data set directory → output name → the outputs of the cached optimized graph."""
 
 
 def value(found: Any) -> Any:
@@ -86,4 +96,45 @@ def load(manifest: Manifest, obs: Observation, bundle_dir: Path, obs_dir: Path) 
         for name, rel in obs.batch_reference.items()
         if name in specs
     }
-    return Evidence(reference, observed, batch, batch_reference)
+    labels: dict[str, dict[str, Any]] = {}
+    labelled_reference: dict[str, dict[str, Any]] = {}
+    for ds in manifest.test_data_sets:
+        for name, (i, dtype) in specs.items():
+            if f"{ds.directory}/{label_file(i)}" in manifest.files:
+                labels.setdefault(ds.directory, {})[name] = _read(
+                    bundle_dir / ds.directory / label_file(i), ""
+                )
+                labelled_reference.setdefault(ds.directory, {})[name] = _read(
+                    bundle_dir / ds.directory / f"output_{i}.pb", dtype
+                )
+    optcache, cached = _optcache(obs_dir, specs)
+    return Evidence(reference, observed, batch, batch_reference, labels, labelled_reference, optcache, cached)
+
+
+def _optcache(obs_dir: Path, specs: Mapping[str, tuple[int, str]]) -> tuple[Any, dict[str, dict[str, Any]]]:
+    """The cache record the python runner left, and the outputs of the cached graph it names."""
+    from ci_onnx.bundle import confined
+    from ci_onnx.errors import BundleError
+    from ci_onnx.runners.optcache import FILE
+
+    path = obs_dir / FILE
+    if not path.is_file():
+        return None, {}
+    try:
+        record = json.loads(path.read_text())
+        if not isinstance(record, dict):
+            raise ValueError("not an object")
+    except (OSError, ValueError) as exc:
+        return Unreadable(f"the runner wrote an unreadable {FILE} ({exc})"), {}
+    cached: dict[str, dict[str, Any]] = {}
+    for directory, files in (record.get("outputs") or {}).items():
+        for name, rel in (files or {}).items():
+            if name not in specs:
+                continue
+            try:
+                where = confined(obs_dir, rel, "cached output")
+            except BundleError as exc:
+                cached.setdefault(directory, {})[name] = Unreadable(str(exc))
+                continue
+            cached.setdefault(directory, {})[name] = _read(where, specs[name][1])
+    return record, cached

@@ -25,7 +25,7 @@ from ci_onnx.results import (
 from ci_onnx.runners.values import element_names
 from ci_onnx.shorten import fit
 from ci_onnx.target import Status, Target
-from ci_onnx.verify import compare, decode, serving
+from ci_onnx.verify import accuracy, cache_check, compare, decode, serving
 from ci_onnx.verify.evidence import Evidence, value
 from ci_onnx.verify.options import VerifyOptions
 
@@ -114,6 +114,8 @@ def judge(
     decisions = _decisions(manifest, evidence)
     if decisions is not None:
         checks.append(_decision_check(decisions))
+    checks += accuracy.checks(manifest, obs, evidence, options.accuracy_drop)
+    checks += cache_check.checks(manifest, obs, evidence, target.runner)
     checks += serving.batch_checks(manifest, obs, evidence)
     checks.append(serving.fallback(obs, provider.accelerator, options))
     checks += serving.timing(obs)

@@ -21,3 +21,7 @@ class VerifyOptions:
     strict_fallback: bool = _from_config("verify.strict_fallback", bool)
     latency_runs: int = _from_config("verify.latency_runs", int)
     timeout_s: float = _from_config("verify.timeout_s", float)
+    accuracy_drop: float = _from_config("budgets.accuracy_drop", float)
+    """budgets.accuracy_drop, in absolute top-1 points against PyTorch (labelled samples only)."""
+    session_presets: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    """targets.session_presets: the config's own presets, so a runner can apply one from the plan."""

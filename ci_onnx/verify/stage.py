@@ -216,6 +216,8 @@ def options_from(cfg: Config | None, *, timeout_s: float | None = None) -> Verif
             strict_fallback=cfg.verify.strict_fallback,
             latency_runs=cfg.verify.latency_runs,
             timeout_s=cfg.verify.timeout_s,
+            accuracy_drop=cfg.accuracy_drop,
+            session_presets=cfg.targets.session_presets,
         )
     else:
         opts = VerifyOptions()  # its defaults are the config schema's

@@ -1,4 +1,4 @@
-"""Train DigitNet on scikit-learn's digits and write weights.pt and samples.npz.
+"""Train DigitNet on scikit-learn's digits and write weights.pt and samples.npz (held-out digits, labelled).
 
     pip install scikit-learn && python examples/tinycnn/train.py
 
@@ -37,7 +37,8 @@ def main() -> None:
         accuracy = (model(torch.from_numpy(x[test])).argmax(1).numpy() == y[test]).mean()
     print(f"held-out accuracy: {accuracy:.3f} on {len(test)} digits")
     torch.save(model.state_dict(), HERE / "weights.pt")
-    np.savez(HERE / "samples.npz", image=x[test[:32]])
+    # the held-out digits and their classes, as make_samples.py writes them
+    np.savez(HERE / "samples.npz", image=x[test], labels=y[test])
 
 
 if __name__ == "__main__":

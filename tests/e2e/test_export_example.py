@@ -56,14 +56,18 @@ def test_test_data_sets_hold_the_random_inputs_and_the_real_samples(bundles: Pat
     m = manifest(bundle)
     assert [(s.directory, s.kind, s.count) for s in m.test_data_sets] == [
         ("test_data_set_0", "random", 16),
-        ("test_data_set_1", "sample", 32),
+        ("test_data_set_1", "sample", len(np.load(EXAMPLE / "samples.npz")["image"])),
     ]
     random_in = _tensor(bundle / "test_data_set_0" / "input_0.pb")
     assert random_in.shape == (16, 1, 8, 8) and random_in.dtype == np.float32
     samples = np.load(EXAMPLE / "samples.npz")
     np.testing.assert_array_equal(_tensor(bundle / "test_data_set_1" / "input_0.pb"), samples["image"])
     logits = _tensor(bundle / "test_data_set_1" / "output_0.pb")
-    assert logits.shape == (32, 10)
+    assert logits.shape == (len(samples["image"]), 10)
+    # the samples' labels travel beside their references (label_<output index>.pb), and into the manifest
+    labels = _tensor(bundle / "test_data_set_1" / "label_0.pb")
+    np.testing.assert_array_equal(labels, samples["labels"])
+    assert "test_data_set_1/label_0.pb" in m.files
     t = onnx.TensorProto()
     t.ParseFromString((bundle / "test_data_set_0" / "output_0.pb").read_bytes())
     assert t.name == "logits"

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -93,11 +94,12 @@ def test_latest_cpu_on_the_example_bundle(bundle_root: Path, ort_latest: str, tm
     c = checks(data)
     assert list(c) == [
         "export", "load", "provider", "parity[logits]", "decision",
-        "batch[1]", "batch[8]", "batch[32]", "fallback", "latency", "memory",
+        "optimized-cache", "batch[1]", "batch[8]", "batch[32]", "fallback", "latency", "memory",
     ]  # fmt: skip
     assert data["environment"]["runtime_version"] == ORT_LATEST
-    assert data["parity"][0]["elements"] == (16 + 32) * 10 and data["parity"][0]["out_of_tolerance"] == 0
-    assert data["decisions"] == {"output": "logits", "top_k": 1, "changed": 0, "total": 48}
+    n = 16 + len(np.load(EXAMPLES / "samples.npz")["image"])  # random inputs + the held-out digits
+    assert data["parity"][0]["elements"] == n * 10 and data["parity"][0]["out_of_tolerance"] == 0
+    assert data["decisions"] == {"output": "logits", "top_k": 1, "changed": 0, "total": n}
     assert [s["batch_size"] for s in data["latency"]] == [1, 8, 32]
     assert all(0 < s["p50_ms"] <= s["p90_ms"] <= s["p99_ms"] for s in data["latency"])
     assert data["session_create_ms"] > 0 and data["peak_rss_mb"] > 10

@@ -215,6 +215,7 @@ def options_from(cfg: Config | None, *, timeout_s: float | None = None) -> Verif
             strict_fallback=cfg.verify.strict_fallback,
             latency_runs=cfg.verify.latency_runs,
             timeout_s=cfg.verify.timeout_s,
+            budgets=cfg.budgets,
         )
     else:
         props = config.schema()["properties"]

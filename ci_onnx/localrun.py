@@ -165,12 +165,21 @@ def terminal_table(results_dir: Path, plan: planning.Plan) -> str:
             found[p.stem] = read_result(p)
         except GateError:  # the report lists it as a problem; the table shows it as missing
             continue
-    rows = [("target", "verdict", "max abs", "decisions", "CPU share", "p50 ms (largest batch)", "why")]
+    head = (
+        "target",
+        "verdict",
+        "max abs",
+        "decisions",
+        "CPU share",
+        "p50 ms (largest batch)",
+        "cold start ms",
+    )
+    rows = [(*head, "why")]
     for t in plan.targets:
         r = found.get(t.id)
         if r is None:
             why = fit(t.expected_skip, 100) if t.expected_skip else "no result was written"
-            rows.append((t.id, "expected" if t.expected_skip else "missing", "", "", "", "", why))
+            rows.append((t.id, "expected" if t.expected_skip else "missing", "", "", "", "", "", why))
             continue
         max_abs = max((p.max_abs for p in r.parity), default=None)
         d = r.decisions
@@ -184,6 +193,7 @@ def terminal_table(results_dir: Path, plan: planning.Plan) -> str:
                 f"{d.changed}/{d.total} changed" if d else "",
                 f"{share:.1%}" if share is not None else "",
                 f"{lat.p50_ms:.2f} (batch {lat.batch_size})" if lat else "",
+                f"{cold:.0f}" if (cold := r.serving.cold_start_ms if r.serving else None) is not None else "",
                 fit(r.summary, 100) if r.status.value != "passed" else "",
             )
         )

@@ -81,6 +81,22 @@ class LatencyTable:
 
 
 @dataclasses.dataclass(frozen=True)
+class ServingRow:
+    """The serving figures of one target (ci_onnx/runners/coldstart.py), formatted."""
+
+    target: str
+    cold_start: str
+    """Process start to first answer, ms, with its import / session / first-run parts."""
+    first_vs_warm: str
+    env_size: str
+    """runtime + numpy + model on disk, MB."""
+    model_size: str
+    budgets: str
+    """The budgets.* checks: ✅ within, ❌ over by how much, or —."""
+    failed: bool
+
+
+@dataclasses.dataclass(frozen=True)
 class FailedCheck:
     name: str
     status: str
@@ -156,3 +172,7 @@ class ReportView:
     """Where the full report is written; what a truncated body points to."""
     overview: Overview | None = None
     """Shown at the top of large plans."""
+    serving: tuple[ServingRow, ...] = ()
+    """Cold start, first run against warm runs, sizes on disk: one row per target that has them."""
+    reused: tuple[str, ...] = ()
+    """Bundles this run took from the export cache instead of exporting ("op17-dynamo (key …)")."""

@@ -27,7 +27,7 @@ import numpy as np
 from ci_onnx import __version__, serde
 from ci_onnx.bundle import MODEL, Manifest, read_manifest
 from ci_onnx.results import SCHEMA_VERSION, Environment, Observation
-from ci_onnx.runners import feeds, measure
+from ci_onnx.runners import coldstart, feeds, measure
 from ci_onnx.runners.placement import CPU, from_verbose_log, profile_nodes, summarise
 from ci_onnx.target import Target
 from ci_onnx.tensorproto import Tensor
@@ -112,7 +112,7 @@ def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observ
             rss_before_mb=round(before, 2) if before is not None else None,
             memory_threads=options.memory_threads,
         )
-    return obs
+    return coldstart.attach(obs, bundle, providers, out)  # last: a fresh process, nothing else running
 
 
 def _session(ort: Any, model: str, providers: list[str], *, strict: bool = False, profile: str = "") -> Any:

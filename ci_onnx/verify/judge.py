@@ -22,7 +22,7 @@ from ci_onnx.results import (
 from ci_onnx.runners.values import element_names
 from ci_onnx.shorten import fit
 from ci_onnx.target import Status, Target
-from ci_onnx.verify import compare, decode, serving
+from ci_onnx.verify import budgets, compare, decode, serving
 from ci_onnx.verify.options import VerifyOptions
 
 
@@ -108,6 +108,7 @@ def judge(
     checks += serving.batch_checks(manifest, obs, obs_dir)
     checks.append(serving.fallback(obs, provider.accelerator, options))
     checks += serving.timing(obs)
+    checks += budgets.checks(obs, options.budgets)  # cold start, and budgets.* where set
     checks = [_unmeasured(c, obs.unmeasured) for c in checks]
     return result(
         target,
@@ -120,6 +121,7 @@ def judge(
         latency=obs.latency,
         session_create_ms=obs.session_create_ms,
         peak_rss_mb=obs.peak_rss_mb,
+        serving=obs.serving,
     )
 
 

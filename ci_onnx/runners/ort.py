@@ -48,6 +48,8 @@ class Options:
     placement: str = "auto"
     """How to learn where nodes ran: auto (assignment info + profile, else the verbose log), profile,
     or verbose-log."""
+    cold_start: bool = False
+    """Time a fresh process to its first answer (ci_onnx/runners/coldstart.py); on from the CLI."""
 
 
 def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observation:
@@ -112,7 +114,9 @@ def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observ
             rss_before_mb=round(before, 2) if before is not None else None,
             memory_threads=options.memory_threads,
         )
-    return coldstart.attach(obs, bundle, providers, out)  # last: a fresh process, nothing else running
+    if options.cold_start:  # last: a fresh process, while nothing else runs
+        obs = coldstart.attach(obs, bundle, providers, out)
+    return obs
 
 
 def _session(ort: Any, model: str, providers: list[str], *, strict: bool = False, profile: str = "") -> Any:
@@ -295,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency-runs", type=int, default=20)
     parser.add_argument("--memory-threads", type=int, default=MEMORY_THREADS)
     parser.add_argument("--placement", choices=("auto", "profile", "verbose-log"), default="auto")
+    parser.add_argument("--no-cold-start", action="store_true", help="Do not time a fresh process.")
     args = parser.parse_args(argv)
     target = serde.from_json(Target, json.loads(args.target_json))
     options = Options(
@@ -304,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         memory_threads=args.memory_threads,
         die_after_load=_die_for(os.environ.get(DIE_ENV, ""), target.id),
         placement=args.placement,
+        cold_start=not args.no_cold_start,
     )
     args.out.mkdir(parents=True, exist_ok=True)
     obs = observe(args.bundle, target, options, args.out)

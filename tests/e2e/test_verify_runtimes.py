@@ -93,8 +93,9 @@ def test_latest_cpu_on_the_example_bundle(bundle_root: Path, ort_latest: str, tm
     c = checks(data)
     assert list(c) == [
         "export", "load", "provider", "parity[logits]", "decision",
-        "batch[1]", "batch[8]", "batch[32]", "fallback", "latency", "memory",
+        "batch[1]", "batch[8]", "batch[32]", "fallback", "latency", "memory", "cold-start",
     ]  # fmt: skip
+    assert c["cold-start"]["status"] == "passed" and data["serving"]["cold_start_ms"] > 0
     assert data["environment"]["runtime_version"] == ORT_LATEST
     assert data["parity"][0]["elements"] == (16 + 32) * 10 and data["parity"][0]["out_of_tolerance"] == 0
     assert data["decisions"] == {"output": "logits", "top_k": 1, "changed": 0, "total": 48}

@@ -88,9 +88,13 @@ def run(
     summary = localrun.run(cfg, index, options, click.echo)
     click.echo("\n" + localrun.terminal_table(out / "results", summary.plan))
     click.echo(
-        f"\n== timings: export {summary.export_s:.1f} s"
-        + (f" ({summary.bundles_reused} bundle(s) reused from cache)" if summary.bundles_reused else "")
-        + f", verify {summary.verify_s:.1f} s "
-        f"({summary.envs_created} environment(s) created, the rest reused from {options.cache_dir})\n"
+        f"\n== timings: export {summary.export_s:.1f} s, verify {summary.verify_s:.1f} s "
+        f"({summary.envs_created} environment(s) created, the rest reused from {options.cache_dir})"
+        + (
+            f"; {summary.bundles_reused} bundle(s) reused from the export cache"
+            if summary.bundles_reused
+            else ""
+        )
+        + "\n"
     )
     ctx.invoke(report, results_dirs=[out / "results"], plan_path=out / localrun.PLAN, out=out, publish=False)

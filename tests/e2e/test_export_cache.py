@@ -65,7 +65,7 @@ def test_a_second_run_exports_nothing_and_the_result_has_its_cold_start(
     assert code == 0, second
     assert "op17-dynamo: reused from cache" in second and "exporting…" not in second
     assert "nothing exported: every bundle came from the cache" in second
-    assert "(1 bundle(s) reused from cache)" in second
+    assert "; 1 bundle(s) reused from the export cache" in second
 
     a = json.loads((project / "out1" / "results" / f"{TARGET}.json").read_text())
     b = json.loads((project / "out2" / "results" / f"{TARGET}.json").read_text())

@@ -60,6 +60,8 @@ RUN_MARK = "plan.json"
 """Found in the output directory of an ``onnx-gate run`` (results, junit, bundles): never hashed."""
 MAX_FILES = 5000
 MAX_DEPTH = 6
+KEEP = 64
+"""Entries kept; storing one more removes the least recently used beyond this many."""
 
 Log = Callable[[str], None]
 
@@ -246,7 +248,23 @@ def store(cache_root: Path, key: Key, outcomes: Sequence[Outcome]) -> Path | Non
     except OSError:
         shutil.rmtree(staging, ignore_errors=True)
         return None
+    prune(cache_root)
     return final
+
+
+def prune(cache_root: Path, keep: int = KEEP) -> list[Path]:
+    """Remove the least recently used entries beyond ``keep`` (a reuse touches its entry.json)."""
+
+    def used(p: Path) -> float:
+        try:
+            return (p / ENTRY).stat().st_mtime
+        except OSError:
+            return 0.0
+
+    old = sorted(entries(cache_root), key=used, reverse=True)[keep:]
+    for entry in old:
+        _discard(entry)
+    return old
 
 
 def restore(cache_root: Path, key: Key, cfg: Config, job: Job, out: Path) -> list[Outcome]:
@@ -278,6 +296,7 @@ def restore(cache_root: Path, key: Key, cfg: Config, job: Job, out: Path) -> lis
         manifest = mark_reused(manifest, key, created)
         write_manifest(dest, manifest)
         outcomes.append(Outcome(job, dest, manifest, 0.0))
+    os.utime(entry / ENTRY)  # recently used: the last to be pruned
     return outcomes
 
 

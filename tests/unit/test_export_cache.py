@@ -256,3 +256,21 @@ def test_export_cache_false_in_the_config() -> None:
     text = CONFIG.replace("timeout_s: 300}", "timeout_s: 300, cache: false}")
     assert config.parse(text, Path("onnx-gate.yml")).export.cache is False
     assert config.parse(CONFIG, Path("onnx-gate.yml")).export.cache is True
+
+
+def test_the_least_recently_used_entries_beyond_the_limit_are_pruned(project: Path) -> None:
+    import os
+
+    fake = FakeExport()
+    keys = []
+    for n in range(3):
+        (project / "weights.pt").write_bytes(f"weights {n}".encode())
+        cfg = load(project)
+        run(cfg, project, fake, "out")
+        key = cache.key_for(cfg, JOB, exclude=[project / "out", project / "cache"])
+        keys.append(key.digest)
+        entry = cache.entry_dir(project / "cache", key)
+        os.utime(entry / cache.ENTRY, (1000.0 + n, 1000.0 + n))  # in order of use
+    assert len(fake.calls) == 3 and len(list(cache.entries(project / "cache"))) == 3
+    cache.prune(project / "cache", keep=2)
+    assert [p.name for p in cache.entries(project / "cache")] == sorted(keys[1:])

@@ -1,9 +1,9 @@
 """The serving figures as checks: the cold start, and the budgets of onnx-gate.yml's ``budgets:``.
 
-``cold-start`` reports what the fresh process measured (or why nothing was), where the runner says. A budget that is
-set becomes ``budget[cold_start_ms]``, ``budget[peak_rss_mb]`` or ``budget[p99_ms]``: failed by how
-much the cell is over, passed with its headroom, skipped with the reason where the runner could not
-measure what it needs (``Observation.unmeasured``).
+``cold-start`` reports what the fresh process measured (or why nothing was), where the runner says.
+A budget that is set becomes ``budget[cold_start_ms]``, ``budget[peak_rss_mb]`` or
+``budget[p99_ms]``: failed by how much the cell is over, passed with its headroom, skipped with the
+reason where the runner could not measure what it needs (``Observation.unmeasured``).
 """
 
 from __future__ import annotations

@@ -37,7 +37,17 @@ def _run(cfg: Path, out: Path, cache: Path, extra_env: dict[str, str]) -> tuple[
     shutil.rmtree(out, ignore_errors=True)
     start = time.perf_counter()
     done = common.output(
-        [common.onnx_gate(), "run", "--config", str(cfg), "--out", str(out), "--cache-dir", str(cache)],
+        [
+            common.onnx_gate(),
+            "run",
+            "--config",
+            str(cfg),
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(cache),
+            "--no-cache",
+        ],
         env=extra_env,
     )
     wall = time.perf_counter() - start
@@ -91,7 +101,8 @@ def measure(work: Path, ort_version: str, runs: int) -> list[harness.Section]:
         + "\n\nEnvironment creation (the first run's verify stage less the second's) costs about "
         f"{env_s('first run, warm uv cache'):.1f} s with uv's download cache warm and "
         f"{env_s('first run, cold uv cache'):.1f} s with it empty (onnxruntime and numpy wheels fetched "
-        "from the package index this machine reaches). Both runs export again (`onnx-gate run` does not "
-        "reuse bundles), so the export with torch is most of a local run."
+        "from the package index this machine reaches). Both runs export again (`--no-cache`: this measures "
+        "environments; bench_export_cache.py measures reused bundles), so the export with torch is most "
+        "of a local run."
     )
     return [harness.Section("5. Local run: first against second", body)]

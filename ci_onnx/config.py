@@ -18,6 +18,7 @@ from ci_onnx import config_guard as guard
 from ci_onnx.bundle import Decision, Preprocessing, TensorSpec, Tolerance
 from ci_onnx.errors import ConfigError
 from ci_onnx.serde import load_schema
+from ci_onnx.verify.options import Budgets
 
 CONFIG_SCHEMA = "config.schema.json"
 DEFAULT_NAME = "onnx-gate.yml"
@@ -46,6 +47,8 @@ class ExportConfig:
     timeout_s: float
     calibration: str = ""
     """The calibration set of int8-static (default: model.samples)."""
+    cache: bool = True
+    """``onnx-gate run`` reuses bundles whose inputs did not change (ci_onnx/export/cache.py)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +92,8 @@ class Config:
     cpu_fallback_max_time_share: float
     accuracy_drop: float = 1.0
     """budgets.accuracy_drop: top-1 points a cell may lose against PyTorch on labelled samples."""
+    budgets: Budgets = dataclasses.field(default_factory=Budgets)
+    """Serving budgets (cold start, peak RSS, p99) a cell must stay within; none by default."""
 
     @property
     def root(self) -> Path:
@@ -286,6 +291,7 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         precisions=tuple(e["precisions"]),
         timeout_s=float(e["timeout_s"]),
         calibration=e.get("calibration", ""),
+        cache=bool(e["cache"]),
     )
     v = _section(plain, "verify")
     tol = {**_defaults("verify", "tolerance"), **v.get("tolerance", {})}
@@ -339,6 +345,7 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         targets=targets,
         cpu_fallback_max_time_share=float(budget["max_time_share"]),
         accuracy_drop=float(_section(plain, "budgets")["accuracy_drop"]),
+        budgets=Budgets.from_config(_section(plain, "budgets")),
     )
     _check_references(config, doc, path)
     return config

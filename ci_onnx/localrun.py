@@ -44,6 +44,8 @@ class RunOptions:
     uv: str | None = None
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     """The process environment for child processes (read once, by the CLI)."""
+    export_cache: bool = True
+    """Reuse cached bundles (ci_onnx/export/cache.py); ``--no-cache`` turns it off."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +55,7 @@ class RunSummary:
     export_s: float
     verify_s: float
     envs_created: int
+    bundles_reused: int = 0
 
     @property
     def failed(self) -> bool:
@@ -68,8 +71,7 @@ def run(cfg: Config, resolver: Resolver, options: RunOptions, echo: Callable[[st
 
     t0 = time.monotonic()
     echo(f"== export: {', '.join(the_plan.bundle_keys()) or 'nothing to export'}")
-    if the_plan.runnable:
-        _export(cfg, the_plan.bundle_keys(), options, echo)
+    reused = _export(cfg, the_plan.bundle_keys(), options, echo) if the_plan.runnable else 0
     export_s = time.monotonic() - t0
 
     t1 = time.monotonic()
@@ -86,25 +88,34 @@ def run(cfg: Config, resolver: Resolver, options: RunOptions, echo: Callable[[st
         for future in concurrent.futures.as_completed(futures):
             statuses[futures[future].id] = future.result()
     verify_s = time.monotonic() - t1
-    return RunSummary(the_plan, statuses, export_s, verify_s, _count_envs(options.cache_dir) - before)
+    created = _count_envs(options.cache_dir) - before
+    return RunSummary(the_plan, statuses, export_s, verify_s, created, reused)
 
 
-def _export(
-    cfg: Config, bundle_keys: Sequence[str], options: RunOptions, echo: Callable[[str], None]
-) -> None:
+def _export(cfg: Config, bundle_keys: Sequence[str], options: RunOptions, echo: Callable[[str], None]) -> int:
     """Export the bundles the plan needs, from the Config in hand (which may differ from the file on
-    disk: the demo matrix replaces the example's opsets), each in its own process as in CI."""
-    from ci_onnx.export import runner
+    disk: the demo matrix replaces the example's opsets), each in its own process as in CI; or reuse
+    them from the cache when nothing that determines them changed. Returns how many were reused."""
+    from ci_onnx.export import cache, runner
 
     jobs = [  # a derived precision's bundle (op17-dynamo-fp16) comes from its fp32 export
         job
         for job in runner.candidates(cfg, _onnx_opset(cfg))
         if any(k == job.key or k.startswith(f"{job.key}-") for k in bundle_keys)
     ]
-    outcomes = runner.export_all(cfg, jobs, options.out / BUNDLES, log=lambda line: echo(f"   {line}"))
+    outcomes = cache.export_cached(
+        cfg,
+        jobs,
+        options.out / BUNDLES,
+        lambda line: echo(f"   {line}"),
+        cache_root=options.cache_dir,
+        enabled=options.export_cache and cfg.export.cache,
+        exclude=(options.out, options.cache_dir),
+    )
     failed = [o.directory.name for o in outcomes if o.failed]
     if failed:
         echo(f"   a check failed for {', '.join(failed)}: each of their targets reports why")
+    return sum(1 for o in outcomes if cache.was_reused(o.manifest))
 
 
 def _onnx_opset(cfg: Config) -> int:
@@ -154,12 +165,21 @@ def terminal_table(results_dir: Path, plan: planning.Plan) -> str:
             found[p.stem] = read_result(p)
         except GateError:  # the report lists it as a problem; the table shows it as missing
             continue
-    rows = [("target", "verdict", "max abs", "decisions", "CPU share", "p50 ms (largest batch)", "why")]
+    head = (
+        "target",
+        "verdict",
+        "max abs",
+        "decisions",
+        "CPU share",
+        "p50 ms (largest batch)",
+        "cold start ms",
+    )
+    rows = [(*head, "why")]
     for t in plan.targets:
         r = found.get(t.id)
         if r is None:
             why = fit(t.expected_skip, 100) if t.expected_skip else "no result was written"
-            rows.append((t.id, "expected" if t.expected_skip else "missing", "", "", "", "", why))
+            rows.append((t.id, "expected" if t.expected_skip else "missing", "", "", "", "", "", why))
             continue
         max_abs = max((p.max_abs for p in r.parity), default=None)
         d = r.decisions
@@ -173,6 +193,7 @@ def terminal_table(results_dir: Path, plan: planning.Plan) -> str:
                 f"{d.changed}/{d.total} changed" if d else "",
                 f"{share:.1%}" if share is not None else "",
                 f"{lat.p50_ms:.2f} (batch {lat.batch_size})" if lat else "",
+                f"{cold:.0f}" if (cold := r.serving.cold_start_ms if r.serving else None) is not None else "",
                 fit(r.summary, 100) if r.status.value != "passed" else "",
             )
         )

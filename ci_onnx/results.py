@@ -67,6 +67,31 @@ class LatencyStat:
 
 
 @dataclasses.dataclass(frozen=True)
+class ServingFigures:
+    """What serving the model costs, measured in the target's environment (ci_onnx/runners/coldstart.py).
+
+    The cold start is timed from the start of a fresh process to its first answer: importing the
+    runtime and numpy, creating the session, one run; the warm median is the same process's next runs.
+    Sizes are the installed files of the runtime's and numpy's distributions and the model's files.
+    """
+
+    cold_start_ms: float | None = None
+    import_ms: float | None = None
+    session_ms: float | None = None
+    first_run_ms: float | None = None
+    warm_median_ms: float | None = None
+    warm_runs: int = 0
+    batch_size: int = 0
+    """The batch the fresh process answered (1 where the inputs have a batch axis)."""
+    runtime_package: str = ""
+    runtime_bytes: int | None = None
+    numpy_bytes: int | None = None
+    model_bytes: int | None = None
+    env_bytes: int | None = None
+    """runtime + numpy + model: the serving environment's size on disk."""
+
+
+@dataclasses.dataclass(frozen=True)
 class Observation:
     """A runner's raw report for one target, before any verdict (written as observation.json)."""
 
@@ -102,6 +127,8 @@ class Observation:
     unmeasured: dict[str, str] = dataclasses.field(default_factory=dict)
     """What this runner could not measure (``placement``, ``memory``, ``latency``, ``batch``) → why;
     the judge skips the checks that need it with that reason instead of failing them."""
+    serving: ServingFigures | None = None
+    """Cold start, first run against warm runs, and sizes on disk; see ``unmeasured["cold_start"]``."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,6 +206,8 @@ class TargetResult:
     duration_s: float = 0.0
     reproduce: str = ""
     """The command that reproduces this one target locally."""
+    serving: ServingFigures | None = None
+    """Cold start, first run against warm runs, and sizes on disk, as the runner observed them."""
 
     def check(self, name: str) -> CheckResult | None:
         return next((c for c in self.checks if c.name == name), None)

@@ -32,6 +32,11 @@ from ci_onnx.errors import EnvironmentProblem
     type=click.Path(path_type=Path, file_okay=False),
     help="Where runtime environments are kept [env: ONNX_GATE_CACHE; default: ~/.cache/onnx-gate].",
 )
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Export every bundle, even those an earlier run left in the cache (also: export.cache: false).",
+)
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -40,6 +45,7 @@ def run(
     out: Path,
     jobs: int | None,
     cache_dir: Path | None,
+    no_cache: bool,
 ) -> None:
     """Export, verify every target in its own environment, and report, on this machine."""
     from ci_onnx import config, localrun
@@ -76,12 +82,19 @@ def run(
         live=sys.stderr.isatty() and os.environ.get("TERM") != "dumb",
         uv=find_uv(),
         env=localrun.child_env(os.environ),
+        export_cache=not no_cache,
     )
     index = PipIndex(extra_index_urls=[cfg.targets.nightly_index] if cfg.targets.nightly_index else [])
     summary = localrun.run(cfg, index, options, click.echo)
     click.echo("\n" + localrun.terminal_table(out / "results", summary.plan))
     click.echo(
         f"\n== timings: export {summary.export_s:.1f} s, verify {summary.verify_s:.1f} s "
-        f"({summary.envs_created} environment(s) created, the rest reused from {options.cache_dir})\n"
+        f"({summary.envs_created} environment(s) created, the rest reused from {options.cache_dir})"
+        + (
+            f"; {summary.bundles_reused} bundle(s) reused from the export cache"
+            if summary.bundles_reused
+            else ""
+        )
+        + "\n"
     )
     ctx.invoke(report, results_dirs=[out / "results"], plan_path=out / localrun.PLAN, out=out, publish=False)

@@ -95,6 +95,22 @@ class PrecisionRow:
 
 
 @dataclasses.dataclass(frozen=True)
+class ServingRow:
+    """The serving figures of one target (ci_onnx/runners/coldstart.py), formatted."""
+
+    target: str
+    cold_start: str
+    """Process start to first answer, ms, with its import / session / first-run parts."""
+    first_vs_warm: str
+    env_size: str
+    """runtime + numpy + model on disk, MB."""
+    model_size: str
+    budgets: str
+    """The budgets.* checks: ✅ within, ❌ over by how much, or —."""
+    failed: bool
+
+
+@dataclasses.dataclass(frozen=True)
 class FailedCheck:
     name: str
     status: str
@@ -172,3 +188,7 @@ class ReportView:
     """Shown at the top of large plans."""
     precisions: tuple[PrecisionRow, ...] = ()
     """Each derived precision beside its fp32 cell (ci_onnx/report/precisions.py); empty with one."""
+    serving: tuple[ServingRow, ...] = ()
+    """Cold start, first run against warm runs, sizes on disk: one row per target that has them."""
+    reused: tuple[str, ...] = ()
+    """Bundles this run took from the export cache instead of exporting ("op17-dynamo (key …)")."""

@@ -25,6 +25,7 @@ from ci_onnx.report.model import (
     Overview,
     ParityRow,
     ReportView,
+    ServingRow,
     Skip,
 )
 from ci_onnx.results import SQNR_CAP_DB, TargetResult
@@ -166,6 +167,58 @@ def _latency(entries: Sequence[Entry]) -> LatencyTable:
             )
         )
     return LatencyTable(tuple(sizes), tuple(rows))
+
+
+def _serving(entries: Sequence[Entry]) -> tuple[ServingRow, ...]:
+    rows = []
+    for e in entries:
+        s = e.result.serving if e.result else None
+        if e.result is None or s is None:
+            continue
+        cold = "—"
+        if s.cold_start_ms is not None:
+            cold = (
+                f"{fmt_ms(s.cold_start_ms)} ({fmt_ms(s.import_ms or math.nan)} / "
+                f"{fmt_ms(s.session_ms or math.nan)} / {fmt_ms(s.first_run_ms or math.nan)})"
+            )
+        elif (c := e.result.check("cold-start")) is not None:
+            cold = f"not measured: {c.message.removeprefix('not measured: ').split(';')[0]}"
+        first = "—"
+        if s.first_run_ms is not None and s.warm_median_ms:
+            ratio = s.first_run_ms / s.warm_median_ms
+            first = f"{s.first_run_ms:.3g} vs {s.warm_median_ms:.3g} ({ratio:.1f}×)"
+        budget_checks = [c for c in e.result.checks if c.name.startswith("budget[")]
+        budgets = "; ".join(
+            f"{'❌' if c.status.blocks else '✅' if c.status.value == 'passed' else '⏭️'} {c.message}"
+            for c in budget_checks
+        )
+        rows.append(
+            ServingRow(
+                e.target.id,
+                cold,
+                first,
+                _mb(s.env_bytes),
+                _mb(s.model_bytes),
+                budgets or "—",
+                any(c.status.blocks for c in budget_checks),
+            )
+        )
+    return tuple(rows)
+
+
+def _mb(n: int | None) -> str:
+    return "—" if n is None else f"{n / (1 << 20):.1f}" if n >= 1 << 20 else f"{n / (1 << 20):.3f}"
+
+
+def _reused(entries: Sequence[Entry]) -> tuple[str, ...]:
+    found: dict[str, str] = {}
+    for e in entries:
+        check = e.result.check("export") if e.result else None
+        if check is not None and check.figures.get("cache") == "reused":
+            found[e.target.bundle_key] = (
+                f"{e.target.bundle_key} (cache key {check.figures.get('cache_key', '?')})"
+            )
+    return tuple(found[k] for k in sorted(found))
 
 
 def _figures(figures: dict[str, object]) -> str:
@@ -343,4 +396,6 @@ def build(
         report_file=report_file,
         overview=_overview(entries),
         precisions=precisions.rows(judged),
+        serving=_serving(judged),
+        reused=_reused(entries),
     )

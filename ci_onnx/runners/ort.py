@@ -27,7 +27,7 @@ import numpy as np
 from ci_onnx import __version__, defaults, serde
 from ci_onnx.bundle import MODEL, Manifest, read_manifest
 from ci_onnx.results import SCHEMA_VERSION, Environment, Observation
-from ci_onnx.runners import feeds, measure, optcache, session
+from ci_onnx.runners import coldstart, feeds, measure, optcache, session
 from ci_onnx.runners.placement import CPU, from_verbose_log, profile_nodes, summarise
 from ci_onnx.target import Target
 from ci_onnx.tensorproto import Tensor
@@ -52,6 +52,8 @@ class Options:
     """The target's session-options preset (ci_onnx.runners.session); empty: the runtime's defaults."""
     opt_cache: str = ""
     """The optimized-model cache directory (ci_onnx.runners.optcache); empty: no cache probe."""
+    cold_start: bool = False
+    """Time a fresh process to its first answer (ci_onnx/runners/coldstart.py); on from the CLI."""
 
 
 def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observation:
@@ -121,6 +123,8 @@ def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observ
         run_sets = functools.partial(_cached_runs, manifest=manifest, bundle=bundle, out=out, obs=obs)
         sha = manifest.files.get(MODEL, "")
         optcache.probe(ort, model, providers, preset, Path(options.opt_cache), sha, run_sets, out)
+    if options.cold_start:  # last: a fresh process, while nothing else runs
+        obs = coldstart.attach(obs, bundle, providers, out)
     return obs
 
 
@@ -318,6 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--placement", choices=("auto", "profile", "verbose-log"), default="auto")
     parser.add_argument("--session-options", default="", help="The preset's settings, as JSON.")
     parser.add_argument("--opt-cache", default="", help="The optimized-model cache directory.")
+    parser.add_argument("--no-cold-start", action="store_true", help="Do not time a fresh process.")
     args = parser.parse_args(argv)
     target = serde.from_json(Target, json.loads(args.target_json))
     options = Options(
@@ -329,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         placement=args.placement,
         session_options=session.parse_arg(args.session_options),
         opt_cache=args.opt_cache,
+        cold_start=not args.no_cold_start,
     )
     args.out.mkdir(parents=True, exist_ok=True)
     obs = observe(args.bundle, target, options, args.out)

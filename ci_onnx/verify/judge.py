@@ -25,7 +25,7 @@ from ci_onnx.results import (
 from ci_onnx.runners.values import element_names
 from ci_onnx.shorten import fit
 from ci_onnx.target import Status, Target
-from ci_onnx.verify import accuracy, cache_check, compare, decode, serving
+from ci_onnx.verify import accuracy, budgets, cache_check, compare, decode, serving
 from ci_onnx.verify.evidence import Evidence, value
 from ci_onnx.verify.options import VerifyOptions
 
@@ -119,6 +119,7 @@ def judge(
     checks += serving.batch_checks(manifest, obs, evidence)
     checks.append(serving.fallback(obs, provider.accelerator, options))
     checks += serving.timing(obs)
+    checks += budgets.checks(obs, options.budgets)  # cold start, and budgets.* where set
     checks = [_unmeasured(c, obs.unmeasured) for c in checks]
     return result(
         target,
@@ -131,6 +132,7 @@ def judge(
         latency=obs.latency,
         session_create_ms=obs.session_create_ms,
         peak_rss_mb=obs.peak_rss_mb,
+        serving=obs.serving,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from ci_onnx import defaults
@@ -11,6 +12,36 @@ from ci_onnx import defaults
 def _from_config(key: str, kind: type) -> Any:
     """A field whose default is onnx-gate.yml's ``key`` (the config schema declares it)."""
     return dataclasses.field(default=kind(defaults.of(key)), metadata={"config": key})
+
+
+EVERY_BATCH = "*"
+"""The key of ``Budgets.p99_ms`` that holds one budget for every served batch size."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Budgets:
+    """Serving budgets from ``budgets:`` in onnx-gate.yml; a budget left out is not checked."""
+
+    cold_start_ms: float | None = None
+    peak_rss_mb: float | None = None
+    p99_ms: dict[str, float] = dataclasses.field(default_factory=dict)
+    """Batch size (as a string, or ``*`` for every one) → the p99 latency allowed, in ms."""
+
+    @staticmethod
+    def from_config(section: Mapping[str, Any]) -> Budgets:
+        """From the (schema-validated) ``budgets`` section."""
+        p99 = section.get("p99_ms")
+        by_batch = (
+            {str(k): float(v) for k, v in p99.items()}
+            if isinstance(p99, Mapping)
+            else ({EVERY_BATCH: float(p99)} if p99 is not None else {})
+        )
+        cold, rss = section.get("cold_start_ms"), section.get("peak_rss_mb")
+        return Budgets(
+            cold_start_ms=float(cold) if cold is not None else None,
+            peak_rss_mb=float(rss) if rss is not None else None,
+            p99_ms=by_batch,
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,3 +56,4 @@ class VerifyOptions:
     """budgets.accuracy_drop, in absolute top-1 points against PyTorch (labelled samples only)."""
     session_presets: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     """targets.session_presets: the config's own presets, so a runner can apply one from the plan."""
+    budgets: Budgets = dataclasses.field(default_factory=Budgets)

@@ -218,6 +218,7 @@ def options_from(cfg: Config | None, *, timeout_s: float | None = None) -> Verif
             timeout_s=cfg.verify.timeout_s,
             accuracy_drop=cfg.accuracy_drop,
             session_presets=cfg.targets.session_presets,
+            budgets=cfg.budgets,
         )
     else:
         opts = VerifyOptions()  # its defaults are the config schema's

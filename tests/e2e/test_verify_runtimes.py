@@ -94,8 +94,9 @@ def test_latest_cpu_on_the_example_bundle(bundle_root: Path, ort_latest: str, tm
     c = checks(data)
     assert list(c) == [
         "export", "load", "provider", "parity[logits]", "decision",
-        "optimized-cache", "batch[1]", "batch[8]", "batch[32]", "fallback", "latency", "memory",
+        "optimized-cache", "batch[1]", "batch[8]", "batch[32]", "fallback", "latency", "memory", "cold-start",
     ]  # fmt: skip
+    assert c["cold-start"]["status"] == "passed" and data["serving"]["cold_start_ms"] > 0
     assert data["environment"]["runtime_version"] == ORT_LATEST
     n = 16 + len(np.load(EXAMPLES / "samples.npz")["image"])  # random inputs + the held-out digits
     assert data["parity"][0]["elements"] == n * 10 and data["parity"][0]["out_of_tolerance"] == 0

@@ -160,7 +160,7 @@ async function observe(args) {
   const obs = {
     schema_version: 1, target_id: args.targetId, environment, providers_requested: requested,
     outputs: {}, run_errors: {}, batch_outputs: {}, batch_errors: {}, batch_reference: {}, notes: [],
-    unmeasured: {},
+    unmeasured: { cold_start: 'the node runner does not time a fresh process yet' },
   };
   const profilePrefix = path.join(args.out, 'profile');
   const options = {

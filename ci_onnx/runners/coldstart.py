@@ -1,0 +1,238 @@
+"""Cold start and footprint of serving a bundle, in the target's own environment.
+
+Two halves. :func:`attach` runs in the observer (``ci_onnx.runners.ort``, after everything else is
+measured): it sums the installed size of the runtime's and numpy's distributions and of the model's
+files, writes one request's inputs, and times a FRESH process of the same interpreter,
+
+``python -m ci_onnx.runners.coldstart --model M --providers A,B --feeds F.npz --names '[…]' --runs N``,
+
+from its start to its first answer (a JSON line on stdout). That process (``main``) imports only the
+standard library before it times ``import numpy, onnxruntime``, the session's creation, the first run,
+then ``--runs`` more runs for the warm median of the same process.
+
+What cannot be measured goes to ``Observation.unmeasured["cold_start"]`` with the reason, and the
+judge skips what needs it; a crash or a hang of the fresh process is such a reason, never an abort.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+WARM_RUNS = 10
+TIMEOUT_S = 120.0
+FEEDS = "coldstart_feeds.npz"
+KEY = "cold_start"
+"""The key of ``Observation.unmeasured`` that says why there is no cold start."""
+
+
+# -- the fresh process: standard library only until the clock runs ---------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m ci_onnx.runners.coldstart")
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--providers", required=True, help="Comma-separated, in order.")
+    parser.add_argument("--feeds", required=True, help="An .npz of arrays i0, i1, … (allow_pickle).")
+    parser.add_argument("--names", required=True, help="The input names of i0, i1, …, as a JSON list.")
+    parser.add_argument("--runs", type=int, default=WARM_RUNS)
+    args = parser.parse_args(argv)
+
+    t0 = time.perf_counter()
+    import numpy as np
+    import onnxruntime as ort
+
+    t1 = time.perf_counter()
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(args.model, so, providers=args.providers.split(","))
+    t2 = time.perf_counter()
+    with np.load(args.feeds, allow_pickle=True) as data:
+        feeds = {name: data[f"i{k}"] for k, name in enumerate(json.loads(args.names))}
+    sess.run(None, feeds)
+    t3 = time.perf_counter()
+    first = {"import_ms": _ms(t1 - t0), "session_ms": _ms(t2 - t1), "first_run_ms": _ms(t3 - t2)}
+    print(json.dumps(first), flush=True)  # the first answer: the observer stops its clock here
+    warm = []
+    for _ in range(args.runs):
+        start = time.perf_counter()
+        sess.run(None, feeds)
+        warm.append(_ms(time.perf_counter() - start))
+    print(json.dumps({"warm_ms": warm}), flush=True)
+    return 0
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000.0, 4)
+
+
+# -- the observer's side ----------------------------------------------------------------------------
+
+
+def attach(obs: Any, bundle: Path, providers: Sequence[str], out: Path) -> Any:
+    """``obs`` with its ServingFigures; what could not be measured goes to ``unmeasured``."""
+    import dataclasses
+
+    from ci_onnx.bundle import MODEL, read_manifest
+    from ci_onnx.results import ServingFigures
+
+    runtime, runtime_bytes = runtime_size()
+    model_bytes = sum(p.stat().st_size for p in bundle.glob(f"{MODEL}*") if p.is_file())
+    numpy_bytes = distribution_size("numpy")
+    sizes = [runtime_bytes, numpy_bytes, model_bytes]
+    figures = ServingFigures(
+        runtime_package=runtime,
+        runtime_bytes=runtime_bytes,
+        numpy_bytes=numpy_bytes,
+        model_bytes=model_bytes,
+        env_bytes=sum(b for b in sizes if b is not None) if all(b is not None for b in sizes) else None,
+    )
+    try:
+        manifest = read_manifest(bundle, verify_hashes=False)
+        names, batch = write_feeds(manifest, bundle, out / FEEDS)
+        timed = cold_start(bundle / MODEL, providers, out / FEEDS, names)
+    except Unmeasurable as exc:
+        unmeasured = {**obs.unmeasured, KEY: str(exc)}
+        return dataclasses.replace(obs, serving=figures, unmeasured=unmeasured)
+    warm = sorted(timed.pop("warm_ms"))
+    figures = dataclasses.replace(
+        figures,
+        **timed,
+        warm_median_ms=round(_median(warm), 4) if warm else None,
+        warm_runs=len(warm),
+        batch_size=batch,
+    )
+    return dataclasses.replace(obs, serving=figures)
+
+
+class Unmeasurable(Exception):
+    """Why the cold start could not be measured (a one-line reason)."""
+
+
+def write_feeds(manifest: Any, bundle: Path, path: Path) -> tuple[list[str], int]:
+    """One request's inputs (the first sample where there is a batch axis) as arrays i0, i1, …"""
+    import numpy as np
+
+    from ci_onnx import tensorproto
+    from ci_onnx.runners import feeds
+    from ci_onnx.tensorproto import Tensor
+
+    if not manifest.test_data_sets:
+        raise Unmeasurable("the bundle holds no test data to answer a request with")
+    data = feeds.read_inputs(manifest, bundle, manifest.test_data_sets[0].directory)
+    batched = not feeds.batch_axis_problem(manifest)
+    request = feeds.first(data, 1) if batched else data
+    arrays = {}
+    for k, spec in enumerate(manifest.inputs):
+        value = request[spec.name]
+        if not isinstance(value, Tensor):
+            raise Unmeasurable(f"input {spec.name!r} is not a tensor; the fresh process feeds tensors only")
+        if value.data_type in tensorproto.BITS:
+            raise Unmeasurable(f"input {spec.name!r} has a type numpy lacks; the fresh process feeds numpy")
+        arrays[f"i{k}"] = value.array
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, **arrays)  # type: ignore[arg-type]
+    batch = int(next(iter(arrays.values())).shape[0]) if arrays and batched else 0
+    return [s.name for s in manifest.inputs], batch
+
+
+def cold_start(model: Path, providers: Sequence[str], feeds_path: Path, names: list[str]) -> dict[str, Any]:
+    """Start a fresh process of this interpreter and time it to its first answer."""
+    args = [
+        sys.executable, "-m", "ci_onnx.runners.coldstart", "--model", str(model),
+        "--providers", ",".join(providers), "--feeds", str(feeds_path), "--names", json.dumps(names),
+        "--runs", str(WARM_RUNS),
+    ]  # fmt: skip
+    errors = feeds_path.with_suffix(".stderr")
+    with errors.open("w") as err:
+        start = time.perf_counter()
+        try:
+            child = subprocess.Popen(
+                args, stdout=subprocess.PIPE, stderr=err, text=True, env=dict(os.environ)
+            )
+        except OSError as exc:
+            raise Unmeasurable(f"the fresh process did not start: {exc}") from None
+        first_line = _read(child, TIMEOUT_S, whole=False)
+        answered = time.perf_counter()
+        rest = _read(child, TIMEOUT_S, whole=True) if first_line else ""
+        code = child.wait()
+    if code != 0 or not first_line:
+        tail = errors.read_text(errors="replace").strip().splitlines()
+        why = tail[-1][:300] if tail else "no message"
+        raise Unmeasurable(f"the fresh process failed (exit {code}): {why}")
+    try:
+        timed: dict[str, Any] = json.loads(first_line)
+        timed["warm_ms"] = json.loads(rest.strip().splitlines()[-1])["warm_ms"]
+    except (ValueError, KeyError, IndexError) as exc:
+        raise Unmeasurable(f"the fresh process wrote no figures ({type(exc).__name__}: {exc})") from None
+    timed["cold_start_ms"] = _ms(answered - start)
+    return timed
+
+
+def _read(child: subprocess.Popen[str], timeout: float, *, whole: bool) -> str:
+    """The child's first line of stdout (or all the rest, ``whole``); after ``timeout`` the child is
+    killed and the cold start is unmeasurable."""
+    import threading
+
+    got: list[str] = []
+
+    def read() -> None:
+        if child.stdout is not None:
+            got.append(child.stdout.read() if whole else child.stdout.readline())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if reader.is_alive():
+        child.kill()
+        child.wait()
+        raise Unmeasurable(f"the fresh process did not {'finish' if whole else 'answer'} in {timeout:.0f} s")
+    return got[0] if got else ""
+
+
+def _median(values: Sequence[float]) -> float:
+    n = len(values)
+    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+
+
+def runtime_size() -> tuple[str, int | None]:
+    """The distribution that provides ``import onnxruntime`` (onnxruntime, onnxruntime-openvino …)
+    and the size of its installed files."""
+    import importlib.metadata
+
+    names = importlib.metadata.packages_distributions().get("onnxruntime", [])
+    if not names:
+        return "", None
+    name = names[0]
+    return name, distribution_size(name)
+
+
+def distribution_size(name: str) -> int | None:
+    """Bytes of every file the installed distribution ``name`` lists (its RECORD); None if unknown."""
+    import importlib.metadata
+
+    try:
+        files = importlib.metadata.distribution(name).files
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    if not files:
+        return None
+    total = 0
+    for f in files:
+        try:
+            total += Path(str(f.locate())).stat().st_size
+        except OSError:
+            continue
+    return total
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""The serving figures as checks: the cold start, and the budgets of onnx-gate.yml's ``budgets:``.
+
+``cold-start`` reports what the fresh process measured (or why nothing was), where the runner says.
+A budget that is set becomes ``budget[cold_start_ms]``, ``budget[peak_rss_mb]`` or
+``budget[p99_ms]``: failed by how much the cell is over, passed with its headroom, skipped with the
+reason where the runner could not measure what it needs (``Observation.unmeasured``).
+"""
+
+from __future__ import annotations
+
+from ci_onnx import serde
+from ci_onnx.results import CheckResult, Observation, ServingFigures
+from ci_onnx.runners.coldstart import KEY as COLD_START
+from ci_onnx.target import Status
+from ci_onnx.verify.options import EVERY_BATCH, Budgets
+
+MB = 1 << 20
+
+
+def checks(obs: Observation, budgets: Budgets) -> list[CheckResult]:
+    """``cold-start`` where the runner reported on it (figures, or why not), then each budget set."""
+    out = [cold_start(obs)] if obs.serving is not None or COLD_START in obs.unmeasured else []
+    if budgets.cold_start_ms is not None:
+        out.append(cold_start_budget(obs, budgets.cold_start_ms))
+    if budgets.peak_rss_mb is not None:
+        out.append(peak_rss_budget(obs, budgets.peak_rss_mb))
+    if budgets.p99_ms:
+        out.append(p99_budget(obs, budgets.p99_ms))
+    return out
+
+
+def mb(n: int | None) -> str:
+    return "?" if n is None else f"{n / MB:.1f} MB"
+
+
+def describe(s: ServingFigures) -> str:
+    parts = []
+    if s.cold_start_ms is not None:
+        phases = ", ".join(
+            f"{label} {value:.0f} ms"
+            for label, value in (("import", s.import_ms), ("session", s.session_ms))
+            if value is not None
+        )
+        parts.append(
+            f"cold start {s.cold_start_ms:.0f} ms ({phases}, first run {s.first_run_ms or 0:.2f} ms)"
+        )
+        if s.warm_median_ms:
+            ratio = (s.first_run_ms or 0.0) / s.warm_median_ms
+            parts.append(f"first run {ratio:.1f}× the warm median {s.warm_median_ms:.3g} ms")
+    if s.env_bytes is not None:
+        parts.append(
+            f"serving environment {mb(s.env_bytes)} on disk ({s.runtime_package or 'runtime'} "
+            f"{mb(s.runtime_bytes)}, numpy {mb(s.numpy_bytes)}, model {mb(s.model_bytes)})"
+        )
+    elif s.model_bytes is not None:
+        parts.append(f"model {mb(s.model_bytes)}")
+    return "; ".join(parts)
+
+
+def cold_start(obs: Observation) -> CheckResult:
+    s = obs.serving
+    figures = serde.to_json(s) if s is not None else {}
+    why = obs.unmeasured.get(COLD_START, "")
+    if s is None or s.cold_start_ms is None:
+        reason = why or "the runner reported no cold start"
+        sizes = f"; {describe(s)}" if s is not None and describe(s) else ""
+        return CheckResult("cold-start", Status.SKIPPED, f"not measured: {reason}{sizes}", figures)
+    return CheckResult("cold-start", Status.PASSED, describe(s), figures)
+
+
+def _over(name: str, what: str, value: float, budget: float, unit: str) -> CheckResult:
+    figures = {"value": value, "budget": budget, "unit": unit}
+    if value > budget:
+        by = value - budget
+        return CheckResult(
+            f"budget[{name}]",
+            Status.FAILED,
+            f"{what} {value:.4g} {unit} is {by:.4g} {unit} ({by / budget:.0%}) over budgets.{name} "
+            f"({budget:.4g} {unit})",
+            figures,
+        )
+    return CheckResult(
+        f"budget[{name}]",
+        Status.PASSED,
+        f"{what} {value:.4g} {unit} is within budgets.{name} ({budget:.4g} {unit}; "
+        f"{budget - value:.4g} {unit} to spare)",
+        figures,
+    )
+
+
+def _skipped(name: str, why: str) -> CheckResult:
+    return CheckResult(f"budget[{name}]", Status.SKIPPED, f"not checked: {why}")
+
+
+def cold_start_budget(obs: Observation, budget: float) -> CheckResult:
+    s = obs.serving
+    if s is None or s.cold_start_ms is None:
+        return _skipped(
+            "cold_start_ms", obs.unmeasured.get(COLD_START) or "the runner reported no cold start"
+        )
+    return _over("cold_start_ms", "cold start", s.cold_start_ms, budget, "ms")
+
+
+def peak_rss_budget(obs: Observation, budget: float) -> CheckResult:
+    if obs.peak_rss_mb is None:
+        why = obs.unmeasured.get("memory") or "no served batch size ran, so memory was not measured"
+        return _skipped("peak_rss_mb", why)
+    return _over("peak_rss_mb", "peak RSS", obs.peak_rss_mb, budget, "MB")
+
+
+def p99_budget(obs: Observation, budgets: dict[str, float]) -> CheckResult:
+    name = "p99_ms"
+    if not obs.latency:
+        return _skipped(
+            name, obs.unmeasured.get("latency") or "no served batch size ran, so nothing was timed"
+        )
+    by_size = {str(s.batch_size): s for s in obs.latency}
+    pairs = (
+        [(s, budgets[EVERY_BATCH]) for s in obs.latency]
+        if EVERY_BATCH in budgets
+        else [
+            (by_size[b], ms) for b, ms in sorted(budgets.items(), key=lambda kv: int(kv[0])) if b in by_size
+        ]
+    )
+    untimed = sorted((b for b in budgets if b != EVERY_BATCH and b not in by_size), key=int)
+    if not pairs:
+        timed = ", ".join(sorted(by_size, key=int))
+        return _skipped(
+            name, f"batch {', '.join(untimed)} was not timed (timed: {timed}; verify.batch_sizes)"
+        )
+    figures = {
+        "p99_ms": {str(s.batch_size): s.p99_ms for s, _ in pairs},
+        "budget_ms": {str(s.batch_size): ms for s, ms in pairs},
+    }
+    over = [(s, ms) for s, ms in pairs if s.p99_ms > ms]
+    aside = f"; batch {', '.join(untimed)} not timed" if untimed else ""
+    if over:
+        text = "; ".join(
+            f"batch {s.batch_size}: p99 {s.p99_ms:.4g} ms is {s.p99_ms - ms:.4g} ms "
+            f"({(s.p99_ms - ms) / ms:.0%}) over {ms:.4g} ms"
+            for s, ms in over
+        )
+        return CheckResult(f"budget[{name}]", Status.FAILED, f"{text} (budgets.{name}){aside}", figures)
+    text = ", ".join(f"batch {s.batch_size}: p99 {s.p99_ms:.4g} ≤ {ms:.4g} ms" for s, ms in pairs)
+    return CheckResult(f"budget[{name}]", Status.PASSED, f"within budgets.{name}: {text}{aside}", figures)

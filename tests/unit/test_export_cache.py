@@ -1,0 +1,277 @@
+"""The export cache: what changes a bundle's key and what does not, and that a bad entry is never used."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from ci_onnx import config
+from ci_onnx.bundle import MANIFEST, MODEL, read_manifest
+from ci_onnx.config import Config
+from ci_onnx.export import cache, writer
+from ci_onnx.export.runner import Job, Outcome
+from ci_onnx.results import CheckResult
+from ci_onnx.target import Status
+
+CONFIG = """\
+version: 1
+model:
+  name: tiny
+  factory: model.py:build    # a comment
+  inputs: {x: {shape: [batch, 4]}}
+  outputs: [y]
+  dynamic_axes: {x: {0: batch}, y: {0: batch}}
+  samples: samples.npz
+export: {opsets: [17, 18], exporters: [dynamo], precisions: [fp32, fp16], timeout_s: 300}
+verify: {random_inputs: 4, seed: 0, batch_sizes: [1, 8], timeout_s: 60}
+targets: {runtimes: ["1.20.1"], providers: [cpu]}
+"""
+JOB = Job(17, "dynamo")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "model.py").write_text("def build():\n    return None\n")
+    (tmp_path / "layers.py").write_text("SCALE = 1\n")
+    (tmp_path / "weights.pt").write_bytes(b"\x00weights-1")
+    (tmp_path / "samples.npz").write_bytes(b"samples-1")
+    (tmp_path / "onnx-gate.yml").write_text(CONFIG)
+    return tmp_path
+
+
+def load(project: Path, text: str = CONFIG) -> Config:
+    path = project / "onnx-gate.yml"
+    path.write_text(text)
+    return config.load(path)
+
+
+def key(project: Path, text: str = CONFIG, job: Job = JOB, exclude: Sequence[Path] = ()) -> str:
+    return cache.key_for(load(project, text), job, exclude=exclude).digest
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("shape: [batch, 4]", "shape: [batch, 5]"),
+        ("name: tiny", "name: other"),
+        ("precisions: [fp32, fp16]", "precisions: [fp32, int8-dynamic]"),
+        ("seed: 0", "seed: 1"),
+        ("random_inputs: 4", "random_inputs: 5"),
+        ("batch_sizes: [1, 8]", "batch_sizes: [1, 4]"),
+        ("timeout_s: 60}", "timeout_s: 60, tolerance: {atol: 1.0e-3}}"),
+    ],
+)
+def test_a_setting_that_shapes_the_bundle_changes_the_key(project: Path, old: str, new: str) -> None:
+    assert CONFIG.count(old) == 1
+    assert key(project) != key(project, CONFIG.replace(old, new))
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('runtimes: ["1.20.1"]', 'runtimes: ["1.20.1", "1.32.0"]'),
+        ("opsets: [17, 18]", "opsets: [17]"),  # the job names its own opset
+        ("timeout_s: 300", "timeout_s: 900"),
+        ("timeout_s: 60}", "timeout_s: 90, latency_runs: 5, strict_fallback: true}"),
+        ("# a comment", "# another comment"),
+        ("providers: [cpu]}", "providers: [cpu]}\nbudgets: {cold_start_ms: 500, p99_ms: 3}"),
+        ("opsets: [17, 18], exporters: [dynamo]", "opsets: [17, 18], exporters: [dynamo], cache: true"),
+    ],
+)
+def test_what_never_reaches_a_bundle_leaves_the_key_alone(project: Path, old: str, new: str) -> None:
+    assert CONFIG.count(old) == 1
+    assert key(project) == key(project, CONFIG.replace(old, new))
+
+
+def test_the_job_its_files_and_the_versions_are_in_the_key(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = key(project)
+    assert key(project, job=Job(18, "dynamo")) != base
+    assert key(project, job=Job(17, "torchscript")) != base
+    for name, content in [
+        ("model.py", "def build():\n    return 1\n"),
+        ("layers.py", "SCALE = 2\n"),  # a sibling module the factory imports
+        ("weights.pt", b"\x00weights-2"),
+        ("samples.npz", b"samples-2"),
+        ("sub/extra.safetensors", b"more weights"),
+    ]:
+        path = project / name
+        path.parent.mkdir(exist_ok=True)
+        before = path.read_bytes() if path.is_file() else None
+        path.write_bytes(content.encode() if isinstance(content, str) else content)
+        assert key(project) != base, name
+        if before is None:
+            path.unlink()
+        else:
+            path.write_bytes(before)
+        assert key(project) == base, name
+    real = cache._version
+    monkeypatch.setattr(cache, "_version", lambda p: "9.9" if p == "onnxscript" else real(p))
+    assert key(project) != base
+
+
+def test_outputs_hidden_dirs_and_bundles_next_to_the_factory_leave_the_key_alone(project: Path) -> None:
+    base = key(project, exclude=[project / "out"])
+    (project / "out").mkdir()
+    (project / "out" / "results.json").write_text("{}")
+    (project / ".git").mkdir()
+    (project / ".git" / "x.py").write_text("x")
+    (project / "bundles" / "op17-dynamo").mkdir(parents=True)
+    (project / "bundles" / "op17-dynamo" / MANIFEST).write_text("{}")
+    (project / "bundles" / "op17-dynamo" / "weights.bin").write_bytes(b"stale")
+    (project / "notes.md").write_text("not read by an export")
+    (project / "earlier-run" / "results").mkdir(parents=True)  # another --out of an earlier run
+    (project / "earlier-run" / "plan.json").write_text("{}")
+    (project / "earlier-run" / "results" / "t.json").write_text("{}")
+    assert key(project, exclude=[project / "out"]) == base
+
+
+def test_an_installed_package_factory_is_keyed_by_its_version(project: Path) -> None:
+    text = CONFIG.replace("factory: model.py:build", "factory: numpy.random:default_rng")
+    material = cache.key_for(load(project, text), JOB).material
+    assert any(name.startswith("numpy==") for name in material["files"]), material["files"]
+
+
+# -- entries: a fake export writes real bundles (manifest with hashes) without torch ----------------
+
+
+class FakeExport:
+    def __init__(self, figures: dict[str, object] | None = None) -> None:
+        self.calls: list[list[str]] = []
+        self.figures = {"seconds": 0.1} if figures is None else figures
+        self.generation = 0
+
+    def __call__(self, cfg: Config, jobs: Sequence[Job], out: Path, log: cache.Log) -> list[Outcome]:
+        self.calls.append([j.key for j in jobs])
+        self.generation += 1
+        outcomes = []
+        for job in jobs:
+            for name in cache.bundle_keys(cfg, job):
+                d = writer.fresh_dir(out / name)
+                (d / MODEL).write_bytes(f"{name} model, export {self.generation}".encode())
+                finding = CheckResult("export", Status.PASSED, "exported", dict(self.figures))
+                manifest = writer.write(
+                    d, cfg, exporter=job.exporter, requested_opset=job.opset, findings=[finding]
+                )
+                outcomes.append(Outcome(job, d, manifest, 0.1))
+        return outcomes
+
+
+def run(cfg: Config, tmp: Path, fake: FakeExport, out: str, **kw: object) -> tuple[list[Outcome], list[str]]:
+    lines: list[str] = []
+    outcomes = cache.export_cached(
+        cfg, [JOB], tmp / out, lines.append, cache_root=tmp / "cache", export=fake, **kw
+    )  # type: ignore[arg-type]
+    return outcomes, lines
+
+
+def test_a_second_run_exports_nothing_and_says_so(project: Path) -> None:
+    cfg = load(project)
+    fake = FakeExport()
+    first, _ = run(cfg, project, fake, "out1")
+    second, lines = run(cfg, project, fake, "out2")
+    assert fake.calls == [["op17-dynamo"]]
+    assert [o.directory.name for o in second] == ["op17-dynamo", "op17-dynamo-fp16"]
+    assert sum("reused from cache" in line for line in lines) == 2, lines
+    assert any(line.startswith("nothing exported") for line in lines), lines
+    for a, b in zip(first, second, strict=True):
+        reread = read_manifest(b.directory)  # every hash checked
+        assert reread.files == a.manifest.files
+        assert cache.was_reused(reread) and not cache.was_reused(a.manifest)
+        export = next(f for f in reread.findings if f.name == "export")
+        assert "reused from cache" in export.message and export.figures["cache"] == "reused"
+
+
+def test_a_changed_model_is_exported_again(project: Path) -> None:
+    fake = FakeExport()
+    run(load(project), project, fake, "out1")
+    (project / "weights.pt").write_bytes(b"retrained")
+    _, lines = run(load(project), project, fake, "out2")
+    assert len(fake.calls) == 2
+    assert not any("reused" in line for line in lines)
+
+
+def corrupt_file(entry: Path) -> None:
+    (entry / "op17-dynamo-fp16" / MODEL).write_bytes(b"flipped bits")
+
+
+def drop_entry_json(entry: Path) -> None:
+    (entry / cache.ENTRY).unlink()
+
+
+def drop_bundle(entry: Path) -> None:
+    import shutil
+
+    shutil.rmtree(entry / "op17-dynamo-fp16")
+
+
+def bad_manifest(entry: Path) -> None:
+    (entry / "op17-dynamo" / MANIFEST).write_text("{not json")
+
+
+def edited_entry(entry: Path) -> None:
+    meta = json.loads((entry / cache.ENTRY).read_text())
+    meta["key"] = "0" * 64
+    (entry / cache.ENTRY).write_text(json.dumps(meta))
+
+
+@pytest.mark.parametrize("damage", [corrupt_file, drop_entry_json, drop_bundle, bad_manifest, edited_entry])
+def test_a_corrupt_or_partial_entry_is_exported_again_with_a_warning(project: Path, damage: object) -> None:
+    cfg = load(project)
+    fake = FakeExport()
+    run(cfg, project, fake, "out1")
+    [entry] = list(cache.entries(project / "cache"))
+    damage(entry)  # type: ignore[operator]
+    outcomes, lines = run(cfg, project, fake, "out2")
+    assert len(fake.calls) == 2, lines
+    assert any("warning: the cached export is unusable" in line for line in lines), lines
+    for o in outcomes:
+        assert not cache.was_reused(read_manifest(o.directory))
+        assert (o.directory / MODEL).read_bytes().endswith(b"export 2")
+    # the fresh export replaced the bad entry, so the third run reuses it
+    _, third = run(cfg, project, fake, "out3")
+    assert len(fake.calls) == 2 and any("reused from cache" in line for line in third), third
+
+
+def test_an_export_that_did_not_finish_is_not_stored(project: Path) -> None:
+    fake = FakeExport(figures={})  # the parent's record of a crash or a timeout has no figures
+    run(load(project), project, fake, "out1")
+    run(load(project), project, fake, "out2")
+    assert len(fake.calls) == 2
+    assert list(cache.entries(project / "cache")) == []
+
+
+def test_no_cache_exports_every_time(project: Path) -> None:
+    fake = FakeExport()
+    run(load(project), project, fake, "out1")
+    _, lines = run(load(project), project, fake, "out2", enabled=False)
+    assert len(fake.calls) == 2
+    assert "export cache: off" in lines[0]
+
+
+def test_export_cache_false_in_the_config() -> None:
+    text = CONFIG.replace("timeout_s: 300}", "timeout_s: 300, cache: false}")
+    assert config.parse(text, Path("onnx-gate.yml")).export.cache is False
+    assert config.parse(CONFIG, Path("onnx-gate.yml")).export.cache is True
+
+
+def test_the_least_recently_used_entries_beyond_the_limit_are_pruned(project: Path) -> None:
+    import os
+
+    fake = FakeExport()
+    keys = []
+    for n in range(3):
+        (project / "weights.pt").write_bytes(f"weights {n}".encode())
+        cfg = load(project)
+        run(cfg, project, fake, "out")
+        key = cache.key_for(cfg, JOB, exclude=[project / "out", project / "cache"])
+        keys.append(key.digest)
+        entry = cache.entry_dir(project / "cache", key)
+        os.utime(entry / cache.ENTRY, (1000.0 + n, 1000.0 + n))  # in order of use
+    assert len(fake.calls) == 3 and len(list(cache.entries(project / "cache"))) == 3
+    cache.prune(project / "cache", keep=2)
+    assert [p.name for p in cache.entries(project / "cache")] == sorted(keys[1:])

@@ -44,6 +44,12 @@
 #define DIE_ENV "ONNX_GATE_TEST_RUNNER_DIE"
 #define CPU_EP "CPUExecutionProvider"
 
+#if defined(__GNUC__) || defined(__clang__)
+#define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
+#else
+#define PRINTF_LIKE(f, a)
+#endif
+
 static const OrtApi *ort;
 static OrtEnv *env;
 static OrtAllocator *allocator;
@@ -51,7 +57,7 @@ static OrtMemoryInfo *cpu_memory;
 
 /* ---------------------------------------------------------------- small helpers */
 
-static void usage(const char *fmt, ...) {
+PRINTF_LIKE(1, 2) static void usage(const char *fmt, ...) {
     va_list ap;
     fputs("observe: ", stderr);
     va_start(ap, fmt);
@@ -142,7 +148,7 @@ static char *status_message(OrtStatus *status) {
     return m;
 }
 
-static char *format(const char *fmt, ...) {
+PRINTF_LIKE(1, 2) static char *format(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
@@ -175,7 +181,7 @@ static void sb_put(sb *b, const char *p, size_t n) {
     b->s[b->len] = '\0';
 }
 
-static void sb_printf(sb *b, const char *fmt, ...) {
+PRINTF_LIKE(2, 3) static void sb_printf(sb *b, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);

@@ -293,3 +293,38 @@ def test_a_broken_file_is_one_line_naming_it(
     assert why in done.stderr
     with pytest.raises(tp.TensorProtoError):  # the Python codec refuses the same bytes
         tp.loads_tensor(src.read_bytes())
+
+
+def test_native_cells_are_planned_from_npm_and_routed_to_a_runner_job() -> None:
+    import dataclasses
+
+    from ci_onnx import config
+    from ci_onnx import plan as planning
+    from tests.conftest import EXAMPLE_CONFIG, FakeIndex
+
+    base_cfg = config.load(EXAMPLE_CONFIG)
+    targets = dataclasses.replace(
+        base_cfg.targets,
+        runtimes=("1.29.0", "1.24.1"),
+        providers=("cpu",),
+        include=(),
+        exclude=(),
+        runners=("python", "native"),
+    )
+    cfg = dataclasses.replace(
+        base_cfg,
+        export=dataclasses.replace(base_cfg.export, opsets=(17,), exporters=("dynamo",)),
+        targets=targets,
+    )
+    index = FakeIndex({"onnxruntime": ["1.29.0", "1.24.1"], "npm:onnxruntime-node": ["1.29.0", "1.24.1"]})
+    plan = planning.expand(cfg, index)
+    assert "npm:onnxruntime-node" in index.asked
+    jobs = {t.id: planning.matrix_entry(t)["job"] for t in plan.targets}
+    assert jobs == {
+        "ort1.29.0-cpu-op17-dynamo": "container",
+        "ort1.24.1-cpu-op17-dynamo": "container",
+        "native-ort1.29.0-cpu-op17-dynamo": "runner",
+        "native-ort1.24.1-cpu-op17-dynamo": "runner",
+    }
+    entry = planning.matrix_entry(Target.from_id("native-ort1.24.1-cpu-op17-dynamo"))
+    assert (entry["runs-on"], entry["runner"]) == (["ubuntu-latest"], "native")

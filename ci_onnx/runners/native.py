@@ -1,0 +1,337 @@
+"""The native runner kind: libonnxruntime through ONNX Runtime's C API, observed by a small C program.
+
+The view of a C or C++ serving application. ``native/observe.c`` (C11, with its own TensorProto
+codec in ``native/tensorproto.c``) ships in the package as source and is compiled here with the
+host's C compiler, against the C headers of one package (nothing fetched is committed), once per
+source hash. It dlopens the release's libonnxruntime instead of linking to it, and asks for the
+lowest C API version that has every function it calls, so one build observes any release from
+1.12 on (a binary linked against one release fails on another with "version 'VERS_1.30.0' not
+found").
+
+Where the parts come from (npm, installed into the cache like the node runner's packages):
+
+- the C headers, and 1.29.0's Linux x64 library: ``com.github.asus4.onnxruntime`` 0.4.9, a Unity
+  package that ships ONNX Runtime 1.29.0 for every platform (its iOS framework carries the headers;
+  its Plugins/Android/onnxruntime.aar is the official onnxruntime-android AAR);
+- every other release's library: ``onnxruntime-node`` of that release, which ships its own
+  ``libonnxruntime.so.1`` beside the Node binding (the same install the node runner uses).
+
+Linux here. macOS would take ``libonnxruntime.dylib`` (the Unity package's Plugins/macOS/arm64, or
+onnxruntime-node's bin/napi-v*/darwin) and read peak memory from getrusage; Windows would build
+observe.c with LoadLibrary/GetProcAddress in place of dlopen/dlsym against ``onnxruntime.dll``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ci_onnx import envs, matrix, proc
+from ci_onnx.bundle import read_manifest
+from ci_onnx.errors import EnvironmentProblem
+from ci_onnx.results import Observation
+from ci_onnx.runners.base import OBSERVATION, CollectError, Provisioning, RunnerEnv, read_observation
+from ci_onnx.target import Target
+from ci_onnx.verify.options import VerifyOptions
+
+KIND = "native"
+SOURCES = Path(__file__).parent / "native"
+PROFILE = "native_profile.json"
+VERBOSE_LOG = "verbose.log"
+API_VERSION = 12
+"""The ORT C API version observe.c asks for (OBSERVE_API_VERSION there): releases 1.12 and newer."""
+HEADERS_PACKAGE, HEADERS_VERSION = "com.github.asus4.onnxruntime", "0.4.9"
+HEADERS_RELEASE = "1.29.0"
+"""The ONNX Runtime release the headers package ships (and whose Linux library it carries)."""
+HEADERS_DIR = "Plugins/iOS~/onnxruntime.xcframework/ios-arm64/onnxruntime.framework/Headers"
+LIB_PACKAGE = "onnxruntime-node"
+BUILD_FLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread")
+LINK_FLAGS = ("-ldl",)
+BUILD_TIMEOUT_S = 300.0
+READY = "onnx-gate-env.txt"
+"""The marker of a finished install, the same as the node runner's (they share onnxruntime-node's)."""
+_ARCH = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}
+
+
+def _tool(names: Sequence[str], environ: Mapping[str, str], why: str) -> str:
+    for name in names:
+        found = shutil.which(name, path=environ.get("PATH"))
+        if found:
+            return found
+    raise EnvironmentProblem(why)
+
+
+def compiler(environ: Mapping[str, str]) -> str:
+    """$CC, else cc, gcc or clang on PATH."""
+    if environ.get("CC"):
+        return _tool([environ["CC"]], environ, f"the native runner's CC={environ['CC']} is not on PATH")
+    return _tool(
+        ["cc", "gcc", "clang"],
+        environ,
+        "the native runner needs a C compiler (cc, gcc or clang on PATH, or CC); on Debian/Ubuntu "
+        "`apt-get install gcc`",
+    )
+
+
+def _sources() -> list[Path]:
+    return sorted([*SOURCES.glob("*.c"), *SOURCES.glob("*.h")])
+
+
+def build(
+    out_dir: Path,
+    *,
+    cc: str,
+    include_dir: Path,
+    flags: Sequence[str] = (),
+    environ: Mapping[str, str],
+) -> Path:
+    """The observer compiled with ``cc`` against the C headers in ``include_dir``, cached by a hash of
+    the sources, the compiler, the flags and the header; EnvironmentProblem with the compiler's
+    first error when it does not build. ``flags`` add to -std=c11 -O2 -Wall -Wextra -Werror (a
+    cross compiler's --target, -static...)."""
+    header = include_dir / "onnxruntime_c_api.h"
+    if not header.is_file():
+        raise EnvironmentProblem(f"native runner: {include_dir} holds no onnxruntime_c_api.h")
+    digest = hashlib.sha256()
+    for part in [*(p.read_bytes() for p in _sources()), cc.encode(), "\0".join(flags).encode()]:
+        digest.update(hashlib.sha256(part).digest())
+    digest.update(hashlib.sha256(header.read_bytes()).digest())
+    program = out_dir / f"observe-{digest.hexdigest()[:16]}"
+    if program.is_file():
+        return program
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sources = [str(p) for p in _sources() if p.suffix == ".c"]
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".build-") as tmp:
+        built = Path(tmp) / "observe"
+        argv = [
+            cc, *BUILD_FLAGS, *flags, "-I", str(include_dir), *sources, "-o", str(built), *LINK_FLAGS
+        ]  # fmt: skip
+        done = proc.run(
+            argv, timeout=BUILD_TIMEOUT_S, env=dict(environ), what="native runner: compiling observe.c"
+        )
+        if not done.ok or not built.is_file():
+            first = (
+                next((ln for ln in done.stderr.splitlines() if "error" in ln), "") or done.describe_failure()
+            )
+            raise EnvironmentProblem(
+                f"native runner: observe.c does not build with {cc}: {first.strip()[:400]}"
+            )
+        os.replace(built, program)
+    return program
+
+
+def observer_argv(
+    program: str,
+    *,
+    lib: str,
+    bundle: str,
+    out: str,
+    target: Target,
+    options: VerifyOptions,
+    batch_sizes: Sequence[int],
+) -> list[str]:
+    """The observer's command line (the android kind runs the same one over adb)."""
+    argv = [
+        program,
+        "--lib", lib,
+        "--bundle", bundle,
+        "--target-id", target.id,
+        "--ep", target.provider,
+        "--out", out,
+        "--latency-runs", str(options.latency_runs),
+        "--batch-sizes", ",".join(str(n) for n in sorted(batch_sizes)),
+    ]  # fmt: skip
+    if options.strict_fallback:
+        argv.append("--strict-fallback")
+    return argv
+
+
+def npm_package(package: str, version: str, how: Provisioning) -> Path:
+    """``package@version`` installed under the cache (``npm/<package>-<version>``, the node runner's
+    layout, so its onnxruntime-node installs are shared); the package's directory."""
+    from ci_onnx.runners.node import _NO_VERSION, INSTALL_TIMEOUT_S, SKIP_POSTINSTALL
+
+    path = how.cache_dir / "npm" / f"{package}-{version}"
+    module = path / "node_modules" / package
+    if (path / READY).is_file():
+        return module
+    npm = _tool(
+        ["npm"], how.environ, "the native runner installs its parts with `npm`; install Node.js and npm"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with envs._locked(path.parent / f"{path.name}.lock"):
+        if (path / READY).is_file():
+            return module
+        if path.exists():
+            shutil.rmtree(path)  # a half-finished install from an interrupted run
+        spec = f"{package}@{version}"
+        done = proc.run(
+            [npm, "install", "--prefix", path, spec, "--no-audit", "--no-fund", "--ignore-scripts"],
+            timeout=INSTALL_TIMEOUT_S,
+            env={**how.environ, **SKIP_POSTINSTALL},
+            what=f"native runner: {spec}",
+        )
+        if not done.ok:
+            shutil.rmtree(path, ignore_errors=True)
+            if _NO_VERSION.search(done.stderr + done.stdout):
+                raise LookupError(spec)
+            raise EnvironmentProblem(f"native runner: npm install {spec} failed, {done.describe_failure()}")
+        installed = module / "package.json"
+        got = json.loads(installed.read_text()).get("version") if installed.is_file() else None
+        if got != version:
+            shutil.rmtree(path, ignore_errors=True)
+            raise EnvironmentProblem(
+                f"native runner: npm installed {package} {got or 'nothing'}, not {version}"
+            )
+        (path / READY).write_text(f"{spec}\n")
+    return module
+
+
+def headers(how: Provisioning) -> Path:
+    """The ONNX Runtime C headers, from the installed Unity package."""
+    try:
+        module = npm_package(HEADERS_PACKAGE, HEADERS_VERSION, how)
+    except LookupError:
+        raise EnvironmentProblem(
+            f"native runner: {HEADERS_PACKAGE} {HEADERS_VERSION} (the C headers) is not on the npm registry"
+        ) from None
+    include = module / HEADERS_DIR
+    if not (include / "onnxruntime_c_api.h").is_file():
+        raise EnvironmentProblem(f"native runner: {HEADERS_PACKAGE} {HEADERS_VERSION} has no {HEADERS_DIR}")
+    return include
+
+
+def _arch() -> str:
+    machine = platform.machine().lower()
+    if machine not in _ARCH:
+        raise EnvironmentProblem(f"the native runner has no libonnxruntime for the {machine} architecture")
+    return _ARCH[machine]
+
+
+def releases_with_a_library(environ: Mapping[str, str]) -> list[str]:
+    """The releases a library comes from: the Unity package's, and onnxruntime-node's from 1.12 on."""
+    from ci_onnx.resolve import _ask_npm, _is_final
+
+    try:
+        found = [v for v in _ask_npm(LIB_PACKAGE, environ) if _is_final(v)]
+    except EnvironmentProblem:
+        found = []
+    keep = {v for v in found if matrix.version_key(v) >= matrix.version_key(f"1.{API_VERSION}")}
+    return sorted(keep | {HEADERS_RELEASE}, key=matrix.version_key)
+
+
+def library(release: str, how: Provisioning) -> Path:
+    """The libonnxruntime of ``release`` for this machine; EnvironmentProblem in one line if none."""
+    if not sys.platform.startswith("linux"):
+        raise EnvironmentProblem(
+            f"the native runner runs on Linux here, not {sys.platform}; macOS and Windows are designed "
+            "(see the README's native runner section), not built"
+        )
+    arch = _arch()
+    if matrix.version_key(release) < matrix.version_key(f"1.{API_VERSION}"):
+        raise EnvironmentProblem(
+            f"native runner: onnxruntime {release} predates ORT C API {API_VERSION}; the native runner "
+            f"observes releases 1.{API_VERSION} and newer"
+        )
+    if release == HEADERS_RELEASE and arch == "x64":
+        lib = headers(how).parents[4] / "Linux" / "x64" / "libonnxruntime.so"
+        if lib.is_file():
+            return lib
+    try:
+        module = npm_package(LIB_PACKAGE, release, how)
+    except LookupError:
+        known = ", ".join(releases_with_a_library(how.environ))
+        raise EnvironmentProblem(
+            f"native runner: no libonnxruntime for release {release}: {LIB_PACKAGE} has no release "
+            f"{release} on the npm registry; releases with a library: {known}"
+        ) from None
+    found = sorted(module.glob(f"bin/napi-v*/linux/{arch}/libonnxruntime.so.1"))
+    if not found:
+        raise EnvironmentProblem(
+            f"native runner: {LIB_PACKAGE} {release} ships no libonnxruntime.so.1 for linux/{arch}"
+        )
+    return found[-1]
+
+
+class NativeRunner:
+    kind = KIND
+
+    def provision(self, release: str, provider: str, how: Provisioning) -> RunnerEnv:
+        """The release's library (``path``: the runtime is one shared library) and the built observer."""
+        lib = library(release, how)
+        cc = compiler(how.environ)
+        program = build(
+            how.cache_dir / "native" / "build", cc=cc, include_dir=headers(how), environ=how.environ
+        )
+        package = HEADERS_PACKAGE if lib.name == "libonnxruntime.so" else LIB_PACKAGE
+        return RunnerEnv(KIND, release, lib, str(program), package)
+
+    def launch(
+        self,
+        env: RunnerEnv,
+        bundle: Path,
+        target: Target,
+        out_dir: Path,
+        options: VerifyOptions,
+        *,
+        ep: str,
+        base_env: Mapping[str, str],
+    ) -> proc.Completed:
+        from ci_onnx.runners.feeds import batch_axis_problem
+
+        manifest = read_manifest(bundle, verify_hashes=False)
+        sizes = [] if batch_axis_problem(manifest) else sorted(manifest.batch_sizes)
+        argv = observer_argv(
+            env.program,
+            lib=str(env.path),
+            bundle=str(bundle.resolve()),
+            out=str(out_dir.resolve()),
+            target=target,
+            options=options,
+            batch_sizes=sizes,
+        )
+        return proc.run(argv, timeout=options.timeout_s, env=base_env, what=f"{target.id} runner")
+
+    def collect(self, out_dir: Path) -> Observation:
+        return collect(out_dir)
+
+
+def collect(out_dir: Path) -> Observation:
+    """The observation, with the placement learnt from the profile trace of the parity runs or, where
+    it holds no node events, the verbose log of the session created at verbose level."""
+    from ci_onnx import serde
+    from ci_onnx.runners.placement import from_verbose_log, profile_nodes, summarise
+
+    obs = read_observation(out_dir)
+    trace, log = out_dir / PROFILE, out_dir / VERBOSE_LOG
+    if obs.placement is not None or obs.load_error or not (trace.is_file() or log.is_file()):
+        return obs
+    requested = obs.providers_requested[0] if obs.providers_requested else "CPUExecutionProvider"
+    placement = None
+    try:
+        nodes = profile_nodes(json.loads(trace.read_bytes())) if trace.is_file() else []
+        if nodes:
+            placement = summarise(requested, nodes, None)
+        elif log.is_file():
+            placement = from_verbose_log(requested, log.read_text(errors="replace"))
+    except (OSError, ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
+        raise CollectError(f"the runner wrote an unreadable profile trace ({exc})") from None
+    if placement is None:
+        obs = dataclasses.replace(
+            obs, placement_error="the profile and the verbose log hold no node placements"
+        )
+    else:
+        obs = dataclasses.replace(obs, placement=placement)
+    (out_dir / OBSERVATION).write_text(serde.dumps(obs))
+    return obs
+
+
+RUNNER = NativeRunner()

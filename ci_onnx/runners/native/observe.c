@@ -1,0 +1,1642 @@
+/* The native runner: observe one bundle on one libonnxruntime through ONNX Runtime's C API, draw no
+ * verdict. The view of a C or C++ serving application.
+ *
+ *   observe --lib PATH/libonnxruntime.so --bundle DIR --target-id ID --ep NAME --out DIR
+ *           --latency-runs N --batch-sizes 1,8 [--strict-fallback] [--memory-threads N]
+ *
+ * writes OUT/observation.json (the Observation of ci_onnx/results.py), every observed output as a
+ * TensorProto file, the profile trace of the parity runs (native_profile.json) and the verbose log
+ * of a session created at verbose level (verbose.log, from a logging callback); the Python side turns
+ * them into a Placement with the code every runner shares. Exit 0 when it observed (a model that
+ * fails to load is `load_error` in the JSON); 2 with one line on stderr for a usage error (an
+ * unknown argument or EP, a library that cannot be loaded, a bundle without a readable manifest).
+ *
+ * The library is dlopen'd, never linked, and asked for the lowest API version that has every
+ * function called here (OBSERVE_API_VERSION), so one build runs against any release from 1.12 on:
+ * a binary linked against one release fails on another with "version 'VERS_1.30.0' not found".
+ *
+ * C11 plus POSIX (dlopen, pthreads, clock_gettime). Linux and Android read memory from
+ * /proc/self/status; macOS would read getrusage's lifetime peak (noted in the observation). Windows
+ * would take LoadLibrary/GetProcAddress for dlopen/dlsym and GetProcessMemoryInfo for VmHWM.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <dlfcn.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "onnxruntime_c_api.h"
+#include "tensorproto.h"
+
+#define OBSERVE_API_VERSION 12 /* SessionOptionsAppendExecutionProvider is the newest function used */
+#define WARMUP_RUNS 3
+#define MESSAGE_MAX 2000
+#define DIE_ENV "ONNX_GATE_TEST_RUNNER_DIE"
+#define CPU_EP "CPUExecutionProvider"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
+#else
+#define PRINTF_LIKE(f, a)
+#endif
+
+static const OrtApi *ort;
+static OrtEnv *env;
+static OrtAllocator *allocator;
+static OrtMemoryInfo *cpu_memory;
+
+/* ---------------------------------------------------------------- small helpers */
+
+PRINTF_LIKE(1, 2) static void usage(const char *fmt, ...) {
+    va_list ap;
+    fputs("observe: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(2);
+}
+
+static void *xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) usage("out of memory");
+    return p;
+}
+
+static void *xcalloc(size_t n, size_t size) {
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) usage("out of memory");
+    return p;
+}
+
+static char *xstrdup(const char *s) {
+    size_t n = strlen(s);
+    char *p = xmalloc(n + 1);
+    memcpy(p, s, n + 1);
+    return p;
+}
+
+static char *join_path(const char *a, const char *b) {
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *p = xmalloc(n);
+    snprintf(p, n, "%s/%s", a, b);
+    return p;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+static double round_to(double x, int digits) {
+    double scale = 1.0;
+    for (int i = 0; i < digits; i++) scale *= 10.0;
+    double y = x * scale;
+    long long r = (long long)(y < 0 ? y - 0.5 : y + 0.5);
+    return (double)r / scale;
+}
+
+/* A message on one line: whitespace runs collapsed to one space, at most MESSAGE_MAX bytes (cut on a
+ * UTF-8 boundary), as the Python runner's _message writes it. */
+static char *one_line(const char *text) {
+    size_t n = strlen(text);
+    char *out = xmalloc(n + 1);
+    size_t o = 0;
+    int space = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f') {
+            space = o > 0;
+            continue;
+        }
+        if (space) out[o++] = ' ';
+        space = 0;
+        out[o++] = (char)c;
+    }
+    if (o > MESSAGE_MAX) {
+        o = MESSAGE_MAX;
+        while (o > 0 && ((unsigned char)out[o] & 0xC0) == 0x80) o--;
+    }
+    out[o] = '\0';
+    if (!o) {
+        free(out);
+        return xstrdup("error");
+    }
+    return out;
+}
+
+/* A status nothing can be done about (freeing memory failed). */
+static void ignore(OrtStatus *status) {
+    if (status) ort->ReleaseStatus(status);
+}
+
+/* The status's message (one line), releasing the status. */
+static char *status_message(OrtStatus *status) {
+    char *m = one_line(ort->GetErrorMessage(status));
+    ort->ReleaseStatus(status);
+    return m;
+}
+
+PRINTF_LIKE(1, 2) static char *format(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *p = xmalloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+/* ---------------------------------------------------------------- a growing string, and JSON out */
+
+typedef struct {
+    char *s;
+    size_t len, cap;
+} sb;
+
+static void sb_put(sb *b, const char *p, size_t n) {
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *grown = realloc(b->s, cap);
+        if (!grown) usage("out of memory");
+        b->s = grown;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, p, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+PRINTF_LIKE(2, 3) static void sb_printf(sb *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *tmp = xmalloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(tmp, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    sb_put(b, tmp, (size_t)n);
+    free(tmp);
+}
+
+static void sb_json_str(sb *b, const char *s) {
+    sb_put(b, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') {
+            char esc[2] = {'\\', (char)*p};
+            sb_put(b, esc, 2);
+        } else if (*p < 0x20) {
+            sb_printf(b, "\\u%04x", *p);
+        } else {
+            sb_put(b, (const char *)p, 1);
+        }
+    }
+    sb_put(b, "\"", 1);
+}
+
+/* A JSON object or array built one entry at a time. */
+static void sb_entry(sb *b, const char *key) {
+    if (b->len) sb_put(b, ", ", 2);
+    if (key) {
+        sb_json_str(b, key);
+        sb_put(b, ": ", 2);
+    }
+}
+
+static void sb_kv_str(sb *b, const char *key, const char *value) {
+    sb_entry(b, key);
+    sb_json_str(b, value);
+}
+
+/* ---------------------------------------------------------------- JSON in (the bundle's manifest) */
+
+typedef enum { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ } jtype;
+
+typedef struct jval {
+    jtype t;
+    double num;
+    char *str;
+    size_t n;
+    struct jval *items;
+    char **keys;
+} jval;
+
+typedef struct {
+    const char *p, *end;
+    const char *err;
+} jparser;
+
+static void j_free(jval *v) {
+    free(v->str);
+    for (size_t i = 0; i < v->n; i++) {
+        j_free(&v->items[i]);
+        if (v->keys) free(v->keys[i]);
+    }
+    free(v->items);
+    free(v->keys);
+}
+
+static void j_ws(jparser *j) {
+    while (j->p < j->end && (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t')) j->p++;
+}
+
+static void utf8_put(sb *b, unsigned cp) {
+    char u[4];
+    if (cp < 0x80) {
+        u[0] = (char)cp;
+        sb_put(b, u, 1);
+    } else if (cp < 0x800) {
+        u[0] = (char)(0xC0 | (cp >> 6));
+        u[1] = (char)(0x80 | (cp & 0x3F));
+        sb_put(b, u, 2);
+    } else if (cp < 0x10000) {
+        u[0] = (char)(0xE0 | (cp >> 12));
+        u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        u[2] = (char)(0x80 | (cp & 0x3F));
+        sb_put(b, u, 3);
+    } else {
+        u[0] = (char)(0xF0 | (cp >> 18));
+        u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        u[3] = (char)(0x80 | (cp & 0x3F));
+        sb_put(b, u, 4);
+    }
+}
+
+static int j_hex4(jparser *j, unsigned *out) {
+    if (j->end - j->p < 4) return -1;
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = *j->p++;
+        v <<= 4;
+        if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
+        else return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static char *j_string(jparser *j) {
+    sb b = {0};
+    sb_put(&b, "", 0);
+    j->p++; /* the opening quote */
+    while (j->p < j->end && *j->p != '"') {
+        char c = *j->p++;
+        if (c != '\\') {
+            sb_put(&b, &c, 1);
+            continue;
+        }
+        if (j->p >= j->end) break;
+        char e = *j->p++;
+        const char *simple = strchr("\"\\/bfnrt", e);
+        if (simple && e) {
+            static const char map[] = "\"\\/\b\f\n\r\t";
+            sb_put(&b, &map[simple - "\"\\/bfnrt"], 1);
+        } else if (e == 'u') {
+            unsigned cp;
+            if (j_hex4(j, &cp)) goto bad;
+            if (cp >= 0xD800 && cp < 0xDC00 && j->end - j->p >= 6 && j->p[0] == '\\' && j->p[1] == 'u') {
+                unsigned lo;
+                j->p += 2;
+                if (j_hex4(j, &lo) || lo < 0xDC00 || lo > 0xDFFF) goto bad;
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            }
+            utf8_put(&b, cp);
+        } else {
+            goto bad;
+        }
+    }
+    if (j->p >= j->end) goto bad;
+    j->p++;
+    return b.s;
+bad:
+    free(b.s);
+    j->err = "a bad string";
+    return NULL;
+}
+
+static int j_value(jparser *j, jval *v, int depth) {
+    memset(v, 0, sizeof *v);
+    j_ws(j);
+    if (depth > 64) return j->err = "nested too deep", -1;
+    if (j->p >= j->end) return j->err = "unexpected end", -1;
+    char c = *j->p;
+    if (c == '{' || c == '[') {
+        int obj = c == '{';
+        v->t = obj ? J_OBJ : J_ARR;
+        j->p++;
+        size_t cap = 0;
+        j_ws(j);
+        if (j->p < j->end && *j->p == (obj ? '}' : ']')) {
+            j->p++;
+            return 0;
+        }
+        for (;;) {
+            if (v->n == cap) {
+                cap = cap ? cap * 2 : 8;
+                jval *items = realloc(v->items, cap * sizeof *items);
+                char **keys = obj ? realloc(v->keys, cap * sizeof *keys) : NULL;
+                if (!items || (obj && !keys)) usage("out of memory");
+                v->items = items;
+                if (obj) v->keys = keys;
+            }
+            if (obj) {
+                j_ws(j);
+                if (j->p >= j->end || *j->p != '"') return j->err = "expected a key", -1;
+                char *key = j_string(j);
+                if (!key) return -1;
+                j_ws(j);
+                if (j->p >= j->end || *j->p != ':') {
+                    free(key);
+                    return j->err = "expected ':'", -1;
+                }
+                j->p++;
+                v->keys[v->n] = key;
+            }
+            if (j_value(j, &v->items[v->n], depth + 1)) {
+                v->n++;
+                return -1;
+            }
+            v->n++;
+            j_ws(j);
+            if (j->p < j->end && *j->p == ',') {
+                j->p++;
+                continue;
+            }
+            if (j->p < j->end && *j->p == (obj ? '}' : ']')) {
+                j->p++;
+                return 0;
+            }
+            return j->err = "expected ',' or a closing bracket", -1;
+        }
+    }
+    if (c == '"') {
+        v->t = J_STR;
+        v->str = j_string(j);
+        return v->str ? 0 : -1;
+    }
+    if (!strncmp(j->p, "null", 4) && j->end - j->p >= 4) return j->p += 4, v->t = J_NULL, 0;
+    if (!strncmp(j->p, "true", 4) && j->end - j->p >= 4) return j->p += 4, v->t = J_BOOL, v->num = 1, 0;
+    if (!strncmp(j->p, "false", 5) && j->end - j->p >= 5) return j->p += 5, v->t = J_BOOL, 0;
+    char *stop;
+    v->num = strtod(j->p, &stop);
+    if (stop == j->p) return j->err = "unexpected character", -1;
+    v->t = J_NUM;
+    j->p = stop;
+    return 0;
+}
+
+static const jval *j_get(const jval *obj, const char *key) {
+    if (!obj || obj->t != J_OBJ) return NULL;
+    for (size_t i = 0; i < obj->n; i++)
+        if (!strcmp(obj->keys[i], key)) return &obj->items[i];
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- the manifest */
+
+typedef struct {
+    char *name;
+    char *dtype;
+    int tensor;          /* values.kind(dtype) == "tensor" */
+    size_t ndim;
+    char *dim0;          /* str(shape[0]), NULL for a 0-d spec */
+    int dim0_symbolic;
+    int dim0_declared;   /* "0" in dynamic_axes[name] */
+} spec;
+
+typedef struct {
+    spec *inputs, *outputs;
+    size_t n_inputs, n_outputs;
+    char **sets;
+    size_t n_sets;
+} manifest;
+
+static int read_specs(const jval *list, const jval *dynamic, spec **out, size_t *n) {
+    if (!list || list->t != J_ARR) return -1;
+    *out = xcalloc(list->n, sizeof(spec));
+    *n = list->n;
+    for (size_t i = 0; i < list->n; i++) {
+        spec *s = &(*out)[i];
+        const jval *name = j_get(&list->items[i], "name"), *shape = j_get(&list->items[i], "shape");
+        const jval *dtype = j_get(&list->items[i], "dtype");
+        if (!name || name->t != J_STR || !shape || shape->t != J_ARR) return -1;
+        s->name = xstrdup(name->str);
+        s->dtype = xstrdup(dtype && dtype->t == J_STR ? dtype->str : "");
+        const char *paren = strchr(s->dtype, '(');
+        s->tensor = !paren || !strncmp(s->dtype, "tensor(", 7);
+        s->ndim = shape->n;
+        if (shape->n) {
+            const jval *d0 = &shape->items[0];
+            s->dim0_symbolic = d0->t == J_STR;
+            s->dim0 = d0->t == J_STR ? xstrdup(d0->str) : format("%lld", (long long)d0->num);
+        }
+        const jval *axes = j_get(dynamic, s->name);
+        s->dim0_declared = j_get(axes, "0") != NULL;
+    }
+    return 0;
+}
+
+static void free_manifest(manifest *m) {
+    for (size_t i = 0; i < m->n_inputs + m->n_outputs; i++) {
+        spec *s = i < m->n_inputs ? &m->inputs[i] : &m->outputs[i - m->n_inputs];
+        free(s->name);
+        free(s->dtype);
+        free(s->dim0);
+    }
+    free(m->inputs);
+    free(m->outputs);
+    for (size_t i = 0; i < m->n_sets; i++) free(m->sets[i]);
+    free(m->sets);
+}
+
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    sb b = {0};
+    char chunk[65536];
+    size_t n;
+    sb_put(&b, "", 0);
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) sb_put(&b, chunk, n);
+    fclose(f);
+    *len = b.len;
+    return b.s;
+}
+
+static void read_manifest(const char *bundle, manifest *m) {
+    memset(m, 0, sizeof *m);
+    char *path = join_path(bundle, "manifest.json");
+    size_t len;
+    char *text = read_file(path, &len);
+    if (!text) usage("%s: %s; is this a bundle written by `onnx-gate export`?", path, strerror(errno));
+    jparser j = {text, text + len, NULL};
+    jval root;
+    if (j_value(&j, &root, 0)) usage("%s: not valid JSON (%s); re-run `onnx-gate export`", path, j.err);
+    const jval *dynamic = j_get(&root, "dynamic_axes"), *sets = j_get(&root, "test_data_sets");
+    if (read_specs(j_get(&root, "inputs"), dynamic, &m->inputs, &m->n_inputs) ||
+        read_specs(j_get(&root, "outputs"), dynamic, &m->outputs, &m->n_outputs) || !sets || sets->t != J_ARR)
+        usage("%s: not a manifest of onnx-gate (inputs, outputs or test_data_sets); re-run `onnx-gate export`",
+              path);
+    m->sets = xcalloc(sets->n, sizeof(char *));
+    for (size_t i = 0; i < sets->n; i++) {
+        const jval *dir = j_get(&sets->items[i], "directory");
+        if (!dir || dir->t != J_STR || strstr(dir->str, "..") || dir->str[0] == '/')
+            usage("%s: test_data_sets[%zu].directory is not a directory of the bundle", path, i);
+        m->sets[m->n_sets++] = xstrdup(dir->str);
+    }
+    j_free(&root);
+    free(text);
+    free(path);
+}
+
+/* Why the inputs have no batch axis to serve other batch sizes on; NULL when they have one
+ * (ci_onnx/runners/feeds.py batch_axis_problem: the same rule). */
+static int batch_axis_problem(const manifest *m) {
+    if (!m->n_inputs) return 1;
+    for (size_t i = 0; i < m->n_inputs; i++) {
+        const spec *s = &m->inputs[i];
+        if (!s->tensor || !s->ndim) return 1;
+        if (!s->dim0_symbolic && !s->dim0_declared) return 1;
+        if (strcmp(s->dim0, m->inputs[0].dim0)) return 1;
+    }
+    return 0;
+}
+
+/* Whether output `s`'s axis 0 is the inputs' batch axis (feeds.py batched_outputs). */
+static int batched_output(const manifest *m, const spec *s) {
+    if (!s->tensor || !s->ndim) return 0;
+    if (s->dim0_declared) return 1;
+    if (!s->dim0_symbolic) return 0;
+    for (size_t i = 0; i < m->n_inputs; i++)
+        if (m->inputs[i].ndim && m->inputs[i].dim0_symbolic && !strcmp(m->inputs[i].dim0, s->dim0)) return 1;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- values: a set of named tensors */
+
+typedef struct {
+    size_t n;
+    char **names;
+    tp_tensor *t;
+} values;
+
+static void free_values(values *v) {
+    for (size_t i = 0; i < v->n; i++) {
+        free(v->names[i]);
+        tp_free(&v->t[i]);
+    }
+    free(v->names);
+    free(v->t);
+    memset(v, 0, sizeof *v);
+}
+
+static const tp_tensor *value_of(const values *v, const char *name) {
+    for (size_t i = 0; i < v->n; i++)
+        if (!strcmp(v->names[i], name)) return &v->t[i];
+    return NULL;
+}
+
+/* The inputs of one test data set, by the manifest's order; NULL and *err on failure. */
+static int read_inputs(const manifest *m, const char *bundle, const char *dir, values *out, char **err) {
+    memset(out, 0, sizeof *out);
+    out->names = xcalloc(m->n_inputs, sizeof(char *));
+    out->t = xcalloc(m->n_inputs, sizeof(tp_tensor));
+    for (size_t i = 0; i < m->n_inputs; i++) {
+        if (!m->inputs[i].tensor) {
+            *err = format("input %s is a %s; the native runner feeds tensors only", m->inputs[i].name,
+                          m->inputs[i].dtype);
+            free_values(out);
+            return -1;
+        }
+        char rel[64];
+        snprintf(rel, sizeof rel, "input_%zu.pb", i);
+        char *sub = join_path(bundle, dir), *path = join_path(sub, rel);
+        char why[1024];
+        int rc = tp_load(path, &out->t[i], why, sizeof why);
+        free(sub);
+        free(path);
+        if (rc) {
+            *err = format("%s; re-run `onnx-gate export`", why);
+            free_values(out);
+            return -1;
+        }
+        out->names[i] = xstrdup(m->inputs[i].name);
+        out->n = i + 1;
+    }
+    return 0;
+}
+
+static size_t row_bytes(const tp_tensor *t) {
+    size_t per = 1;
+    for (size_t d = 1; d < t->ndim; d++) per *= (size_t)t->dims[d];
+    return t->data_type == TP_STRING ? per : tp_raw_size(t->data_type, per);
+}
+
+/* Rows `idx[0..n)` of `t` along axis 0, cycling (feeds.first: np.take with arange(n) % dim0). */
+static int take_rows(const tp_tensor *t, const size_t *idx, size_t n, tp_tensor *out, char **err) {
+    memset(out, 0, sizeof *out);
+    if (!t->ndim) return *err = format("tensor %s is 0-d, so it has no batch axis", t->name), -1;
+    if (tp_bits(t->data_type) && tp_bits(t->data_type) < 8)
+        return *err = format("the native runner cannot take rows of %d-bit elements", tp_bits(t->data_type)), -1;
+    *out = *t;
+    out->name = xstrdup(t->name);
+    size_t dim0 = (size_t)t->dims[0];
+    if (!dim0) n = 0; /* an empty axis stays empty */
+    out->dims[0] = (int64_t)n;
+    size_t per = row_bytes(t), elems = 1;
+    for (size_t d = 1; d < t->ndim; d++) elems *= (size_t)t->dims[d];
+    out->count = n * elems;
+    out->data = NULL;
+    out->strings = NULL;
+    out->string_lengths = NULL;
+    if (t->data_type == TP_STRING) {
+        out->strings = xcalloc(out->count, sizeof(char *));
+        out->string_lengths = xcalloc(out->count, sizeof(size_t));
+        for (size_t r = 0; r < n; r++)
+            for (size_t k = 0; k < elems; k++) {
+                size_t src = (idx[r] % dim0) * elems + k, dst = r * elems + k;
+                out->strings[dst] = xmalloc(t->string_lengths[src] + 1);
+                memcpy(out->strings[dst], t->strings[src], t->string_lengths[src] + 1);
+                out->string_lengths[dst] = t->string_lengths[src];
+            }
+        return 0;
+    }
+    out->nbytes = n * per;
+    out->data = xmalloc(out->nbytes);
+    for (size_t r = 0; r < n; r++) memcpy(out->data + r * per, t->data + (idx[r] % dim0) * per, per);
+    return 0;
+}
+
+static int take_values(const values *v, size_t start, size_t n, values *out, char **err) {
+    memset(out, 0, sizeof *out);
+    size_t *idx = xmalloc(n * sizeof(size_t));
+    for (size_t i = 0; i < n; i++) idx[i] = start + i;
+    out->names = xcalloc(v->n, sizeof(char *));
+    out->t = xcalloc(v->n, sizeof(tp_tensor));
+    for (size_t i = 0; i < v->n; i++) {
+        if (take_rows(&v->t[i], idx, n, &out->t[i], err)) {
+            free(idx);
+            free_values(out);
+            return -1;
+        }
+        out->names[i] = xstrdup(v->names[i]);
+        out->n = i + 1;
+    }
+    free(idx);
+    return 0;
+}
+
+/* Parts stacked on axis 0 (np.concatenate); -1 and *err when they do not stack. */
+static int stack(tp_tensor *const *parts, size_t n, tp_tensor *out, char **err) {
+    memset(out, 0, sizeof *out);
+    const tp_tensor *first = parts[0];
+    for (size_t i = 0; i < n; i++) {
+        const tp_tensor *p = parts[i];
+        if (!p->ndim) return *err = xstrdup("an output is not a tensor with a batch axis"), -1;
+        int same = p->data_type == first->data_type && p->ndim == first->ndim;
+        for (size_t d = 1; same && d < p->ndim; d++) same = p->dims[d] == first->dims[d];
+        if (!same) return *err = xstrdup("the parts differ in element type or in the shape after axis 0"), -1;
+    }
+    if (first->data_type == TP_STRING || tp_bits(first->data_type) < 8)
+        return *err = xstrdup("the native runner stacks tensors of whole-byte elements only"), -1;
+    *out = *first;
+    out->name = xstrdup(first->name);
+    out->dims[0] = 0;
+    out->nbytes = 0;
+    for (size_t i = 0; i < n; i++) out->dims[0] += parts[i]->dims[0], out->nbytes += parts[i]->nbytes;
+    out->count = out->nbytes / (tp_raw_size(first->data_type, 1) ? tp_raw_size(first->data_type, 1) : 1);
+    out->data = xmalloc(out->nbytes);
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (parts[i]->nbytes) memcpy(out->data + at, parts[i]->data, parts[i]->nbytes);
+        at += parts[i]->nbytes;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- a session and its runs */
+
+typedef struct {
+    OrtSession *sess;
+    size_t n_in, n_out;
+    char **in_names, **out_names;
+    int64_t *in_dim0; /* axis 0 of each input as the model declares it; -1 when not fixed */
+} session;
+
+static void free_session(session *s) {
+    for (size_t i = 0; i < s->n_in; i++) free(s->in_names[i]);
+    for (size_t i = 0; i < s->n_out; i++) free(s->out_names[i]);
+    free(s->in_names);
+    free(s->out_names);
+    free(s->in_dim0);
+    if (s->sess) ort->ReleaseSession(s->sess);
+    memset(s, 0, sizeof *s);
+}
+
+static char *take_name(char *name) {
+    char *copy = xstrdup(name);
+    ignore(ort->AllocatorFree(allocator, name));
+    return copy;
+}
+
+static OrtStatus *describe_session(session *s) {
+    OrtStatus *st;
+    if ((st = ort->SessionGetInputCount(s->sess, &s->n_in)) || (st = ort->SessionGetOutputCount(s->sess, &s->n_out)))
+        return st;
+    s->in_names = xcalloc(s->n_in, sizeof(char *));
+    s->out_names = xcalloc(s->n_out, sizeof(char *));
+    s->in_dim0 = xcalloc(s->n_in, sizeof(int64_t));
+    for (size_t i = 0; i < s->n_in; i++) {
+        char *name;
+        if ((st = ort->SessionGetInputName(s->sess, i, allocator, &name))) return st;
+        s->in_names[i] = take_name(name);
+        s->in_dim0[i] = -1;
+        OrtTypeInfo *info;
+        if ((st = ort->SessionGetInputTypeInfo(s->sess, i, &info))) return st;
+        const OrtTensorTypeAndShapeInfo *tinfo = NULL;
+        enum ONNXType type = ONNX_TYPE_UNKNOWN;
+        if (!(st = ort->GetOnnxTypeFromTypeInfo(info, &type)) && type == ONNX_TYPE_TENSOR &&
+            !(st = ort->CastTypeInfoToTensorInfo(info, &tinfo)) && tinfo) {
+            size_t nd = 0;
+            if (!(st = ort->GetDimensionsCount(tinfo, &nd)) && nd) {
+                int64_t *dims = xcalloc(nd, sizeof(int64_t));
+                if (!(st = ort->GetDimensions(tinfo, dims, nd))) s->in_dim0[i] = dims[0];
+                free(dims);
+            }
+        }
+        ort->ReleaseTypeInfo(info);
+        if (st) return st;
+    }
+    for (size_t i = 0; i < s->n_out; i++) {
+        char *name;
+        if ((st = ort->SessionGetOutputName(s->sess, i, allocator, &name))) return st;
+        s->out_names[i] = take_name(name);
+    }
+    return NULL;
+}
+
+static OrtStatus *to_ortvalue(const tp_tensor *t, OrtValue **out) {
+    if (t->data_type == TP_STRING) {
+        OrtStatus *st = ort->CreateTensorAsOrtValue(allocator, t->dims, t->ndim, ONNX_TENSOR_ELEMENT_DATA_TYPE_STRING, out);
+        if (st) return st;
+        return ort->FillStringTensor(*out, (const char *const *)t->strings, t->count);
+    }
+    return ort->CreateTensorWithDataAsOrtValue(cpu_memory, t->data ? (void *)t->data : (void *)"", t->nbytes,
+                                               t->dims, t->ndim, (ONNXTensorElementDataType)t->data_type, out);
+}
+
+static char *from_ortvalue(const OrtValue *v, const char *name, tp_tensor *out) {
+    memset(out, 0, sizeof *out);
+    int is_tensor = 0;
+    OrtStatus *st = ort->IsTensor(v, &is_tensor);
+    if (st) return status_message(st);
+    if (!is_tensor) return format("output %s is not a tensor; the native runner reads tensors only", name);
+    OrtTensorTypeAndShapeInfo *info;
+    if ((st = ort->GetTensorTypeAndShape(v, &info))) return status_message(st);
+    ONNXTensorElementDataType type;
+    size_t nd = 0, count = 0;
+    if (!(st = ort->GetTensorElementType(info, &type)) && !(st = ort->GetDimensionsCount(info, &nd)) &&
+        nd <= TP_MAX_DIMS && !(st = ort->GetDimensions(info, out->dims, nd)))
+        st = ort->GetTensorShapeElementCount(info, &count);
+    ort->ReleaseTensorTypeAndShapeInfo(info);
+    if (st) return status_message(st);
+    if (nd > TP_MAX_DIMS) return format("output %s has %zu dimensions", name, nd);
+    out->name = xstrdup(name);
+    out->data_type = (int32_t)type;
+    out->ndim = nd;
+    out->count = count;
+    if (type == ONNX_TENSOR_ELEMENT_DATA_TYPE_STRING) {
+        size_t total = 0;
+        if ((st = ort->GetStringTensorDataLength(v, &total))) return tp_free(out), status_message(st);
+        char *buf = xmalloc(total + 1);
+        size_t *offsets = xcalloc(count, sizeof(size_t));
+        if ((st = ort->GetStringTensorContent(v, buf, total, offsets, count))) {
+            free(buf);
+            free(offsets);
+            tp_free(out);
+            return status_message(st);
+        }
+        out->strings = xcalloc(count, sizeof(char *));
+        out->string_lengths = xcalloc(count, sizeof(size_t));
+        for (size_t i = 0; i < count; i++) {
+            size_t end = i + 1 < count ? offsets[i + 1] : total, n = end - offsets[i];
+            out->strings[i] = xmalloc(n + 1);
+            memcpy(out->strings[i], buf + offsets[i], n);
+            out->strings[i][n] = '\0';
+            out->string_lengths[i] = n;
+        }
+        free(buf);
+        free(offsets);
+        return NULL;
+    }
+    if (!tp_bits(out->data_type)) {
+        tp_free(out);
+        return format("output %s has element type %d, which the native runner cannot write", name, (int)type);
+    }
+    out->nbytes = tp_raw_size(out->data_type, count);
+    out->data = xmalloc(out->nbytes);
+    void *data = NULL;
+    if (count && (st = ort->GetTensorMutableData((OrtValue *)v, &data))) return tp_free(out), status_message(st);
+    if (count) memcpy(out->data, data, out->nbytes);
+    return NULL;
+}
+
+/* One run: every output of the session, by name. NULL, or the runtime's message. */
+static char *run(const session *s, const values *feeds, values *got) {
+    memset(got, 0, sizeof *got);
+    OrtValue **ins = xcalloc(feeds->n, sizeof(OrtValue *)), **outs = xcalloc(s->n_out, sizeof(OrtValue *));
+    const char **names = xcalloc(feeds->n, sizeof(char *));
+    char *err = NULL;
+    for (size_t i = 0; i < feeds->n && !err; i++) {
+        names[i] = feeds->names[i];
+        OrtStatus *st = to_ortvalue(&feeds->t[i], &ins[i]);
+        if (st) err = status_message(st);
+    }
+    if (!err) {
+        OrtStatus *st = ort->Run(s->sess, NULL, names, (const OrtValue *const *)ins, feeds->n,
+                                 (const char *const *)s->out_names, s->n_out, outs);
+        if (st) err = status_message(st);
+    }
+    if (!err) {
+        got->names = xcalloc(s->n_out, sizeof(char *));
+        got->t = xcalloc(s->n_out, sizeof(tp_tensor));
+        for (size_t i = 0; i < s->n_out && !err; i++) {
+            err = from_ortvalue(outs[i], s->out_names[i], &got->t[i]);
+            if (!err) got->names[got->n++] = xstrdup(s->out_names[i]);
+        }
+        if (err) free_values(got);
+    }
+    for (size_t i = 0; i < feeds->n; i++)
+        if (ins[i]) ort->ReleaseValue(ins[i]);
+    for (size_t i = 0; i < s->n_out; i++)
+        if (outs[i]) ort->ReleaseValue(outs[i]);
+    free(ins);
+    free(outs);
+    free(names);
+    return err;
+}
+
+/* One run without keeping the outputs (latency and memory). */
+static char *run_only(const session *s, OrtValue *const *ins, const char *const *names, size_t n) {
+    OrtValue **outs = xcalloc(s->n_out, sizeof(OrtValue *));
+    OrtStatus *st = ort->Run(s->sess, NULL, names, (const OrtValue *const *)ins, n,
+                             (const char *const *)s->out_names, s->n_out, outs);
+    for (size_t i = 0; i < s->n_out; i++)
+        if (outs[i]) ort->ReleaseValue(outs[i]);
+    free(outs);
+    return st ? status_message(st) : NULL;
+}
+
+/* The inputs as OrtValues, once, for repeated runs. */
+typedef struct {
+    size_t n;
+    OrtValue **ins;
+    const char **names;
+} prepared;
+
+static char *prepare(const values *feeds, prepared *p) {
+    p->n = feeds->n;
+    p->ins = xcalloc(feeds->n, sizeof(OrtValue *));
+    p->names = xcalloc(feeds->n, sizeof(char *));
+    for (size_t i = 0; i < feeds->n; i++) {
+        p->names[i] = feeds->names[i];
+        OrtStatus *st = to_ortvalue(&feeds->t[i], &p->ins[i]);
+        if (st) return status_message(st);
+    }
+    return NULL;
+}
+
+static void free_prepared(prepared *p) {
+    for (size_t i = 0; i < p->n; i++)
+        if (p->ins[i]) ort->ReleaseValue(p->ins[i]);
+    free(p->ins);
+    free(p->names);
+}
+
+/* feeds.run_set: one test data set in one run, or in chunks of a batch axis the model froze while the
+ * manifest declares it. */
+static char *run_set(const session *s, const manifest *m, const values *feeds, values *got) {
+    int64_t chunk = -1;
+    int several = 0;
+    for (size_t i = 0; i < s->n_in; i++)
+        if (s->in_dim0[i] >= 0) {
+            if (chunk >= 0 && chunk != s->in_dim0[i]) several = 1;
+            chunk = s->in_dim0[i];
+        }
+    int64_t count = -1;
+    for (size_t i = 0; i < feeds->n; i++)
+        if (feeds->t[i].ndim) {
+            if (count >= 0 && count != feeds->t[i].dims[0]) several = 1;
+            count = feeds->t[i].dims[0];
+        }
+    if (batch_axis_problem(m) || several || chunk <= 0 || count < 0 || chunk >= count || count % chunk)
+        return run(s, feeds, got);
+    size_t n_parts = (size_t)(count / chunk);
+    values *parts = xcalloc(n_parts, sizeof(values));
+    char *err = NULL;
+    for (size_t p = 0; p < n_parts && !err; p++) {
+        values part;
+        if (take_values(feeds, (size_t)chunk * p, (size_t)chunk, &part, &err)) break;
+        err = run(s, &part, &parts[p]);
+        free_values(&part);
+    }
+    int fallback = 0;
+    if (!err) {
+        memset(got, 0, sizeof *got);
+        got->names = xcalloc(parts[0].n, sizeof(char *));
+        got->t = xcalloc(parts[0].n, sizeof(tp_tensor));
+        tp_tensor **each = xcalloc(n_parts, sizeof(tp_tensor *));
+        for (size_t o = 0; o < parts[0].n && !err && !fallback; o++) {
+            for (size_t p = 0; p < n_parts; p++) each[p] = &parts[p].t[o];
+            if (!each[0]->ndim) {
+                fallback = 1; /* not a batched output: let the runtime say what is wrong */
+                break;
+            }
+            if (stack(each, n_parts, &got->t[o], &err)) break;
+            got->names[got->n++] = xstrdup(parts[0].names[o]);
+        }
+        free(each);
+        if (err || fallback) free_values(got);
+    }
+    for (size_t p = 0; p < n_parts; p++) free_values(&parts[p]);
+    free(parts);
+    if (fallback) return run(s, feeds, got);
+    return err;
+}
+
+/* ---------------------------------------------------------------- writing outputs */
+
+static void make_dirs(const char *path) {
+    char *p = xstrdup(path);
+    for (char *c = p + 1; *c; c++)
+        if (*c == '/') {
+            *c = '\0';
+            mkdir(p, 0755);
+            *c = '/';
+        }
+    mkdir(p, 0755);
+    free(p);
+}
+
+/* feeds.save: the outputs the manifest declares, as DIR/output_<i>.pb; the JSON object of files. */
+static char *save(const char *out, const char *dir, const manifest *m, const values *got, sb *files) {
+    char *sub = join_path(out, dir);
+    make_dirs(sub);
+    free(sub);
+    for (size_t i = 0; i < m->n_outputs; i++) {
+        const tp_tensor *t = value_of(got, m->outputs[i].name);
+        if (!t) continue;
+        char *rel = format("%s/output_%zu.pb", dir, i), *path = join_path(out, rel);
+        tp_tensor named = *t;
+        named.name = m->outputs[i].name;
+        char why[1024];
+        int rc = tp_save(path, &named, why, sizeof why);
+        free(path);
+        if (rc) {
+            free(rel);
+            return xstrdup(why);
+        }
+        sb_kv_str(files, m->outputs[i].name, rel);
+        free(rel);
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- logging: the verbose log */
+
+static FILE *capture;
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void ORT_API_CALL on_log(void *param, OrtLoggingLevel severity, const char *category, const char *logid,
+                                const char *code_location, const char *message) {
+    (void)param;
+    static const char letters[] = "VIWEF";
+    char letter = severity >= 0 && severity <= 4 ? letters[severity] : '?';
+    pthread_mutex_lock(&log_lock);
+    /* The line onnxruntime's own sink writes, so ci_onnx/runners/placement.py reads it unchanged. */
+    FILE *to = capture ? capture : (severity >= ORT_LOGGING_LEVEL_WARNING ? stderr : NULL);
+    if (to) fprintf(to, "[%c:%s:%s, %s] %s\n", letter, category, logid, code_location, message);
+    pthread_mutex_unlock(&log_lock);
+}
+
+/* ---------------------------------------------------------------- execution providers */
+
+typedef struct {
+    const char *key;  /* providers.toml */
+    const char *ep;   /* the name onnxruntime registers */
+    const char *name; /* SessionOptionsAppendExecutionProvider's name; NULL: see append_ep */
+} ep_info;
+
+static const ep_info EPS[] = {
+    {"cpu", CPU_EP, NULL},
+    {"xnnpack", "XnnpackExecutionProvider", "XNNPACK"},
+    {"nnapi", "NnapiExecutionProvider", NULL},
+    {"coreml", "CoreMLExecutionProvider", "CoreML"},
+    {"openvino", "OpenVINOExecutionProvider", "OpenVINO"},
+    {"qnn", "QNNExecutionProvider", "QNN"},
+    {"snpe", "SNPEExecutionProvider", "SNPE"},
+    {"webgpu", "WebGpuExecutionProvider", "WebGPU"},
+};
+
+static void *library;
+
+typedef OrtStatus *(ORT_API_CALL *nnapi_fn)(OrtSessionOptions *, uint32_t);
+
+/* Appends the EP (nothing for cpu): NULL, or why the library cannot. */
+static char *append_ep(OrtSessionOptions *so, const ep_info *ep) {
+    if (!strcmp(ep->key, "cpu")) return NULL;
+    if (!strcmp(ep->key, "nnapi")) {
+        /* Only Android builds export it; looked up, so one build runs against any library. */
+        void *sym = dlsym(library, "OrtSessionOptionsAppendExecutionProvider_Nnapi");
+        if (!sym) return xstrdup("this libonnxruntime has no OrtSessionOptionsAppendExecutionProvider_Nnapi");
+        nnapi_fn fn;
+        memcpy(&fn, &sym, sizeof fn);
+        OrtStatus *st = fn(so, 0);
+        return st ? status_message(st) : NULL;
+    }
+    OrtStatus *st = ort->SessionOptionsAppendExecutionProvider(so, ep->name, NULL, NULL, 0);
+    return st ? status_message(st) : NULL;
+}
+
+typedef struct {
+    const ep_info *ep;
+    int with_ep;
+    int strict;
+    const char *profile; /* prefix, or NULL */
+    int severity;
+} session_config;
+
+/* A session: NULL, or the runtime's message (*append_failed set when the EP could not be appended). */
+static char *create_session(const char *model, const session_config *c, session *out, int *append_failed) {
+    memset(out, 0, sizeof *out);
+    OrtSessionOptions *so;
+    OrtStatus *st = ort->CreateSessionOptions(&so);
+    if (st) return status_message(st);
+    char *err = NULL;
+    if ((st = ort->SetSessionLogSeverityLevel(so, c->severity)) ||
+        (c->severity == 0 && (st = ort->SetSessionLogVerbosityLevel(so, 0))) ||
+        (c->strict && (st = ort->AddSessionConfigEntry(so, "session.disable_cpu_ep_fallback", "1"))) ||
+        (c->profile && (st = ort->EnableProfiling(so, c->profile))))
+        err = status_message(st);
+    if (!err && c->with_ep && (err = append_ep(so, c->ep)) && append_failed) *append_failed = 1;
+    if (!err && (st = ort->CreateSession(env, model, so, &out->sess))) err = status_message(st);
+    ort->ReleaseSessionOptions(so);
+    if (!err && (st = describe_session(out))) err = status_message(st);
+    if (err) free_session(out);
+    return err;
+}
+
+/* ---------------------------------------------------------------- memory */
+
+static double status_mb(const char *key) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    double kb = -1;
+    size_t n = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, n) && line[n] == ':') {
+            kb = strtod(line + n + 1, NULL);
+            break;
+        }
+    fclose(f);
+    return kb < 0 ? -1 : kb / 1024.0;
+}
+
+/* Resets VmHWM to the current RSS (Linux 4.0+), so that it then holds the peak while serving. */
+static int reset_peak(void) {
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return 0;
+    int ok = fputs("5", f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
+typedef struct {
+    const session *s;
+    const prepared *p;
+    size_t runs_each;
+    double deadline;
+    char *err;
+    volatile int done;
+} server;
+
+static void *serve(void *arg) {
+    server *sv = arg;
+    size_t done = 0;
+    while (!sv->err && (done < sv->runs_each || now_ms() < sv->deadline)) {
+        sv->err = run_only(sv->s, sv->p->ins, sv->p->names, sv->p->n);
+        done++;
+    }
+    pthread_mutex_lock(&log_lock);
+    sv->done = 1;
+    pthread_mutex_unlock(&log_lock);
+    return NULL;
+}
+
+static int all_done(server *sv, size_t n) {
+    int done = 1;
+    pthread_mutex_lock(&log_lock);
+    for (size_t i = 0; i < n; i++) done &= sv[i].done;
+    pthread_mutex_unlock(&log_lock);
+    return done;
+}
+
+/* ---------------------------------------------------------------- latency */
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double percentile(const double *sorted, size_t n, double p) {
+    double rank = p / 100.0 * (double)(n - 1); /* numpy's default (linear) interpolation */
+    size_t lo = (size_t)rank, hi = lo + 1 < n ? lo + 1 : n - 1;
+    return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - (double)lo);
+}
+
+/* ---------------------------------------------------------------- the test hook */
+
+static void die_after_load(const char *target_id) {
+    const char *hook = getenv(DIE_ENV);
+    if (!hook || !*hook) return;
+    char *how = xstrdup(hook), *pattern = strchr(how, ':');
+    if (pattern) *pattern++ = '\0';
+    if (!pattern || fnmatch(pattern, target_id, 0) == 0) {
+        if (!strcmp(how, "hang"))
+            for (;;) sleep(60);
+        if (!strcmp(how, "SIGKILL")) raise(SIGKILL);
+        if (!strcmp(how, "SIGSEGV")) raise(SIGSEGV);
+        if (!strcmp(how, "SIGABRT")) raise(SIGABRT);
+    }
+    free(how);
+}
+
+/* ---------------------------------------------------------------- arguments */
+
+typedef struct {
+    const char *lib, *bundle, *target_id, *ep_key, *out;
+    long latency_runs, memory_threads;
+    size_t *sizes;
+    size_t n_sizes;
+    int strict;
+} args;
+
+static long parse_count(const char *flag, const char *v, long lo) {
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || end == v || *end || n < lo || n > 1000000) usage("%s %s: not a whole number >= %ld", flag, v, lo);
+    return n;
+}
+
+static int cmp_size(const void *a, const void *b) {
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void parse_args(int argc, char **argv, args *a) {
+    memset(a, 0, sizeof *a);
+    a->latency_runs = 20;
+    a->memory_threads = 4;
+    for (int i = 1; i < argc; i++) {
+        const char *k = argv[i];
+        if (!strcmp(k, "--strict-fallback")) {
+            a->strict = 1;
+            continue;
+        }
+        if (i + 1 >= argc) usage("%s needs a value", k);
+        const char *v = argv[++i];
+        if (!strcmp(k, "--lib")) a->lib = v;
+        else if (!strcmp(k, "--bundle")) a->bundle = v;
+        else if (!strcmp(k, "--target-id")) a->target_id = v;
+        else if (!strcmp(k, "--ep")) a->ep_key = v;
+        else if (!strcmp(k, "--out")) a->out = v;
+        else if (!strcmp(k, "--latency-runs")) a->latency_runs = parse_count(k, v, 1);
+        else if (!strcmp(k, "--memory-threads")) a->memory_threads = parse_count(k, v, 1);
+        else if (!strcmp(k, "--batch-sizes")) {
+            free(a->sizes);
+            a->sizes = xcalloc(strlen(v) / 2 + 1, sizeof(size_t));
+            a->n_sizes = 0;
+            char *copy = xstrdup(v), *save_ptr = NULL;
+            for (char *tok = strtok_r(copy, ",", &save_ptr); tok; tok = strtok_r(NULL, ",", &save_ptr))
+                a->sizes[a->n_sizes++] = (size_t)parse_count(k, tok, 1);
+            free(copy);
+            qsort(a->sizes, a->n_sizes, sizeof(size_t), cmp_size);
+        } else usage("unknown argument %s", k);
+    }
+    const char *missing = !a->lib ? "--lib" : !a->bundle ? "--bundle" : !a->target_id ? "--target-id"
+                        : !a->ep_key ? "--ep" : !a->out ? "--out" : NULL;
+    if (missing) usage("%s is required", missing);
+}
+
+static const ep_info *find_ep(const char *key) {
+    for (size_t i = 0; i < sizeof EPS / sizeof EPS[0]; i++)
+        if (!strcmp(EPS[i].key, key)) return &EPS[i];
+    sb known = {0};
+    for (size_t i = 0; i < sizeof EPS / sizeof EPS[0]; i++) sb_printf(&known, "%s%s", i ? ", " : "", EPS[i].key);
+    usage("--ep %s: the native runner knows %s (the keys of providers.toml it can append)", key, known.s);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- the observation */
+
+typedef struct {
+    sb outputs, run_errors, batch_outputs, batch_errors, batch_reference, notes, unmeasured, latency;
+    char *load_error, *strict_fallback_error, *batch_reference_error;
+    double session_create_ms, peak_rss_mb, rss_before_mb;
+    long memory_threads;
+} observation;
+
+static void write_observation(const args *a, const char *version, const char *available, const char *requested,
+                              const char *registered, observation *o) {
+    struct utsname u;
+    char platform[512] = "unknown";
+    if (uname(&u) == 0) snprintf(platform, sizeof platform, "%s-%s-%s", u.sysname, u.release, u.machine);
+    sb j = {0};
+    sb_printf(&j, "{\n  \"schema_version\": 1,\n  \"target_id\": ");
+    sb_json_str(&j, a->target_id);
+    sb_printf(&j, ",\n  \"environment\": {\"runtime_version\": ");
+    sb_json_str(&j, version);
+    sb_printf(&j, ", \"providers_available\": [%s], \"providers_registered\": [%s], \"platform\": ",
+              available, registered);
+    sb_json_str(&j, platform);
+    sb_printf(&j, ", \"runner\": \"ort-native\", \"runner_version\": \"observe.c (ORT C API %d)\"},\n",
+              OBSERVE_API_VERSION);
+    sb_printf(&j, "  \"providers_requested\": [%s],\n  \"load_error\": ", requested);
+    sb_json_str(&j, o->load_error ? o->load_error : "");
+    sb_printf(&j, ",\n  \"strict_fallback_error\": ");
+    sb_json_str(&j, o->strict_fallback_error ? o->strict_fallback_error : "");
+    sb_printf(&j, ",\n  \"outputs\": {%s},\n  \"run_errors\": {%s},\n", o->outputs.s ? o->outputs.s : "",
+              o->run_errors.s ? o->run_errors.s : "");
+    sb_printf(&j, "  \"batch_outputs\": {%s},\n  \"batch_errors\": {%s},\n  \"batch_reference\": {%s},\n",
+              o->batch_outputs.s ? o->batch_outputs.s : "", o->batch_errors.s ? o->batch_errors.s : "",
+              o->batch_reference.s ? o->batch_reference.s : "");
+    sb_printf(&j, "  \"batch_reference_error\": ");
+    sb_json_str(&j, o->batch_reference_error ? o->batch_reference_error : "");
+    sb_printf(&j, ",\n  \"latency\": [%s],\n", o->latency.s ? o->latency.s : "");
+    if (o->session_create_ms >= 0) sb_printf(&j, "  \"session_create_ms\": %.3f,\n", o->session_create_ms);
+    if (o->peak_rss_mb >= 0) sb_printf(&j, "  \"peak_rss_mb\": %.2f,\n", o->peak_rss_mb);
+    if (o->rss_before_mb >= 0) sb_printf(&j, "  \"rss_before_mb\": %.2f,\n", o->rss_before_mb);
+    sb_printf(&j, "  \"memory_threads\": %ld,\n  \"notes\": [%s],\n  \"unmeasured\": {%s}\n}\n", o->memory_threads,
+              o->notes.s ? o->notes.s : "", o->unmeasured.s ? o->unmeasured.s : "");
+    char *path = join_path(a->out, "observation.json");
+    FILE *f = fopen(path, "w");
+    if (!f || fwrite(j.s, 1, j.len, f) != j.len || fclose(f)) usage("%s: cannot write: %s", path, strerror(errno));
+    free(path);
+    free(j.s);
+}
+
+static void set_error(sb *obj, const char *key, const char *message) {
+    char *m = one_line(message);
+    sb_kv_str(obj, key, m);
+    free(m);
+}
+
+/* The parity runs: every test data set, outputs saved. */
+static void parity_runs(const session *s, const manifest *m, const args *a, observation *o) {
+    for (size_t d = 0; d < m->n_sets; d++) {
+        values feeds, got;
+        char *err = NULL;
+        if (!read_inputs(m, a->bundle, m->sets[d], &feeds, &err)) {
+            err = run_set(s, m, &feeds, &got);
+            free_values(&feeds);
+        }
+        if (!err) {
+            sb files = {0};
+            err = save(a->out, m->sets[d], m, &got, &files);
+            free_values(&got);
+            if (!err) {
+                sb_entry(&o->outputs, m->sets[d]);
+                sb_printf(&o->outputs, "{%s}", files.s ? files.s : "");
+            }
+            free(files.s);
+        }
+        if (err) set_error(&o->run_errors, m->sets[d], err);
+        free(err);
+    }
+}
+
+/* Each served batch size in one run, and the same samples one at a time as its reference
+ * (ci_onnx/runners/ort.py _batch_runs: the same semantics). Returns the sizes that ran. */
+static size_t batch_runs(const session *s, const manifest *m, const args *a, observation *o, const values *data,
+                         size_t *working) {
+    size_t n_working = 0, max = a->sizes[a->n_sizes - 1];
+    values samples;
+    char *err = NULL;
+    if (take_values(data, 0, max, &samples, &err)) {
+        o->batch_reference_error = format("reading the inputs failed: %s", err);
+        free(err);
+        return 0;
+    }
+    values *singles = xcalloc(max, sizeof(values));
+    size_t n_singles = 0;
+    for (size_t i = 0; i < max && !err; i++) {
+        values one;
+        if (take_values(&samples, i, 1, &one, &err)) break;
+        err = run(s, &one, &singles[i]);
+        free_values(&one);
+        if (!err) n_singles++;
+    }
+    if (err) {
+        char *m1 = one_line(err);
+        o->batch_reference_error = format("single-sample runs failed: %s", m1);
+        free(m1);
+        free(err);
+        err = NULL;
+    } else {
+        values stacked = {0};
+        stacked.names = xcalloc(singles[0].n, sizeof(char *));
+        stacked.t = xcalloc(singles[0].n, sizeof(tp_tensor));
+        tp_tensor **each = xcalloc(max, sizeof(tp_tensor *));
+        for (size_t k = 0; k < singles[0].n && !err; k++) {
+            const spec *sp = NULL;
+            for (size_t q = 0; q < m->n_outputs; q++)
+                if (!strcmp(m->outputs[q].name, singles[0].names[k])) sp = &m->outputs[q];
+            if (!sp || !batched_output(m, sp)) continue;
+            for (size_t i = 0; i < max; i++) each[i] = &singles[i].t[k];
+            if (stack(each, max, &stacked.t[stacked.n], &err)) break;
+            stacked.names[stacked.n++] = xstrdup(singles[0].names[k]);
+        }
+        free(each);
+        if (!err) err = save(a->out, "batch_reference", m, &stacked, &o->batch_reference);
+        if (err) {
+            char *m1 = one_line(err);
+            o->batch_reference_error = format("the single-sample outputs do not stack on axis 0: %s", m1);
+            free(m1);
+            free(err);
+            free(o->batch_reference.s);
+            memset(&o->batch_reference, 0, sizeof o->batch_reference);
+        }
+        free_values(&stacked);
+    }
+    for (size_t i = 0; i < n_singles; i++) free_values(&singles[i]);
+    free(singles);
+    for (size_t k = 0; k < a->n_sizes; k++) {
+        size_t n = a->sizes[k];
+        char key[32];
+        snprintf(key, sizeof key, "%zu", n);
+        const char *frozen = NULL;
+        int64_t frozen_at = 0;
+        for (size_t i = 0; i < s->n_in && !frozen; i++)
+            if (s->in_dim0[i] >= 0 && (size_t)s->in_dim0[i] != n) frozen = s->in_names[i], frozen_at = s->in_dim0[i];
+        if (frozen) {
+            char *why = format("the batch axis of input '%s' is fixed at %lld in the model, so it cannot serve "
+                               "batch %zu; export it with a dynamic batch axis (dynamic_axes)",
+                               frozen, (long long)frozen_at, n);
+            set_error(&o->batch_errors, key, why);
+            free(why);
+            continue;
+        }
+        values feeds, got;
+        err = NULL;
+        if (!take_values(&samples, 0, n, &feeds, &err)) {
+            err = run(s, &feeds, &got);
+            free_values(&feeds);
+        }
+        if (!err) {
+            char dir[64];
+            snprintf(dir, sizeof dir, "batch_%zu", n);
+            sb files = {0};
+            err = save(a->out, dir, m, &got, &files);
+            free_values(&got);
+            if (!err) {
+                sb_entry(&o->batch_outputs, key);
+                sb_printf(&o->batch_outputs, "{%s}", files.s ? files.s : "");
+                working[n_working++] = n;
+            }
+            free(files.s);
+        }
+        if (err) set_error(&o->batch_errors, key, err);
+        free(err);
+    }
+    free_values(&samples);
+    return n_working;
+}
+
+static void latency_and_memory(const session *s, const args *a, observation *o, const values *data,
+                               const size_t *working, size_t n_working) {
+    double *times = xcalloc((size_t)a->latency_runs, sizeof(double));
+    for (size_t k = 0; k < n_working; k++) {
+        values feeds;
+        prepared p = {0};
+        char *err = NULL;
+        if (take_values(data, 0, working[k], &feeds, &err)) {
+            free(err);
+            continue;
+        }
+        err = prepare(&feeds, &p);
+        for (int i = 0; i < WARMUP_RUNS && !err; i++) err = run_only(s, p.ins, p.names, p.n);
+        for (long i = 0; i < a->latency_runs && !err; i++) {
+            double t0 = now_ms();
+            err = run_only(s, p.ins, p.names, p.n);
+            times[i] = now_ms() - t0;
+        }
+        if (err) {
+            char *why = format("timing batch %zu failed: %s", working[k], err);
+            sb_entry(&o->notes, NULL);
+            sb_json_str(&o->notes, why);
+            free(why);
+        } else {
+            qsort(times, (size_t)a->latency_runs, sizeof(double), cmp_double);
+            size_t n = (size_t)a->latency_runs;
+            sb_entry(&o->latency, NULL);
+            sb_printf(&o->latency, "{\"batch_size\": %zu, \"p50_ms\": %.4f, \"p90_ms\": %.4f, \"p99_ms\": %.4f, "
+                      "\"runs\": %ld}", working[k], round_to(percentile(times, n, 50), 4),
+                      round_to(percentile(times, n, 90), 4), round_to(percentile(times, n, 99), 4), a->latency_runs);
+        }
+        free(err);
+        free_prepared(&p);
+        free_values(&feeds);
+    }
+    free(times);
+    if (!n_working) return;
+
+    /* Peak RSS while memory_threads threads serve the largest batch, for at least 0.25 s. */
+    values feeds;
+    prepared p = {0};
+    char *err = NULL;
+    if (take_values(data, 0, working[n_working - 1], &feeds, &err)) {
+        sb_kv_str(&o->unmeasured, "memory", err);
+        free(err);
+        return;
+    }
+    err = prepare(&feeds, &p);
+    double before = status_mb("VmRSS");
+    int reset = before >= 0 && reset_peak();
+    size_t threads = (size_t)a->memory_threads;
+    server *sv = xcalloc(threads, sizeof(server));
+    pthread_t *tid = xcalloc(threads, sizeof(pthread_t));
+    double peak = before, deadline = now_ms() + 250.0;
+    size_t started = 0;
+    for (size_t i = 0; i < threads && !err; i++) {
+        sv[i] = (server){s, &p, (size_t)(a->latency_runs / 4 > 2 ? a->latency_runs / 4 : 2), deadline, NULL, 0};
+        if (pthread_create(&tid[i], NULL, serve, &sv[i])) break;
+        started++;
+    }
+    while (!all_done(sv, started)) {
+        double rss = status_mb("VmRSS");
+        if (rss > peak) peak = rss;
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    }
+    for (size_t i = 0; i < started; i++) pthread_join(tid[i], NULL);
+    for (size_t i = 0; i < started && !err; i++)
+        if (sv[i].err) err = xstrdup(sv[i].err);
+    for (size_t i = 0; i < started; i++) free(sv[i].err);
+    free(sv);
+    free(tid);
+    if (err || started < threads) {
+        char *why = format("serving the largest batch failed: %s", err ? err : "a thread did not start");
+        set_error(&o->unmeasured, "memory", why);
+        free(why);
+    } else if (before < 0) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+#ifdef __APPLE__
+        o->peak_rss_mb = round_to((double)ru.ru_maxrss / (1 << 20), 2);
+#else
+        o->peak_rss_mb = round_to((double)ru.ru_maxrss / 1024.0, 2);
+#endif
+        o->memory_threads = a->memory_threads;
+        sb_entry(&o->notes, NULL);
+        sb_json_str(&o->notes, "peak RSS is the process lifetime peak (getrusage ru_maxrss), an upper bound");
+    } else {
+        double hwm = reset ? status_mb("VmHWM") : -1, now = status_mb("VmRSS");
+        if (hwm > peak) peak = hwm;
+        if (now > peak) peak = now;
+        o->peak_rss_mb = round_to(peak, 2);
+        o->rss_before_mb = round_to(before, 2);
+        o->memory_threads = a->memory_threads;
+        if (!reset) {
+            sb_entry(&o->notes, NULL);
+            sb_json_str(&o->notes, "VmHWM could not be reset (/proc/self/clear_refs): peak RSS is sampled every 2 ms");
+        }
+    }
+    free(err);
+    free_prepared(&p);
+    free_values(&feeds);
+}
+
+/* The verbose log of a session created at verbose level, through the logging callback. */
+static void verbose_log(const char *model, const session_config *main_config, const args *a, observation *o) {
+    char *path = join_path(a->out, "verbose.log");
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        sb_entry(&o->notes, NULL);
+        sb_json_str(&o->notes, "verbose.log could not be written");
+        free(path);
+        return;
+    }
+    session_config c = *main_config;
+    c.profile = NULL;
+    c.severity = 0;
+    session s;
+    pthread_mutex_lock(&log_lock);
+    capture = f;
+    pthread_mutex_unlock(&log_lock);
+    char *err = create_session(model, &c, &s, NULL);
+    pthread_mutex_lock(&log_lock);
+    capture = NULL;
+    pthread_mutex_unlock(&log_lock);
+    fclose(f);
+    if (err) {
+        char *why = format("the verbose session failed: %s", err);
+        sb_entry(&o->notes, NULL);
+        sb_json_str(&o->notes, why);
+        free(why);
+        free(err);
+    } else {
+        free_session(&s);
+    }
+    free(path);
+}
+
+static void end_profiling(session *s, const args *a, observation *o) {
+    char *file = NULL;
+    OrtStatus *st = ort->SessionEndProfiling(s->sess, allocator, &file);
+    if (st) {
+        char *m = status_message(st);
+        sb_entry(&o->notes, NULL);
+        sb_json_str(&o->notes, m);
+        free(m);
+        return;
+    }
+    char *to = join_path(a->out, "native_profile.json");
+    if (file && rename(file, to)) {
+        sb_entry(&o->notes, NULL);
+        sb_json_str(&o->notes, "the profile trace could not be moved into the output directory");
+    }
+    free(to);
+    if (file) ignore(ort->AllocatorFree(allocator, file));
+}
+
+int main(int argc, char **argv) {
+    args a;
+    parse_args(argc, argv, &a);
+    const ep_info *ep = find_ep(a.ep_key);
+    make_dirs(a.out);
+    manifest m;
+    read_manifest(a.bundle, &m);
+
+    library = dlopen(a.lib, RTLD_NOW | RTLD_LOCAL);
+    if (!library) {
+        const char *why = dlerror();
+        usage("cannot load libonnxruntime from %s: %s", a.lib, why ? why : "unknown error");
+    }
+    void *sym = dlsym(library, "OrtGetApiBase");
+    if (!sym) usage("%s has no OrtGetApiBase: not a libonnxruntime", a.lib);
+    const OrtApiBase *(ORT_API_CALL *get_base)(void);
+    memcpy(&get_base, &sym, sizeof get_base);
+    const OrtApiBase *base = get_base();
+    const char *version = base->GetVersionString();
+    ort = base->GetApi(OBSERVE_API_VERSION);
+    if (!ort)
+        usage("libonnxruntime %s at %s does not offer ORT C API %d: the native runner needs onnxruntime 1.%d or newer",
+              version, a.lib, OBSERVE_API_VERSION, OBSERVE_API_VERSION);
+
+    OrtStatus *st;
+    if ((st = ort->CreateEnvWithCustomLogger(on_log, NULL, ORT_LOGGING_LEVEL_WARNING, "onnx-gate", &env)) ||
+        (st = ort->GetAllocatorWithDefaultOptions(&allocator)) ||
+        (st = ort->CreateCpuMemoryInfo(OrtArenaAllocator, OrtMemTypeDefault, &cpu_memory)))
+        usage("libonnxruntime %s: %s", version, ort->GetErrorMessage(st));
+
+    sb available = {0}, requested = {0}, registered = {0};
+    char **names = NULL;
+    int n_names = 0;
+    if (!(st = ort->GetAvailableProviders(&names, &n_names))) {
+        for (int i = 0; i < n_names; i++) {
+            sb_entry(&available, NULL);
+            sb_json_str(&available, names[i]);
+        }
+        ignore(ort->ReleaseAvailableProviders(names, n_names));
+    } else {
+        ort->ReleaseStatus(st);
+    }
+    int is_cpu = !strcmp(ep->key, "cpu");
+    sb_json_str(&requested, ep->ep);
+    if (!is_cpu) sb_printf(&requested, ", \"%s\"", CPU_EP);
+
+    observation o;
+    memset(&o, 0, sizeof o);
+    o.session_create_ms = o.peak_rss_mb = o.rss_before_mb = -1;
+    char *model = join_path(a.bundle, "model.onnx"), *profile = join_path(a.out, "native_profile");
+    session s;
+    session_config config = {ep, !is_cpu, a.strict && !is_cpu, profile, 3};
+    int append_failed = 0;
+    double start = now_ms();
+    char *err = create_session(model, &config, &s, &append_failed);
+    if (err && config.strict) {
+        o.strict_fallback_error = err;
+        config.strict = 0;
+        start = now_ms();
+        append_failed = 0;
+        err = create_session(model, &config, &s, &append_failed);
+    }
+    if (err && append_failed) {
+        /* As onnxruntime's Python API does with a provider the package lacks: a CPU session, and the
+         * judge's provider check says what is missing. */
+        char *why = format("%s could not be appended (%s); the session runs on %s alone", ep->ep, err, CPU_EP);
+        sb_entry(&o.notes, NULL);
+        sb_json_str(&o.notes, why);
+        free(why);
+        free(err);
+        config.with_ep = 0;
+        start = now_ms();
+        err = create_session(model, &config, &s, NULL);
+    }
+    if (err) {
+        o.load_error = err;
+    } else {
+        o.session_create_ms = round_to(now_ms() - start, 3);
+        die_after_load(a.target_id);
+        sb_json_str(&registered, config.with_ep ? ep->ep : CPU_EP);
+        if (config.with_ep && !is_cpu) sb_printf(&registered, ", \"%s\"", CPU_EP);
+
+        parity_runs(&s, &m, &a, &o);
+        end_profiling(&s, &a, &o);
+        verbose_log(model, &config, &a, &o);
+        values data = {0};
+        size_t *working = xcalloc(a.n_sizes, sizeof(size_t)), n_working = 0;
+        char *why = NULL;
+        if (a.n_sizes && m.n_sets && !batch_axis_problem(&m)) {
+            if (read_inputs(&m, a.bundle, m.sets[0], &data, &why)) {
+                o.batch_reference_error = format("reading the inputs failed: %s", why);
+                free(why);
+            } else {
+                n_working = batch_runs(&s, &m, &a, &o, &data, working);
+            }
+        }
+        latency_and_memory(&s, &a, &o, &data, working, n_working);
+        free(working);
+        free_values(&data);
+        free_session(&s);
+    }
+    write_observation(&a, version, available.s ? available.s : "", requested.s, registered.s ? registered.s : "", &o);
+
+    free(o.outputs.s), free(o.run_errors.s), free(o.batch_outputs.s), free(o.batch_errors.s);
+    free(o.batch_reference.s), free(o.notes.s), free(o.unmeasured.s), free(o.latency.s);
+    free(o.load_error), free(o.strict_fallback_error), free(o.batch_reference_error);
+    free(available.s), free(requested.s), free(registered.s);
+    free(model), free(profile), free(a.sizes);
+    free_manifest(&m);
+    ort->ReleaseMemoryInfo(cpu_memory);
+    ort->ReleaseEnv(env);
+    return 0;
+}

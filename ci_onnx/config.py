@@ -74,6 +74,8 @@ class TargetsConfig:
     nightly_index: str = ""
     runners: tuple[str, ...] = ("python",)
     """Runner kinds (keys of ci_onnx/matrix/runners.toml), each a matrix axis of its own cells."""
+    android_api_level: int = 34
+    """targets.android.api_level: the Android API level the android runner's cells run at."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -316,6 +318,7 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         exclude=tuple({k: str(x) for k, x in c.items()} for c in t["exclude"]),
         nightly_index=t.get("nightly_index", ""),
         runners=tuple(t["runners"]),
+        android_api_level=int(_section(plain, "targets", "android")["api_level"]),
     )
     if "nightly" in targets.runtimes and not targets.nightly_index:
         raise ConfigError(

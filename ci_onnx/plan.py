@@ -119,6 +119,7 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
                 runtime_spec="" if spec == version else spec,
                 expected_skip=skip,
                 runner=runner,
+                api_level=t.android_api_level if runner == "android" else 0,
             )
             if not _excluded(target, t.exclude):
                 target = _with_skip_reason(target, ir_version)
@@ -208,6 +209,7 @@ def _included(cell: dict[str, str], index: int, config: Config, resolver: Resolv
             precision=cell.get("precision", "fp32"),
             runtime_spec="" if version == cell["runtime"] else cell["runtime"],
             runner=runner,
+            api_level=config.targets.android_api_level if runner == "android" else 0,
         )
     except ValueError as exc:
         raise ConfigError(f"{config.path}: targets.include[{index}]: {exc}") from None
@@ -271,6 +273,7 @@ def matrix_entry(target: Target) -> dict[str, Any]:
         "container": job == "container",
         "runner": target.runner,
         "job": job,
+        "api-level": target.api_level,
     }
 
 

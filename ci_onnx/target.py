@@ -3,7 +3,8 @@
 A Target is frozen and named by a readable id that holds everything needed to rebuild it
 (``ort1.20.1-cpu-op17-dynamo``, ``ort1.24.1-openvino-op18-torchscript-fp16``), so a single cell can
 be reproduced from its id alone: ``onnx-gate verify --target ID``. A runner other than Python
-prefixes the id with its kind (``node-ort1.24.1-cpu-op17-dynamo``); Python ids have no prefix.
+prefixes the id with its kind (``node-ort1.24.1-cpu-op17-dynamo``); Python ids have no prefix. An
+android cell names its API level after the kind (``android-api34-ort1.29.0-nnapi-op17-dynamo``).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ DEFAULT_RUNNER = "python"
 """The runner kind whose ids carry no prefix (the ids onnx-gate wrote before runners were an axis)."""
 
 _ID = re.compile(
-    r"^(?:(?P<runner>[a-z][a-z0-9]*)-)?"
+    r"^(?:(?P<runner>[a-z][a-z0-9]*)-)?(?:api(?P<api_level>\d+)-)?"
     r"ort(?P<runtime>\d+\.\d+(?:\.\d+)?(?:[.+_a-zA-Z0-9]*?)?)-(?P<provider>[a-z0-9]+)-op(?P<opset>\d+)"
     r"-(?P<exporter>[a-z]+)(?:-(?P<precision>fp16|int8-dynamic|int8-static))?$"
 )
@@ -63,6 +64,8 @@ class Target:
     """Why this cell cannot work, when the plan knows it in advance; empty otherwise."""
     runner: str = DEFAULT_RUNNER
     """A key of ci_onnx/matrix/runners.toml: the runner kind that observes the bundle (python, node)."""
+    api_level: int = 0
+    """The Android API level an android cell runs at (targets.android.api_level); 0 for other kinds."""
 
     def __post_init__(self) -> None:
         if self.exporter not in EXPORTERS:
@@ -74,6 +77,7 @@ class Target:
     def id(self) -> str:
         suffix = "" if self.precision == "fp32" else f"-{self.precision}"
         prefix = "" if self.runner == DEFAULT_RUNNER else f"{self.runner}-"
+        prefix += f"api{self.api_level}-" if self.api_level else ""
         return f"{prefix}ort{self.runtime}-{self.provider}-op{self.opset}-{self.exporter}{suffix}"
 
     @property
@@ -98,6 +102,7 @@ class Target:
                 exporter=m["exporter"],
                 precision=m["precision"] or "fp32",
                 runner=m["runner"] or DEFAULT_RUNNER,
+                api_level=int(m["api_level"] or 0),
             )
         except ValueError as exc:
             raise UsageError(f"target id {target_id!r}: {exc}") from None

@@ -309,3 +309,82 @@ def test_the_api_level_is_declared_under_targets_android(tmp_path: Path) -> None
         config.load(path)
     assert "android" in matrix.runners() and "nnapi" in matrix.providers()
     shutil.rmtree(tmp_path / "cache", ignore_errors=True)
+
+
+# The CI job: written by init only for android cells, linted like every workflow the project writes.
+
+
+def _android_workflows(tmp: Path) -> list[Path]:
+    from tests.unit import test_workflows
+
+    for action_file in test_workflows.ACTION_FILES:
+        dest = tmp / action_file.relative_to(test_workflows.ROOT)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(action_file, dest)
+    from ci_onnx import proc, scaffold
+
+    proc.run(["git", "init", "-q", str(tmp)], timeout=60, check=True)
+    paths = []
+    for name, settings in (
+        ("remote", scaffold.Settings(android=True)),
+        ("local", scaffold.Settings(action="./", android=True)),
+    ):
+        for rel, content in scaffold.starter_files(settings).items():
+            if rel.suffix == ".yml" and rel.parts[0] == ".github":
+                path = tmp / ".github/workflows" / f"{name}-{rel.name}"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(content)
+                paths.append(path)
+    return paths
+
+
+def test_init_writes_the_android_job_only_with_android_cells(tmp_path: Path) -> None:
+    from ci_onnx import scaffold
+
+    plain = scaffold.starter_files(scaffold.Settings())
+    assert all("verify-android" not in text for text in plain.values())
+    files = scaffold.starter_files(scaffold.Settings(android=True))
+    gate = files[scaffold.WORKFLOWS / "onnx-gate.yml"]
+    assert "verify-android:" in gate and "matrix-android:" in gate
+    assert "reactivecircus/android-emulator-runner@e89f39f1abbbd05b1113a29cf4db69e7540cae5a # v2.37.0" in gate
+    assert 'KERNEL=="kvm", GROUP="kvm", MODE="0666"' in gate
+    assert 'pip install --disable-pip-version-check --quiet "$INSTALL_FROM"' in gate
+    assert "INSTALL_FROM: git+https://github.com/onnx-gate/onnx-gate@v1" in gate
+    # the config it writes has the android cells the job serves
+    path = tmp_path / "onnx-gate.yml"
+    path.write_text(files[Path(scaffold.CONFIG_FILE)].replace("model.py:build", "model.py:build"))
+    cfg_written = config.parse(path.read_text(), path)
+    assert "android" in cfg_written.targets.runners and cfg_written.targets.android_api_level == 34
+    assert {"cpu", "xnnpack", "nnapi"} <= set(cfg_written.targets.providers)
+
+
+def test_the_android_workflows_pass_actionlint_and_the_schemas(tmp_path: Path) -> None:
+    from ruamel.yaml import YAML
+
+    from ci_onnx import proc
+    from tests.unit import test_workflows
+
+    paths = _android_workflows(tmp_path)
+    lint = proc.run([test_workflows._tool("actionlint"), "-no-color", *paths], timeout=120, cwd=tmp_path)
+    assert lint.ok, lint.stdout + lint.stderr
+    schema = proc.run(
+        [test_workflows._tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", *paths],
+        timeout=120,
+    )
+    assert schema.ok, schema.stdout + schema.stderr
+    for path in paths:
+        jobs = YAML(typ="safe").load(path.read_text())["jobs"]
+        if "report" in jobs:
+            assert "verify-android" in jobs["report"]["needs"], path.name
+        job = jobs["verify-android"]
+        assert job["strategy"]["fail-fast"] is False and job["permissions"] == {"contents": "read"}
+        for step in job["steps"]:
+            assert "${{" not in step.get("run", ""), f"{path.name}: {step.get('name')}"
+            assert "${{" not in step.get("with", {}).get("script", ""), f"{path.name}: {step.get('name')}"
+        emulator = [s for s in job["steps"] if "android-emulator-runner" in str(s.get("uses", ""))]
+        assert [s["with"]["api-level"] for s in emulator] == ["${{ matrix.api-level }}"] * 3
+        assert all(s["with"]["arch"] == "x86_64" for s in emulator)
+        # a snapshot that hangs is retried with a cold boot; a gate that fails still fails the job
+        cold = emulator[2]
+        assert "-no-snapshot " in cold["with"]["emulator-options"] and "failure" in cold["if"]
+        assert job["steps"][-2]["run"].rstrip().endswith("exit 1")

@@ -135,8 +135,13 @@ class Adb:
         return dataclasses.replace(done, stdout=out, returncode=rc if rc < 128 else -(rc - 128))
 
     def kill_remote(self, program: str) -> None:
-        """Best effort: stop what a timed-out shell left running on the device."""
-        self._run("shell", f"pkill -9 -f {shlex.quote(program)}", timeout=DEVICE_TIMEOUT_S, what="adb pkill")
+        """Best effort: stop what a timed-out shell left running on the device (killing adb here
+        leaves it running there). The last character in brackets keeps pkill off its own shell."""
+        pattern = f"{program[:-1]}[{program[-1]}]" if program else ""
+        if pattern:
+            self._run(
+                "shell", f"pkill -9 -f {shlex.quote(pattern)}", timeout=DEVICE_TIMEOUT_S, what="adb pkill"
+            )
 
     def getprop(self, name: str) -> str:
         done = self.shell(["getprop", name], timeout=DEVICE_TIMEOUT_S, what=f"adb getprop {name}")

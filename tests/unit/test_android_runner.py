@@ -76,10 +76,24 @@ def test_the_remote_exit_status_comes_back_even_from_an_adb_that_loses_it(
     assert adb.shell(["true"], timeout=30).ok
 
 
-def test_a_hung_remote_command_is_a_timeout(device: dict[str, Any]) -> None:
-    done = device["adb"].shell(["sleep", "600"], timeout=2)
+def test_a_hung_remote_command_is_a_timeout_and_is_stopped_on_the_device(device: dict[str, Any]) -> None:
+    adb: adb_mod.Adb = device["adb"]
+    program = device["root"] / "hang.sh"
+    # it leaves adb's process group (setsid), as a remote process does: killing adb leaves it running
+    program.write_text(
+        '#!/bin/sh\n[ -n "$DETACHED" ] || DETACHED=1 exec setsid -w "$0"\n'
+        'echo $$ > "$(dirname "$0")/pid"\nwhile :; do sleep 1; done\n'
+    )
+    program.chmod(0o755)
+    done = adb.shell(["/data/local/tmp/hang.sh"], timeout=3)
     assert done.timed_out and not done.ok
     assert done.describe_failure().startswith("timed out after")
+    pid = (device["root"] / "pid").read_text().strip()
+    # gone, or a zombie nobody reaps (a container's init may not)
+    state = adb.shell(
+        ["sh", "-c", f"sed -n 's/^State:[[:space:]]*//p' /proc/{pid}/status 2>/dev/null"], timeout=10
+    )
+    assert state.stdout.strip()[:1] in ("", "Z"), state.stdout
 
 
 @pytest.mark.parametrize(

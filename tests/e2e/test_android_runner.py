@@ -122,3 +122,17 @@ def test_onnx_gate_verify_drives_the_device_from_the_command_line(
         .splitlines()[-1]
         .endswith("is unauthorized: accept the USB debugging prompt on the device")
     )
+
+
+@pytest.mark.parametrize(("provider", "ep"), [("xnnpack", "Xnnpack"), ("nnapi", "Nnapi")])
+def test_an_ep_the_library_lacks_fails_the_provider_check_on_evidence(
+    device: dict[str, Any], tmp_path: Path, provider: str, ep: str
+) -> None:
+    """The host's Linux library has neither EP (the AAR's Android one has both): the cell must fail on
+    the provider check with what registered, never pass on the CPU."""
+    t = Target(RELEASE, provider, 17, "onnx", runner="android", api_level=34)
+    r = _verify(device, t, tmp_path / "out", latency_runs=3)
+    assert r.status == Status.FAILED
+    check = r.check("provider")
+    assert check is not None and check.status == Status.FAILED
+    assert check.message.startswith(f"asked for {ep}ExecutionProvider, got CPUExecutionProvider")

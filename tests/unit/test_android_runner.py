@@ -402,3 +402,20 @@ def test_the_android_workflows_pass_actionlint_and_the_schemas(tmp_path: Path) -
         cold = emulator[2]
         assert "-no-snapshot " in cold["with"]["emulator-options"] and "failure" in cold["if"]
         assert job["steps"][-2]["run"].rstrip().endswith("exit 1")
+
+
+def test_onnx_gate_init_android_writes_the_cells_and_the_job(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ci_onnx.cli import cli
+
+    result = CliRunner().invoke(cli, ["init", str(tmp_path), "--android"])
+    assert result.exit_code == 0, result.output
+    gate = (tmp_path / ".github/workflows/onnx-gate.yml").read_text()
+    nightly = (tmp_path / ".github/workflows/onnx-gate-nightly.yml").read_text()
+    assert "verify-android:" in gate and "verify-android:" in nightly
+    written = (tmp_path / "onnx-gate.yml").read_text()
+    assert "runners: [python, android]" in written and "android: {api_level: 34}" in written
+    plain = tmp_path / "plain"
+    assert CliRunner().invoke(cli, ["init", str(plain)]).exit_code == 0
+    assert "android" not in (plain / ".github/workflows/onnx-gate.yml").read_text()

@@ -258,8 +258,13 @@ def verify(
     default="",
     help="The model is an ONNX file exported elsewhere: write the ONNX-only onnx-gate.yml for it.",
 )
+@click.option(
+    "--android",
+    is_flag=True,
+    help="Add the android runner's cells (an x86_64 emulator over adb) and the verify-android job.",
+)
 @click.option("--force", is_flag=True, help="Overwrite files that are already there.")
-def init(directory: Path, action: str, fork_safe: bool, onnx_file: str, force: bool) -> None:
+def init(directory: Path, action: str, fork_safe: bool, onnx_file: str, android: bool, force: bool) -> None:
     """Write a commented onnx-gate.yml and starter GitHub workflows into DIRECTORY.
 
     \b
@@ -271,7 +276,8 @@ def init(directory: Path, action: str, fork_safe: bool, onnx_file: str, force: b
     """
     from ci_onnx import scaffold
 
-    files = scaffold.starter_files(scaffold.Settings(action=action), fork_safe=fork_safe, onnx=onnx_file)
+    settings = scaffold.Settings(action=action, android=android)
+    files = scaffold.starter_files(settings, fork_safe=fork_safe, onnx=onnx_file)
     for path in scaffold.write(directory, files, force=force):
         click.echo(f"wrote {path}")
     ignored = scaffold.ignore_output(directory)

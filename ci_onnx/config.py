@@ -80,6 +80,8 @@ class TargetsConfig:
     session_options: tuple[str, ...] = ("default",)
     """Session-options presets (matrix/session_options.toml or session_presets): an axis."""
     session_presets: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    android_api_level: int = 34
+    """targets.android.api_level: the Android API level the android runner's cells run at."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -329,6 +331,7 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         runners=tuple(t["runners"]),
         session_options=tuple(t["session_options"]),
         session_presets={k: dict(v) for k, v in t["session_presets"].items()},
+        android_api_level=int(_section(plain, "targets", "android")["api_level"]),
     )
     _check_session_options(targets, doc, path)
     if "nightly" in targets.runtimes and not targets.nightly_index:

@@ -123,6 +123,7 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
                 expected_skip=skip or session.cannot_apply(runner, preset),
                 runner=runner,
                 session_options=preset,
+                api_level=t.android_api_level if runner == "android" else 0,
             )
             if not _excluded(target, t.exclude):
                 target = _with_skip_reason(target, ir_version)
@@ -221,6 +222,7 @@ def _included(cell: dict[str, str], index: int, config: Config, resolver: Resolv
             expected_skip=session.cannot_apply(runner, preset),
             runner=runner,
             session_options=preset,
+            api_level=config.targets.android_api_level if runner == "android" else 0,
         )
     except ValueError as exc:
         raise ConfigError(f"{config.path}: targets.include[{index}]: {exc}") from None
@@ -285,6 +287,7 @@ def matrix_entry(target: Target) -> dict[str, Any]:
         "container": job == "container",
         "runner": target.runner,
         "job": job,
+        "api-level": target.api_level,
     }
 
 

@@ -38,7 +38,7 @@ ALLOWED_NAMES = frozenset(
 ALLOWED_PREFIXES = (
     "LC_", "PYTHON", "PIP_", "UV_", "VIRTUALENV_", "OMP_", "MKL_", "KMP_", "OPENBLAS_", "CUDA_", "NVIDIA_",
     "CUDNN_", "TORCH", "HF_", "TRANSFORMERS_", "ORT_", "ONNX", "OPENVINO", "XDG_", "GIT_", "BENCH_",
-    "NPM_CONFIG_",
+    "NPM_CONFIG_", "ANDROID_",
 )  # fmt: skip
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "COOKIE")
 SECRET_PARTS = ("AUTH", "PAT", "PASS")

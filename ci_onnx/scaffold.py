@@ -26,6 +26,8 @@ PINNED = {
     "actions/download-artifact": ("37930b1c2abaa49bbe596cd826c3c89aef350131", "v7.0.0"),
     "actions/cache": ("27d5ce7f107fe9357f9df03efb73ab90386fccae", "v5.0.5"),
     "actions/setup-node": ("249970729cb0ef3589644e2896645e5dc5ba9c38", "v6.5.0"),
+    "actions/setup-python": ("ece7cb06caefa5fff74198d8649806c4678c61a1", "v6.3.0"),
+    "reactivecircus/android-emulator-runner": ("e89f39f1abbbd05b1113a29cf4db69e7540cae5a", "v2.37.0"),
 }
 """Every third-party action the workflows use, pinned to a full commit (a tag can be moved); the tag
 it was taken from stays in a comment, which is what Dependabot reads to propose updates."""
@@ -53,6 +55,8 @@ class Settings:
     branches: tuple[str, ...] = ("main",)
     cron: str = "17 3 * * *"
     self_test: bool = False
+    android: bool = False
+    """Whether the config has android cells: the PR gate then gets the verify-android job."""
 
     @property
     def local(self) -> bool:
@@ -74,6 +78,14 @@ class Settings:
     def slim_action(self) -> str:
         """The torch-free container action in slim/: every job but export."""
         return self._sub_action("slim")
+
+    @property
+    def android_install(self) -> str:
+        """What the android job pip-installs onnx-gate from: the checkout, or the action's repository."""
+        if self.local:
+            return self.action.rstrip("/") or "."
+        repo, _, ref = self.action.partition("@")
+        return f"git+https://github.com/{repo}@{ref}"
 
     def check(self) -> None:
         repo, at, ref = self.action.partition("@")
@@ -124,6 +136,7 @@ def _verify_suffixes() -> list[str]:
 def workflow(template: str, settings: Settings, name: str | None = None) -> str:
     suffixes = _verify_suffixes()
     jobs = ["plan", "export", *(f"verify{s}" for s in suffixes), "verify-runner", "verify-node"]
+    jobs += ["verify-android"] if settings.android else []
     return render(
         f"workflows/{template}",
         action=settings.action,
@@ -135,6 +148,8 @@ def workflow(template: str, settings: Settings, name: str | None = None) -> str:
         cron=settings.cron,
         local=settings.local,
         self_test=settings.self_test,
+        android=settings.android,
+        android_install=settings.android_install,
         comment_file=str(WORKFLOWS / f"{settings.name}-comment.yml"),
         matrices=suffixes,
         check_name=CHECK_NAME,
@@ -143,14 +158,18 @@ def workflow(template: str, settings: Settings, name: str | None = None) -> str:
     )
 
 
-def config_file(model_name: str = "model", factory: str = "model.py:build", onnx: str = "") -> str:
-    """onnx-gate.yml for a torch model (``factory``) or, with ``onnx``, for an ONNX file."""
+def config_file(
+    model_name: str = "model", factory: str = "model.py:build", onnx: str = "", android: bool = False
+) -> str:
+    """onnx-gate.yml for a torch model (``factory``) or, with ``onnx``, for an ONNX file; ``android``
+    adds the android runner's cells."""
     return render(
         "onnx-gate.yml.j2",
         model_name=Path(onnx).stem if onnx else model_name,
         factory=factory,
         onnx=onnx,
         runtimes=_flow(("1.20.1", "latest")),
+        android=android,
     )
 
 
@@ -161,7 +180,7 @@ IGNORED = "onnx-gate-out/"
 def starter_files(settings: Settings, fork_safe: bool = False, onnx: str = "") -> dict[Path, str]:
     """Relative path → content of every file ``onnx-gate init`` writes (.gitignore aside)."""
     settings.check()
-    files = {Path(CONFIG_FILE): config_file(onnx=onnx)}
+    files = {Path(CONFIG_FILE): config_file(onnx=onnx, android=settings.android)}
     if fork_safe:
         files[WORKFLOWS / f"{settings.name}.yml"] = workflow("fork-untrusted.yml.j2", settings)
         files[WORKFLOWS / f"{settings.name}-comment.yml"] = workflow("fork-comment.yml.j2", settings)

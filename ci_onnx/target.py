@@ -5,6 +5,7 @@ A Target is frozen and named by a readable id that holds everything needed to re
 be reproduced from its id alone: ``onnx-gate verify --target ID``. A runner other than Python
 prefixes the id with its kind (``node-ort1.24.1-cpu-op17-dynamo``); Python ids have no prefix. A
 session-options preset other than the runtime's default ends the id (``…-op17-dynamo-so-no_opt``).
+An android cell names its API level after the kind (``android-api34-ort1.29.0-nnapi-op17-dynamo``).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ DEFAULT_RUNNER = "python"
 """The runner kind whose ids carry no prefix (the ids onnx-gate wrote before runners were an axis)."""
 
 _ID = re.compile(
-    r"^(?:(?P<runner>[a-z][a-z0-9]*)-)?"
+    r"^(?:(?P<runner>[a-z][a-z0-9]*)-)?(?:api(?P<api_level>\d+)-)?"
     r"ort(?P<runtime>\d+\.\d+(?:\.\d+)?(?:[.+_a-zA-Z0-9]*?)?)-(?P<provider>[a-z0-9]+)-op(?P<opset>\d+)"
     r"-(?P<exporter>[a-z]+)(?:-(?P<precision>fp16|int8-dynamic|int8-static))?"
     r"(?:-so-(?P<session>[a-z][a-z0-9_]*))?$"
@@ -71,6 +72,8 @@ class Target:
     """A key of matrix/runners.toml: the runner kind that observes the bundle (python, node)."""
     session_options: str = DEFAULT_SESSION_OPTIONS
     """A session-options preset (matrix/session_options.toml or targets.session_presets)."""
+    api_level: int = 0
+    """The Android API level an android cell runs at (targets.android.api_level); 0 for other kinds."""
 
     def __post_init__(self) -> None:
         if self.exporter not in EXPORTERS:
@@ -82,6 +85,7 @@ class Target:
     def id(self) -> str:
         suffix = "" if self.precision == "fp32" else f"-{self.precision}"
         prefix = "" if self.runner == DEFAULT_RUNNER else f"{self.runner}-"
+        prefix += f"api{self.api_level}-" if self.api_level else ""
         so = "" if self.session_options == DEFAULT_SESSION_OPTIONS else f"-so-{self.session_options}"
         return f"{prefix}ort{self.runtime}-{self.provider}-op{self.opset}-{self.exporter}{suffix}{so}"
 
@@ -108,6 +112,7 @@ class Target:
                 precision=m["precision"] or "fp32",
                 runner=m["runner"] or DEFAULT_RUNNER,
                 session_options=m["session"] or DEFAULT_SESSION_OPTIONS,
+                api_level=int(m["api_level"] or 0),
             )
         except ValueError as exc:
             raise UsageError(f"target id {target_id!r}: {exc}") from None

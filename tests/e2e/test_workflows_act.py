@@ -374,6 +374,26 @@ def test_the_configs_budget_alone_decides_in_ci_as_locally(tmp_path: Path, env_c
     assert "this job's interpreter is" in run.log, "the jobs verified in the host's runtime"
 
 
+def test_the_node_runners_cells_are_verified_by_verify_node_as_locally(
+    tmp_path: Path, env_cache: Path
+) -> None:
+    """targets.runners: [python, node]: the node cells go to the verify-node job (setup-node, the npm
+    cache, the runner composite action), the python cells to verify; both give the local statuses."""
+    files = _tinycnn()
+    files["onnx-gate.yml"] = files["onnx-gate.yml"].replace(
+        f'runtimes: ["{RUNTIME}"]', f'runtimes: ["{OV_RUNTIME}"]\n  runners: [python, node]'
+    )
+    run, github, (local_code, local) = _gate(tmp_path, files, env_cache)
+    node = {t for t in local if t.startswith("node-")}
+    assert len(node) == 2 and len(local) == 4, local
+    assert run.statuses() == local and set(local.values()) == {"passed"}, run.log[-6000:]
+    assert run.code == 0 and local_code == 0
+    succeeded = {re.sub(r"-\d+$", "", name) for name, ok in run.jobs().items() if ok}  # act adds -N
+    assert {f"verify {t}" for t in node} <= succeeded, sorted(succeeded)
+    assert "Run Main node --version" in run.log, "the verify-node job's setup-node step did not run"
+    assert _check_conclusion(github) == "success"
+
+
 def test_the_nightly_gives_the_local_statuses_and_stays_green(tmp_path: Path, env_cache: Path) -> None:
     repo = tmp_path / "repo"
     nightly = {

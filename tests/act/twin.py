@@ -23,6 +23,7 @@ from ci_onnx import envs
 from ci_onnx.action import Inputs, runtime
 from ci_onnx.action import __main__ as entry
 from ci_onnx.target import Target
+from tests.act import standin_runner
 
 CACHE_ENV = "ACT_ENV_CACHE"
 
@@ -47,6 +48,10 @@ def job_interpreter(environ: dict[str, str]) -> str | None:
 
 def main() -> None:
     environ = dict(os.environ)
+    if environ.get(standin_runner.ENABLE_ENV):
+        standin_runner.register()
+        os.environ["INPUT_INSTALL_RUNTIME"] = "false"  # every cell runs on this host's runtime
+        environ["INPUT_INSTALL_RUNTIME"] = "false"
     if environ.get(CACHE_ENV):
         os.environ.setdefault("ONNX_GATE_CACHE", environ[CACHE_ENV])
     python = job_interpreter(environ)

@@ -394,6 +394,49 @@ def test_the_node_runners_cells_are_verified_by_verify_node_as_locally(
     assert _check_conclusion(github) == "success"
 
 
+MANY_CONFIG = """\
+version: 1
+model:
+  name: digitnet
+  factory: model.py:build
+  inputs: {image: {shape: [batch, 1, 8, 8]}}
+  outputs: [logits]
+  dynamic_axes: {image: {0: batch}, logits: {0: batch}}
+  samples: samples.npz
+export: {opsets: [11, 12, 13, 14, 15, 16, 17, 18], exporters: [torchscript]}
+verify: {random_inputs: 1, batch_sizes: [], latency_runs: 1}
+targets: {runtimes: [latest-33], providers: [cpu]}
+"""
+"""8 bundles × the 33 newest releases: 264 container cells, so 8 of them go to verify-2."""
+
+
+def test_more_than_256_cells_of_a_kind_all_get_verify_jobs_as_locally(
+    tmp_path: Path, env_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every cell is verified on this host's onnxruntime (tests/act/standin_runner.py), in CI and
+    locally: the host's release's cells pass, every other release's is an error for the judge's
+    runtime check, the same on both sides; none is missing, those past 256 included."""
+    from ci_onnx import matrix
+    from ci_onnx import plan as planning
+    from tests.act import standin_runner
+
+    monkeypatch.setitem(matrix.runners(), standin_runner.KIND, standin_runner.info())
+    files = {**TINYCNN, "onnx-gate.yml": MANY_CONFIG}
+    run, github, (local_code, local) = _gate(tmp_path, files, env_cache, env={standin_runner.ENABLE_ENV: "1"})
+    assert len(local) == 264 and run.statuses() == local, (len(run.statuses()), run.log[-6000:])
+    assert {t for t, s in local.items() if s == "passed"} == {
+        t for t in local if t.startswith(f"ort{RUNTIME}-")
+    }
+    assert set(local.values()) == {"passed", "error"} and run.code != 0 and local_code == 1
+    outputs = planning.github_outputs(planning.read_plan(run.artifact("onnx-gate-plan") / "plan.json"))
+    second = {cell["id"] for cell in json.loads(outputs["matrix-2"])["include"]}
+    assert len(second) == 264 - 256 and second <= set(run.statuses()), outputs["matrix-2"]
+    verify_jobs = [name for name in run.jobs() if name.startswith("verify ")]
+    assert len(verify_jobs) == 264, len(verify_jobs)
+    assert _check_conclusion(github) == "failure"
+    assert "missing" not in _comment(github).lower()
+
+
 def test_the_nightly_gives_the_local_statuses_and_stays_green(tmp_path: Path, env_cache: Path) -> None:
     repo = tmp_path / "repo"
     nightly = {

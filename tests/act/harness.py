@@ -8,9 +8,11 @@ The container action and its twin: action.yml is ``runs: using: docker``, and ac
 engine to build and run it. The image does one thing: ``python -m ci_onnx.action`` with GitHub's
 ``INPUT_*`` variables, in the workspace. The twin is a composite action generated from action.yml
 itself (the same inputs, defaults and outputs) whose one step runs that same entry point with the
-same variables, with this checkout on PYTHONPATH. So the workflow, the action's interface, the entry
-point and the CLI under test are what users run; only the image build is not exercised here (the
-Dockerfile has its own tests).
+same variables, with this checkout on PYTHONPATH (runner/action.yml gets the same twin, without its
+setup-python and venv install). So the workflow, the action's interface, the entry point and the CLI
+under test are what users run; not exercised here: the image build (the Dockerfile has its own
+tests) and install-runtime's pip swap in the image: a job whose target needs another runtime than
+this host's verifies in that runtime's own environment instead (tests/act/twin.py says how).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from ci_onnx import scaffold
+from tests.act import twin as twin_module
 from tests.conftest import REPO
 
 STANDINS = Path(__file__).resolve().parent / "standins"
@@ -52,32 +55,43 @@ def act_binary() -> str | None:
     return str(here) if here.is_file() else shutil.which("act")
 
 
-def action_twin(dest: Path) -> Path:
-    """A composite action with action.yml's interface that runs the container's entry point."""
-    spec = YAML(typ="safe").load((REPO / "action.yml").read_text())
+def _twin(spec_path: Path) -> dict[str, Any]:
+    """A composite action with ``spec_path``'s interface whose one step is tests/act/twin.py."""
+    spec = YAML(typ="safe").load(spec_path.read_text())
     env = {f"INPUT_{name.upper().replace('-', '_')}": f"${{{{ inputs.{name} }}}}" for name in spec["inputs"]}
     env["PYTHONPATH"] = str(REPO)
-    twin = {
+    return {
         "name": spec["name"],
-        "description": "action.yml's inputs and entry point, as a composite action (no Docker)",
+        "description": f"{spec_path.parent.name}/action.yml's inputs and entry point, as a composite action",
         "inputs": spec["inputs"],
         "outputs": {
-            name: {**out, "value": f"${{{{ steps.gate.outputs.{name} }}}}"}
+            name: {
+                "description": out.get("description", ""),
+                "value": f"${{{{ steps.gate.outputs.{name} }}}}",
+            }
             for name, out in spec["outputs"].items()
         },
         "runs": {
             "using": "composite",
             "steps": [
-                {"id": "gate", "shell": "bash", "env": env, "run": f'"{sys.executable}" -m ci_onnx.action'}
+                {"id": "gate", "shell": "bash", "env": env, "run": f'"{sys.executable}" -m tests.act.twin'}
             ],
         },
     }
-    # slim/action.yml has action.yml's interface and entry point too (a unit test keeps them equal);
-    # only its image differs, and neither image is used here.
-    for folder in (dest, dest / "slim"):
+
+
+def action_twin(dest: Path) -> Path:
+    """The twins of action.yml, slim/action.yml and runner/action.yml, in one folder as in the repository.
+
+    slim/action.yml has action.yml's interface and entry point (a unit test keeps them equal); only
+    its image differs, and neither image is used here. runner/action.yml installs onnx-gate into a
+    fresh venv with setup-python, then runs the same entry point; its twin runs the entry point with
+    this checkout, as the other two do."""
+    for folder, spec in ((dest, REPO / "action.yml"), (dest / "slim", REPO / "action.yml"),
+                         (dest / "runner", REPO / "runner" / "action.yml")):  # fmt: skip
         folder.mkdir(parents=True, exist_ok=True)
         with (folder / "action.yml").open("w") as fh:
-            YAML().dump(twin, fh)
+            YAML().dump(_twin(spec), fh)
     return dest
 
 
@@ -150,6 +164,7 @@ def run_workflow(
     run_id: int = 1,
     env: dict[str, str] | None = None,
     artifacts: Path | None = None,
+    env_cache: Path | None = None,
     timeout_s: float = 900,
 ) -> Run:
     """``act EVENT`` on ``repo``'s ``workflow``, with the stand-ins; artifacts land in ``artifacts``
@@ -176,6 +191,8 @@ def run_workflow(
     ]  # fmt: skip
     for uses, folder in GITHUB_ACTIONS.items():
         argv += ["--local-repository", f"{uses}={STANDINS / folder}"]
+    if env_cache is not None:  # where a job that needs another runtime gets its interpreter (twin.py)
+        argv += ["--env", f"{twin_module.CACHE_ENV}={env_cache}"]
     for key, value in (env or {}).items():
         argv += ["--env", f"{key}={value}"]
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_", "ACT"))}

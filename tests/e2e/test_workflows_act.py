@@ -143,6 +143,7 @@ def _gate(
             api_url=github.url,
             token=fake.TOKEN,
             env=env,
+            env_cache=env_cache,
         )
     assert not github.state.violations, github.state.violations
     (tmp_path / "act.log").write_text(run.log)
@@ -310,6 +311,130 @@ def test_an_onnx_only_model_is_verified_at_its_files_opset_in_ci_as_locally(
     assert local == {f"ort{RUNTIME}-cpu-op19-onnx": "passed"} and local_code == 0
     assert run.statuses() == local, run.log[-6000:]
     assert run.code == 0 and _check_conclusion(github) == "success"
+
+
+OV_RUNTIME = "1.24.1"
+"""A release with an onnxruntime-openvino build; the host's 1.32.0 has none, so these jobs verify in
+their own environments (tests/act/twin.py)."""
+
+
+def _hardmax_files() -> dict[str, Any]:
+    """Two MatMuls OpenVINO runs, then a Hardmax it leaves to the CPU: a little CPU time, nothing else
+    wrong. ``budgets.cpu_fallback.max_time_share: 0`` allows none, so only the budget fails a cell."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w1 = rng.standard_normal((64, 256)).astype(np.float32) / 8
+    w2 = rng.standard_normal((256, 64)).astype(np.float32) / 16
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 64])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 64])
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h"]),
+        helper.make_node("Relu", ["h"], ["r"]),
+        helper.make_node("MatMul", ["r", "w2"], ["s"]),
+        helper.make_node("Hardmax", ["s"], ["y"], axis=-1),
+    ]
+    weights = [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")]
+    model = helper.make_model(
+        helper.make_graph(nodes, "g", [x], [y], weights), opset_imports=[helper.make_opsetid("", 19)]
+    )
+    model.ir_version = 9
+    xs = rng.standard_normal((4, 64)).astype(np.float32)
+    ys = np.eye(64, dtype=np.float32)[(np.maximum(xs @ w1, 0) @ w2).argmax(-1)]
+    config = (
+        "version: 1\nmodel: {onnx: model.onnx, test_data: data, outputs: [y]}\n"
+        f'targets: {{runtimes: ["{OV_RUNTIME}"], providers: [cpu, openvino]}}\n'
+        "budgets: {cpu_fallback: {max_time_share: 0}}\n"
+    )
+    return {
+        "model.onnx": model.SerializeToString(),
+        "data/test_data_set_0/input_0.pb": numpy_helper.from_array(xs, "x").SerializeToString(),
+        "data/test_data_set_0/output_0.pb": numpy_helper.from_array(ys, "y").SerializeToString(),
+        "onnx-gate.yml": config,
+    }
+
+
+def _failed_checks(run: harness.Run, target_id: str) -> dict[str, str]:
+    path = next(run.artifacts.glob(f"*/onnx-gate-results-{target_id}/results/{target_id}.json"))
+    checks = json.loads(path.read_text())["checks"]
+    return {c["name"]: c["message"] for c in checks if c["status"] not in ("passed", "skipped")}
+
+
+def test_the_configs_budget_alone_decides_in_ci_as_locally(tmp_path: Path, env_cache: Path) -> None:
+    """The budget lives in onnx-gate.yml only; the openvino cell fails for it and for nothing else."""
+    run, github, (local_code, local) = _gate(tmp_path, _hardmax_files(), env_cache)
+    cpu, openvino = f"ort{OV_RUNTIME}-cpu-op19-onnx", f"ort{OV_RUNTIME}-openvino-op19-onnx"
+    assert run.statuses() == local == {cpu: "passed", openvino: "failed"}, run.log[-6000:]
+    assert run.code != 0 and local_code == 1
+    failed = _failed_checks(run, openvino)
+    assert list(failed) == ["fallback"], failed
+    assert "over the budget of 0.0%" in failed["fallback"] and "Hardmax" in failed["fallback"], failed
+    assert _check_conclusion(github) == "failure"
+    assert "this job's interpreter is" in run.log, "the jobs verified in the host's runtime"
+
+
+def test_the_node_runners_cells_are_verified_by_verify_node_as_locally(
+    tmp_path: Path, env_cache: Path
+) -> None:
+    """targets.runners: [python, node]: the node cells go to the verify-node job (setup-node, the npm
+    cache, the runner composite action), the python cells to verify; both give the local statuses."""
+    files = _tinycnn()
+    files["onnx-gate.yml"] = files["onnx-gate.yml"].replace(
+        f'runtimes: ["{RUNTIME}"]', f'runtimes: ["{OV_RUNTIME}"]\n  runners: [python, node]'
+    )
+    run, github, (local_code, local) = _gate(tmp_path, files, env_cache)
+    node = {t for t in local if t.startswith("node-")}
+    assert len(node) == 2 and len(local) == 4, local
+    assert run.statuses() == local and set(local.values()) == {"passed"}, run.log[-6000:]
+    assert run.code == 0 and local_code == 0
+    succeeded = {re.sub(r"-\d+$", "", name) for name, ok in run.jobs().items() if ok}  # act adds -N
+    assert {f"verify {t}" for t in node} <= succeeded, sorted(succeeded)
+    assert "Run Main node --version" in run.log, "the verify-node job's setup-node step did not run"
+    assert _check_conclusion(github) == "success"
+
+
+MANY_CONFIG = """\
+version: 1
+model:
+  name: digitnet
+  factory: model.py:build
+  inputs: {image: {shape: [batch, 1, 8, 8]}}
+  outputs: [logits]
+  dynamic_axes: {image: {0: batch}, logits: {0: batch}}
+  samples: samples.npz
+export: {opsets: [11, 12, 13, 14, 15, 16, 17, 18], exporters: [torchscript]}
+verify: {random_inputs: 1, batch_sizes: [], latency_runs: 1}
+targets: {runtimes: [latest-33], providers: [cpu]}
+"""
+"""8 bundles × the 33 newest releases: 264 container cells, so 8 of them go to verify-2."""
+
+
+def test_more_than_256_cells_of_a_kind_all_get_verify_jobs_as_locally(
+    tmp_path: Path, env_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every cell is verified on this host's onnxruntime (tests/act/standin_runner.py), in CI and
+    locally: the host's release's cells pass, every other release's is an error for the judge's
+    runtime check, the same on both sides; none is missing, those past 256 included."""
+    from ci_onnx import matrix
+    from ci_onnx import plan as planning
+    from tests.act import standin_runner
+
+    monkeypatch.setitem(matrix.runners(), standin_runner.KIND, standin_runner.info())
+    files = {**TINYCNN, "onnx-gate.yml": MANY_CONFIG}
+    run, github, (local_code, local) = _gate(tmp_path, files, env_cache, env={standin_runner.ENABLE_ENV: "1"})
+    assert len(local) == 264 and run.statuses() == local, (len(run.statuses()), run.log[-6000:])
+    assert {t for t, s in local.items() if s == "passed"} == {
+        t for t in local if t.startswith(f"ort{RUNTIME}-")
+    }
+    assert set(local.values()) == {"passed", "error"} and run.code != 0 and local_code == 1
+    outputs = planning.github_outputs(planning.read_plan(run.artifact("onnx-gate-plan") / "plan.json"))
+    second = {cell["id"] for cell in json.loads(outputs["matrix-2"])["include"]}
+    assert len(second) == 264 - 256 and second <= set(run.statuses()), outputs["matrix-2"]
+    verify_jobs = [name for name in run.jobs() if name.startswith("verify ")]
+    assert len(verify_jobs) == 264, len(verify_jobs)
+    assert _check_conclusion(github) == "failure"
+    assert "missing" not in _comment(github).lower()
 
 
 def test_the_nightly_gives_the_local_statuses_and_stays_green(tmp_path: Path, env_cache: Path) -> None:

@@ -3,24 +3,73 @@ and entry point, so the act scenarios test what users run."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from importlib import metadata
 from pathlib import Path
 
+import pytest
 from ruamel.yaml import YAML
 
-from tests.act import harness
+from tests.act import harness, standin_runner, twin
 from tests.conftest import REPO
 
 
 def test_the_twin_has_action_ymls_inputs_outputs_and_the_images_entry_point(tmp_path: Path) -> None:
     real = YAML(typ="safe").load((REPO / "action.yml").read_text())
-    twin = YAML(typ="safe").load((harness.action_twin(tmp_path) / "action.yml").read_text())
-    assert twin["inputs"] == real["inputs"]
-    assert set(twin["outputs"]) == set(real["outputs"])
-    (step,) = twin["runs"]["steps"]
+    made = YAML(typ="safe").load((harness.action_twin(tmp_path) / "action.yml").read_text())
+    assert made["inputs"] == real["inputs"]
+    assert set(made["outputs"]) == set(real["outputs"])
+    (step,) = made["runs"]["steps"]
     assert {f"INPUT_{n.upper().replace('-', '_')}" for n in real["inputs"]} <= set(step["env"])
     entry = re.search(r'ENTRYPOINT \["python", "-m", "([\w.]+)"\]', (REPO / "Dockerfile").read_text())
-    assert entry and step["run"].endswith(f"-m {entry.group(1)}")
+    assert entry and step["run"].endswith("-m tests.act.twin")
+    assert twin.entry.__name__ == f"{entry.group(1)}.__main__", "the twin runs the image's entry point"
+
+
+def test_the_runner_actions_twin_has_its_interface(tmp_path: Path) -> None:
+    real = YAML(typ="safe").load((REPO / "runner" / "action.yml").read_text())
+    made = YAML(typ="safe").load((harness.action_twin(tmp_path) / "runner" / "action.yml").read_text())
+    assert made["inputs"] == real["inputs"] and set(made["outputs"]) == set(real["outputs"])
+    (step,) = made["runs"]["steps"]
+    assert {f"INPUT_{n.upper().replace('-', '_')}" for n in real["inputs"]} <= set(step["env"])
+
+
+HOST = metadata.version("onnxruntime")
+
+
+@pytest.mark.parametrize(
+    ("inputs", "why"),
+    [
+        ({"INPUT_COMMAND": "plan"}, "not a verify"),
+        ({"INPUT_COMMAND": "verify", "INPUT_TARGET": f"ort{HOST}-cpu-op17-dynamo"}, "the host's runtime"),
+        ({"INPUT_COMMAND": "verify", "INPUT_TARGET": "node-ort1.24.1-cpu-op17-dynamo"}, "npm, not pip"),
+        (
+            {
+                "INPUT_COMMAND": "verify",
+                "INPUT_TARGET": "ort1.20.1-cpu-op17-dynamo",
+                "INPUT_INSTALL_RUNTIME": "false",
+            },
+            "install-runtime off",
+        ),
+    ],
+)
+def test_a_job_keeps_the_hosts_interpreter_when_its_target_needs_nothing_else(
+    inputs: dict[str, str], why: str
+) -> None:
+    assert twin.job_interpreter(inputs) is None, why
+
+
+def test_a_job_that_needs_another_runtime_never_installs_into_the_shared_environment() -> None:
+    with pytest.raises(SystemExit, match=r"ort1\.20\.1-cpu-op17-dynamo needs another runtime"):
+        twin.job_interpreter({"INPUT_COMMAND": "verify", "INPUT_TARGET": "ort1.20.1-cpu-op17-dynamo"})
+
+
+def test_the_stand_in_serves_the_python_kinds_cells_and_changes_nothing_else() -> None:
+    from ci_onnx import matrix
+
+    real = matrix.runners()["python"]
+    assert standin_runner.info() == dataclasses.replace(real, module="tests.act.standin_runner")
 
 
 def test_every_github_action_the_workflows_use_has_a_stand_in() -> None:

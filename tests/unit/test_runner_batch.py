@@ -262,3 +262,39 @@ def test_the_observer_names_what_a_single_target_needs_and_refuses_nested_jobs(
     assert ort.main(["--jobs", str(jobs)]) == 0
     out = capsys.readouterr()
     assert batch.done_line(0, 1) in out.out and "cannot hold --jobs" in out.err
+
+
+def test_the_judge_reads_numeric_tensors_without_importing_onnx(tmp_path: Path) -> None:
+    """onnx's import (with ml_dtypes) was most of the parent's fixed cost per verify process."""
+    import subprocess
+
+    import numpy as np
+    from onnx import numpy_helper
+
+    from ci_onnx import tensorproto
+    from ci_onnx.verify import decode
+
+    values = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
+    tensorproto.save(tmp_path / "f.pb", values, "f")
+    code = (
+        "import sys; from pathlib import Path; from ci_onnx.verify import decode; "
+        f"a = decode.load(Path({str(tmp_path / 'f.pb')!r})); print(a.dtype, a.shape, 'onnx' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+    )
+    assert done.stdout.split() == ["float32", "(3,", "4)", "False"], done.stderr
+    onnx_reads = numpy_helper.to_array(numpy_helper.from_array(values))
+    np.testing.assert_array_equal(decode.load(tmp_path / "f.pb"), onnx_reads)
+    from onnx import TensorProto, helper
+
+    bf16 = helper.make_tensor("b", TensorProto.BFLOAT16, [2], [1.5, -2.0])
+    (tmp_path / "bf16.pb").write_bytes(bf16.SerializeToString())
+    got = decode.load(tmp_path / "bf16.pb")  # no numpy dtype: onnx's numpy_helper reads it, as before
+    assert got.dtype.name == "bfloat16" and got.astype(np.float32).tolist() == [1.5, -2.0]
+    (tmp_path / "bad.pb").write_bytes(b"\xff\xff\xff")
+    with pytest.raises(decode.DecodeError, match="not a readable tensor"):
+        decode.load(tmp_path / "bad.pb")

@@ -4,6 +4,7 @@ runs the real ``batch.serve``."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -13,12 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import proc
-from ci_onnx.errors import EnvironmentProblem
+from ci_onnx import config, localrun, proc
+from ci_onnx.errors import EnvironmentProblem, UsageError
+from ci_onnx.progress import Progress
+from ci_onnx.results import read_result
 from ci_onnx.runners import base, batch, ort
-from ci_onnx.target import Target
+from ci_onnx.target import Status, Target
+from ci_onnx.verify import stage
 from ci_onnx.verify.options import VerifyOptions
 from tests import bundles
+from tests.conftest import EXAMPLE_CONFIG
 
 ROOT = Path(__file__).parents[2]
 
@@ -298,3 +303,53 @@ def test_the_judge_reads_numeric_tensors_without_importing_onnx(tmp_path: Path) 
     (tmp_path / "bad.pb").write_bytes(b"\xff\xff\xff")
     with pytest.raises(decode.DecodeError, match="not a readable tensor"):
         decode.load(tmp_path / "bad.pb")
+
+
+def _group_run(tmp_path: Path) -> tuple[list[Target], config.Config, localrun.RunOptions, io.StringIO]:
+    targets = [Target("1.32.0", "cpu", o, "dynamo") for o in (17, 18, 19)]
+    options = localrun.RunOptions(out=tmp_path / "out", cache_dir=tmp_path / "cache", jobs=1)
+    return targets, config.load(EXAMPLE_CONFIG), options, io.StringIO()
+
+
+def test_an_environment_that_cannot_be_made_is_every_one_of_its_targets_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    targets, cfg, options, stream = _group_run(tmp_path)
+    made: list[str] = []
+
+    def provision(target: Target, how: base.Provisioning) -> base.RunnerEnv:
+        made.append(target.id)
+        raise EnvironmentProblem("onnxruntime 1.32.0: no wheel for this platform")
+
+    monkeypatch.setattr(base, "provision", provision)
+    progress = Progress([t.id for t in targets], stream, live=False)
+    statuses = localrun._verify_group(targets, cfg, options, progress)
+    assert made == [targets[0].id], "one environment, provisioned once for its targets"
+    assert statuses == dict.fromkeys((t.id for t in targets), Status.ERROR)
+    for t in targets:
+        r = read_result(options.out / "results" / f"{t.id}.json")
+        assert "no wheel for this platform" in r.summary and f"--only '{t.id}'" in r.reproduce
+
+
+def test_a_runner_that_fails_mid_group_leaves_no_target_without_a_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    targets, cfg, options, stream = _group_run(tmp_path)
+    env = base.RunnerEnv("python", "1.32.0", tmp_path, sys.executable, "onnxruntime")
+    monkeypatch.setattr(base, "provision", lambda target, how: env)
+    seen: list[list[str]] = []
+
+    def verify_many(items, out_dir, opts, *, base_env, environment, on_written):  # type: ignore[no-untyped-def]
+        seen.append([t.id for _, t in items])
+        on_written(0, UsageError("target ort1.32.0-cpu-op17-dynamo verifies bundle op17-dynamo, but …"))
+        raise EnvironmentProblem("python runner: cannot start python (No such file or directory)")
+
+    monkeypatch.setattr(stage, "verify_many", verify_many)
+    progress = Progress([t.id for t in targets], stream, live=False)
+    statuses = localrun._verify_group(targets, cfg, options, progress)
+    assert seen == [[t.id for t in targets]], "the whole group goes to one verify_many"
+    assert statuses == dict.fromkeys((t.id for t in targets), Status.ERROR)
+    first = read_result(options.out / "results" / f"{targets[0].id}.json")
+    assert "verifies bundle op17-dynamo" in first.summary
+    rest = [read_result(options.out / "results" / f"{t.id}.json") for t in targets[1:]]
+    assert all("cannot start python" in r.summary for r in rest)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import ci_onnx
-from ci_onnx import envs, matrix, proc, serde
+from ci_onnx import matrix, proc, serde
 from ci_onnx.results import Observation
 from ci_onnx.runners import batch, session
 from ci_onnx.runners.base import Launch, Provisioning, RunnerEnv, read_observation
@@ -35,6 +35,8 @@ class PythonRunner:
     kind = KIND
 
     def provision(self, release: str, provider: str, how: Provisioning) -> RunnerEnv:
+        from ci_onnx import envs  # not for verify's parent with an interpreter given (--python)
+
         package = matrix.runners()[KIND].package_for(provider)
         env = envs.ensure(package, release, how.cache_dir, uv=how.uv, environ=how.environ)
         return RunnerEnv(KIND, release, env.path, str(env.python), package)

@@ -130,12 +130,13 @@ def run_jobs(
         jobs_file = workdir / JOBS_FILE.format(attempt=attempt)
         write_jobs(jobs_file, [(i, jobs[i].argv) for i in pending])
         argv = (*program, "--jobs", str(jobs_file))
-        settled = _one_child(argv, jobs, pending, env, what)
-        for i, done in settled:
+
+        def settle(i: int, done: proc.Completed) -> None:
             results[i] = done
             if on_done is not None:
                 on_done(i, done)
-        finished = {i for i, _ in settled}
+
+        finished = _one_child(argv, jobs, pending, env, what, settle)
         pending = [i for i in pending if i not in finished]
         jobs_file.unlink(missing_ok=True)
     return [results[i] for i in range(len(jobs))]
@@ -147,9 +148,10 @@ def _one_child(
     pending: list[int],
     env: Mapping[str, str],
     what: str,
-) -> list[tuple[int, proc.Completed]]:
-    """Start one child on ``pending``; the jobs it settled, in order: every one it finished, then the
-    one it crashed or hung on (the rest are for the next child)."""
+    settle: Callable[[int, proc.Completed], None],
+) -> set[int]:
+    """Start one child on ``pending``; ``settle`` each job as soon as it is known (every one it
+    finishes, then the one it crashed or hung on); the jobs settled (the rest are for the next child)."""
     started = time.monotonic()
     try:
         child = subprocess.Popen(
@@ -172,7 +174,12 @@ def _one_child(
     ]
     for r in readers:
         r.start()
-    settled: list[tuple[int, proc.Completed]] = []
+    settled: set[int] = set()
+
+    def done_with(index: int, done: proc.Completed) -> None:
+        settled.add(index)
+        settle(index, done)
+
     stdout_of_job: list[str] = []
     err_mark = 0
     job_start = started
@@ -190,7 +197,7 @@ def _one_child(
             done = proc.Completed(
                 argv, child.returncode, "".join(stdout_of_job), err, time.monotonic() - job_start, True
             )
-            settled.append((index, done))
+            done_with(index, done)
             return settled
         if kind == "eof":
             open_streams -= 1
@@ -208,7 +215,7 @@ def _one_child(
         done = proc.Completed(
             argv, rc, "".join(stdout_of_job), "".join(stderr[err_mark:]), at - job_start, False
         )
-        settled.append((index, done))
+        done_with(index, done)
         stdout_of_job, err_mark, job_start = [], len(stderr), at
         pos += 1
     _finish(child, readers, events, stderr)
@@ -218,7 +225,7 @@ def _one_child(
         if child.returncode == 0:
             err += "\nthe runner exited before it finished this target"
         done = proc.Completed(argv, code, "".join(stdout_of_job), err, time.monotonic() - job_start, False)
-        settled.append((pending[pos], done))
+        done_with(pending[pos], done)
     return settled
 
 

@@ -47,6 +47,12 @@ FAKE_CHILD = textwrap.dedent(
             os._exit(0)
         if how == "raise":
             raise ValueError("this job broke")
+        if how.startswith("wait:"):  # until the parent has heard of the job before
+            deadline = time.monotonic() + 20
+            while not Path(how[5:]).exists():
+                if time.monotonic() > deadline:
+                    return 3
+                time.sleep(0.01)
         if how == "chatty":
             print("a line of the job's own on stdout", flush=True)
             print("and one on stderr", file=sys.stderr, flush=True)
@@ -98,6 +104,14 @@ def test_every_job_runs_in_one_child_in_order(fake: Fake, tmp_path: Path) -> Non
     assert "a line of the job's own" in done[1].stdout and "and one on stderr" in done[1].stderr
     assert batch.MARKER not in done[1].stdout
     assert not list(tmp_path.glob("jobs-*.json")), "the jobs files are removed"
+
+
+def test_each_job_is_heard_while_the_child_goes_on_with_the_next(fake: Fake, tmp_path: Path) -> None:
+    program, env, _ = fake
+    flag = tmp_path / "heard-0"
+    jobs = [batch.Job(("ok",), 30), batch.Job((f"wait:{flag}",), 30)]
+    done = batch.run_jobs(program, jobs, workdir=tmp_path, env=env, on_done=lambda i, _c: flag.touch())
+    assert [d.returncode for d in done] == [0, 0], "job 1 saw that the parent had judged job 0"
 
 
 def test_a_crash_in_the_middle_is_that_jobs_signal_and_the_rest_run_in_a_fresh_child(

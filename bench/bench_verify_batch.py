@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
+import resource
 import sys
 import time
 from pathlib import Path
@@ -45,6 +46,7 @@ BARE_ONE, BARE_EACH, GATE_ONE, GATE_EACH = (
     "onnx-gate verify, one runner process",
     "onnx-gate verify, one runner process per target",
 )
+RUNNER_ONE = "the runner process alone (`python -m ci_onnx.runners.ort --jobs`)"
 POLY, GATE_LEAN, BARE_LEAN = (
     "polygraphy run --onnxrt, once per target",
     "onnx-gate verify, parity only, one runner process",
@@ -127,7 +129,10 @@ def cases(models: list[prepare.Prepared], python: str, work: Path, ort: str) -> 
         return harness.Command((python, "-c", BARE_LOOP, str(HERE), kind, *specs))
 
     specs = [str(m.spec) for m in models]
+    jobs_file = work / "batch" / "runner-jobs.json"
+    _write_jobs(jobs_file, models, targets, out / "runner", Path(python).parent.parent)
     return {
+        RUNNER_ONE: harness.Command((python, "-m", "ci_onnx.runners.ort", "--jobs", str(jobs_file)), env=env),
         BARE_ONE: bare("full", specs),
         BARE_EACH: _each([(python, str(BARE), s) for s in specs]),
         GATE_ONE: gate("one", full, "one"),
@@ -136,6 +141,23 @@ def cases(models: list[prepare.Prepared], python: str, work: Path, ort: str) -> 
         GATE_LEAN: gate("one", lean, "lean"),
         POLY: _each([_polygraphy(poly, m) for m in models]),
     }
+
+
+def _write_jobs(
+    path: Path, models: list[prepare.Prepared], targets: list[str], out: Path, env_path: Path
+) -> None:
+    """The jobs file verify's parent writes for these targets (its arguments, untimed)."""
+    from ci_onnx.runners import batch
+    from ci_onnx.runners.python import observer_args
+    from ci_onnx.target import Target
+    from ci_onnx.verify import stage
+
+    options = stage.options_from(None)
+    args = [
+        observer_args(m.bundle, Target.from_id(t), out / t, options, "CPUExecutionProvider", env_path)
+        for m, t in zip(models, targets, strict=True)
+    ]
+    batch.write_jobs(path, list(enumerate(args)))
 
 
 def _polygraphy(poly: str, m: prepare.Prepared) -> tuple[str, ...]:
@@ -160,39 +182,72 @@ def _each(commands: list[tuple[str, ...]]) -> harness.Case:
     return run
 
 
-def measure(work: Path, ort: str, runs: int) -> harness.Section:
+class CpuTimed:
+    """A case that also records the CPU seconds (user + system) its child processes used: on a
+    shared machine the wall time of every case stretches with the load, the CPU time much less."""
+
+    def __init__(self, case: harness.Case) -> None:
+        self.case = case
+        self.cpu: list[float] = []
+
+    def __call__(self) -> None:
+        from bench import harness
+
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        harness._once(self.case, None, None)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+
+
+def measure(work: Path, ort: str, runs: int, warmup: int = 1) -> harness.Section:
     from bench import harness
     from ci_onnx import envs
 
     runtime = envs.ensure("onnxruntime", ort, work / "cache", uv=envs.find_uv())
     models = bundles(work)
     n = len(models)
-    timings = harness.interleaved(cases(models, str(runtime.python), work, ort), runs=runs)
+    timed = {name: CpuTimed(case) for name, case in cases(models, str(runtime.python), work, ort).items()}
+    timings = harness.interleaved(timed, runs=runs, warmup=warmup)
+    cpu = {name: harness.Timing(name, tuple(c.cpu[warmup:])) for name, c in timed.items()}
     r_bare = harness.ratio(timings, GATE_ONE, BARE_ONE)
     r_each = harness.ratio(timings, GATE_EACH, BARE_ONE)
+    c_bare = harness.ratio(cpu, GATE_ONE, BARE_ONE)
     per_gate = timings[GATE_LEAN].median / n
     per_poly = timings[POLY].median / n
     saved = harness.above(timings, GATE_EACH, GATE_ONE)
+    child, parent = harness.above(cpu, RUNNER_ONE, BARE_ONE), harness.above(cpu, GATE_ONE, RUNNER_ONE)
+    full = [BARE_ONE, BARE_EACH, RUNNER_ONE, GATE_ONE, GATE_EACH]
+    same = [POLY, GATE_LEAN, BARE_LEAN]
     body = (
         f"{n} targets of one environment (onnxruntime {ort}, CPU): "
         + ", ".join(f"`{m.target.format(ort=ort)}`" for m in models)
-        + ".\n\n### The full work\n\n"
-        + harness.table(timings, BARE_ONE, names=[BARE_ONE, BARE_EACH, GATE_ONE, GATE_EACH])
+        + ".\n\n### The full work\n\nWall time:\n\n"
+        + harness.table(timings, BARE_ONE, names=full)
+        + "\n\nCPU time (user + system of the processes each case started):\n\n"
+        + harness.table(cpu, BARE_ONE, names=full)
         + "\n\n"
         + harness.verdict(
             r_bare <= 1.1,
             f"verify of {n} targets with one runner process takes {r_bare:.2f}× the bare script doing "
-            f"the same work in one process (one runner process per target: {r_each:.2f}×; one process "
-            f"saves {saved * 1000:.0f} ms, {saved / n * 1000:.0f} ms a target)",
+            f"the same work in one process ({c_bare:.2f}× its CPU time; one runner process per target: "
+            f"{r_each:.2f}×; one process saves {saved * 1000:.0f} ms, {saved / n * 1000:.0f} ms a target)",
             "≤ 1.1×",
         )
-        + "\n\n### The same check as Polygraphy (parity only)\n\n"
-        + harness.table(timings, POLY, names=[POLY, GATE_LEAN, BARE_LEAN])
+        + f"\n\nWhere the CPU time above the bare script goes: the runner process does "
+        f"{child * 1000:+.0f} ms of it (the observation, every output written as a TensorProto file, "
+        f"the ci_onnx modules it imports), and verify's parent process {parent * 1000:+.0f} ms (its "
+        "interpreter and imports, sha256 of every bundle file, the judge, the result JSON and JUnit "
+        "of each target)."
+        + "\n\n### The same check as Polygraphy (parity only)\n\nWall time:\n\n"
+        + harness.table(timings, POLY, names=same)
+        + "\n\nCPU time:\n\n"
+        + harness.table(cpu, POLY, names=same)
         + "\n\n"
         + harness.verdict(
             per_gate < per_poly,
             f"per target, onnx-gate checks in {per_gate * 1000:.0f} ms and Polygraphy in "
-            f"{per_poly * 1000:.0f} ms ({per_gate / per_poly:.2f}× Polygraphy's time)",
+            f"{per_poly * 1000:.0f} ms ({per_gate / per_poly:.2f}× Polygraphy's time; CPU time "
+            f"{harness.ratio(cpu, GATE_LEAN, POLY):.2f}×)",
             "onnx-gate faster, per target, in a run of several targets",
         )
     )

@@ -52,7 +52,7 @@ class PythonRunner:
         ep: str,
         base_env: Mapping[str, str],
     ) -> proc.Completed:
-        argv = [env.program, "-m", OBSERVER, *_observer_args(bundle, target, out_dir, options, ep, env.path)]
+        argv = [env.program, "-m", OBSERVER, *observer_args(bundle, target, out_dir, options, ep, env.path)]
         with _package_path() as path:
             env_vars = {**base_env, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
             return proc.run(argv, timeout=options.timeout_s, env=env_vars, what=f"{target.id} runner")
@@ -69,7 +69,7 @@ class PythonRunner:
         Completed as its own :meth:`launch` would give it."""
         jobs = [
             batch.Job(
-                tuple(_observer_args(x.bundle, x.target, x.out_dir, x.options, x.ep, env.path)),
+                tuple(observer_args(x.bundle, x.target, x.out_dir, x.options, x.ep, env.path)),
                 x.options.timeout_s,
                 f"{x.target.id} runner",
             )
@@ -90,7 +90,7 @@ class PythonRunner:
         return read_observation(out_dir)
 
 
-def _observer_args(
+def observer_args(
     bundle: Path, target: Target, out_dir: Path, options: VerifyOptions, ep: str, env_path: Path
 ) -> list[str]:
     """The observer's arguments for one target: the same for a process of its own and a batch job."""

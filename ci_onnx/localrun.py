@@ -157,20 +157,34 @@ def _verify_group(
         return statuses
     for t in targets:
         progress.update(t.id, "running", f"{env.package} {env.release}")
+    items = [(options.out / BUNDLES / t.bundle_key, t) for t in targets]
     try:
-        stage.verify_many(
-            [(options.out / BUNDLES / t.bundle_key, t) for t in targets],
-            options.out,
-            stage.options_from(cfg),
-            base_env=options.env,
-            environment=env,
-            on_written=lambda i, found: record(targets[i], found),
-        )
-    except Exception as exc:  # the runner could not start at all: every target still unjudged
+        if len(targets) == 1:
+            record(
+                targets[0],
+                stage.verify(
+                    *items[0], options.out, stage.options_from(cfg), base_env=options.env, environment=env
+                ),
+            )
+        else:
+            stage.verify_many(
+                items,
+                options.out,
+                stage.options_from(cfg),
+                base_env=options.env,
+                environment=env,
+                on_written=lambda i, found: record(targets[i], found),
+            )
+    except Exception as exc:  # a target's trouble, or a runner that cannot start: never the run's
         for t in targets:
             if t.id not in statuses:
                 record(t, exc)
     return statuses
+
+
+def _verify_one(target: Target, cfg: Config, options: RunOptions, progress: Progress) -> Status:
+    """One target in an environment of its own (a group of one)."""
+    return _verify_group([target], cfg, options, progress)[target.id]
 
 
 def _error_result(target: Target, cfg: Config, options: RunOptions, exc: Exception) -> TargetResult:

@@ -3,7 +3,7 @@
 The interpreter and the runtime's imports are paid once per environment instead of once per target.
 The parent writes the jobs (one observer argument list each, exactly what a per-target launch would
 pass) to a file and starts ``OBSERVER --jobs FILE``; the child observes them in order and prints one
-marker line per finished job (:data:`MARKER`, its index and its exit status). The parent reads the
+marker line per finished job on stderr (:data:`MARKER`, its index and its exit status). The parent reads the
 markers with every job's own timeout, counted from the moment the child became free for it:
 
 - a job that hangs past its timeout is that job's ``timed out`` result; the child is killed (its
@@ -39,7 +39,9 @@ from ci_onnx.errors import EnvironmentProblem
 from ci_onnx.target import Target
 
 MARKER = "onnx-gate-batch-done"
-"""``MARKER INDEX RC`` on the child's stdout: job INDEX finished with exit status RC."""
+"""``MARKER INDEX RC`` on the child's stderr: job INDEX finished with exit status RC. On stderr, after
+the job's own lines there, so each job's stderr (what a failure quotes) is exactly its own; stdout
+(the observer writes none) goes to the job in flight when it arrives."""
 JOBS_FILE = "jobs-{attempt}.json"
 MAX_ATTEMPTS_EXTRA = 1
 """Beyond one child per job that fails: the child count is bounded by the jobs plus this."""
@@ -96,8 +98,8 @@ def serve(path: str, observe_one: Callable[[list[str]], int]) -> int:
         except Exception:
             traceback.print_exc()
             rc = 1
-        sys.stderr.flush()
-        print(done_line(index, rc), flush=True)
+        sys.stdout.flush()
+        print(done_line(index, rc), file=sys.stderr, flush=True)  # after the job's own stderr lines
     return 0
 
 
@@ -204,12 +206,12 @@ def _one_child(
             if open_streams:
                 continue
             break  # the child closed both pipes: it exited (or died) before finishing pending[pos]
-        if kind == "err":
-            stderr.append(line)
+        if kind == "out":
+            stdout_of_job.append(line)
             continue
         marker = parse_marker(line)
         if marker is None or marker[0] != index:
-            stdout_of_job.append(line)
+            stderr.append(line)
             continue
         rc = marker[1]
         done = proc.Completed(

@@ -101,8 +101,8 @@ def test_every_job_runs_in_one_child_in_order(fake: Fake, tmp_path: Path) -> Non
     assert [d.ok for d in done] == [True, True, True]
     assert children(ran) == 1 and [h for _, h in ran] == ["ok", "chatty", "ok"]
     assert heard == [0, 1, 2]
-    assert "a line of the job's own" in done[1].stdout and "and one on stderr" in done[1].stderr
-    assert batch.MARKER not in done[1].stdout
+    assert done[1].stderr == "and one on stderr\n", "each job's stderr is exactly its own"
+    assert batch.MARKER not in done[1].stdout + done[1].stderr
     assert not list(tmp_path.glob("jobs-*.json")), "the jobs files are removed"
 
 
@@ -248,7 +248,7 @@ def test_no_token_of_any_name_reaches_the_batch_child(tmp_path: Path) -> None:
         "import json, os, sys\n"
         f"open({str(tmp_path / 'seen-env')!r}, 'a').write(json.dumps(dict(os.environ)) + '\\n')\n"
         "for job in json.load(open(sys.argv[sys.argv.index('--jobs') + 1])):\n"
-        "    print('onnx-gate-batch-done', job['index'], 0, flush=True)\n"
+        "    print('onnx-gate-batch-done', job['index'], 0, file=sys.stderr, flush=True)\n"
     )
     program.chmod(0o755)
     env = base.RunnerEnv("python", "1.32.0", tmp_path, str(program), "onnxruntime")
@@ -279,8 +279,8 @@ def test_the_observer_names_what_a_single_target_needs_and_refuses_nested_jobs(
     jobs = tmp_path / "jobs.json"
     batch.write_jobs(jobs, [(0, ["--jobs", str(jobs)])])
     assert ort.main(["--jobs", str(jobs)]) == 0
-    out = capsys.readouterr()
-    assert batch.done_line(0, 1) in out.out and "cannot hold --jobs" in out.err
+    err = capsys.readouterr().err
+    assert err.index("cannot hold --jobs") < err.index(batch.done_line(0, 1))
 
 
 def test_the_judge_reads_numeric_tensors_without_importing_onnx(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from ci_onnx.config import Config
 from ci_onnx.errors import ConfigError, GateError
 from ci_onnx.progress import Progress
 from ci_onnx.resolve import Resolver
-from ci_onnx.results import CheckResult, write_result
+from ci_onnx.results import CheckResult, TargetResult, write_result
 from ci_onnx.shorten import fit
 from ci_onnx.target import Status, Target
 
@@ -83,10 +83,16 @@ def run(cfg: Config, resolver: Resolver, options: RunOptions, echo: Callable[[st
         if t.expected_skip:
             statuses[t.id] = Status.EXPECTED
             progress.update(t.id, "expected", t.expected_skip)
+    from ci_onnx.runners.batch import groups
+
     with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs) as pool:
-        futures = {pool.submit(_verify_one, t, cfg, options, progress): t for t in the_plan.runnable}
+        # one runner process per environment (its targets share the interpreter and the imports)
+        futures = [
+            pool.submit(_verify_group, g, cfg, options, progress)
+            for g in groups(the_plan.runnable, options.jobs)
+        ]
         for future in concurrent.futures.as_completed(futures):
-            statuses[futures[future].id] = future.result()
+            statuses.update(future.result())
     verify_s = time.monotonic() - t1
     created = _count_envs(options.cache_dir) - before
     return RunSummary(the_plan, statuses, export_s, verify_s, created, reused)
@@ -123,41 +129,83 @@ def _onnx_opset(cfg: Config) -> int:
     return planning.opsets_of(cfg)[0] if cfg.onnx_only else 0
 
 
-def _verify_one(target: Target, cfg: Config, options: RunOptions, progress: Progress) -> Status:
+def _verify_group(
+    targets: Sequence[Target], cfg: Config, options: RunOptions, progress: Progress
+) -> dict[str, Status]:
+    """Targets that share an environment: provisioned once, verified by one runner process where the
+    kind batches (a crash or hang is its own target's error; the rest still run)."""
     from ci_onnx.runners import base
-    from ci_onnx.verify import judge, junit, stage
+    from ci_onnx.verify import stage
+
+    statuses: dict[str, Status] = {}
+
+    def record(target: Target, found: stage.Written | Exception) -> None:
+        result = (
+            found.result if not isinstance(found, Exception) else _error_result(target, cfg, options, found)
+        )
+        progress.update(target.id, result.status.value, fit(result.summary, 100))
+        statuses[target.id] = result.status
 
     try:
-        progress.update(target.id, "env", "preparing its environment")
+        for t in targets:
+            progress.update(t.id, "env", "preparing its environment")
         how = base.Provisioning(options.cache_dir, options.env, options.uv)
-        env = base.provision(target, how)
-        progress.update(target.id, "running", f"{env.package} {env.release}")
-        written = stage.verify(
-            options.out / BUNDLES / target.bundle_key,
-            target,
-            options.out,
-            stage.options_from(cfg),
-            base_env=options.env,
-            environment=env,
-        )
-        result = written.result
-    except Exception as exc:  # one target's trouble never aborts the run or its report
-        message = exc.message if isinstance(exc, GateError) else f"{type(exc).__name__}: {exc}"[:500]
-        check = CheckResult("environment", Status.ERROR, message)
-        result = dataclasses.replace(
-            judge.result(target, None, [check]),
-            reproduce=f"onnx-gate run --config {cfg.path} --only '{target.id}'",
-        )
-        write_result(options.out / stage.RESULTS, result)
-        junit.write(options.out / stage.JUNIT, result)
-    progress.update(target.id, result.status.value, fit(result.summary, 100))
-    return result.status
+        env = base.provision(targets[0], how)
+    except Exception as exc:  # one environment's trouble never aborts the run or its report
+        for t in targets:
+            record(t, exc)
+        return statuses
+    for t in targets:
+        progress.update(t.id, "running", f"{env.package} {env.release}")
+    items = [(options.out / BUNDLES / t.bundle_key, t) for t in targets]
+    try:
+        if len(targets) == 1:
+            record(
+                targets[0],
+                stage.verify(
+                    *items[0], options.out, stage.options_from(cfg), base_env=options.env, environment=env
+                ),
+            )
+        else:
+            stage.verify_many(
+                items,
+                options.out,
+                stage.options_from(cfg),
+                base_env=options.env,
+                environment=env,
+                on_written=lambda i, found: record(targets[i], found),
+            )
+    except Exception as exc:  # a target's trouble, or a runner that cannot start: never the run's
+        for t in targets:
+            if t.id not in statuses:
+                record(t, exc)
+    return statuses
+
+
+def _verify_one(target: Target, cfg: Config, options: RunOptions, progress: Progress) -> Status:
+    """One target in an environment of its own (a group of one)."""
+    return _verify_group([target], cfg, options, progress)[target.id]
+
+
+def _error_result(target: Target, cfg: Config, options: RunOptions, exc: Exception) -> TargetResult:
+    """The error result of a target that could not be verified, written like any other."""
+    from ci_onnx.verify import judge, junit, stage
+
+    message = exc.message if isinstance(exc, GateError) else f"{type(exc).__name__}: {exc}"[:500]
+    check = CheckResult("environment", Status.ERROR, message)
+    result = dataclasses.replace(
+        judge.result(target, None, [check]),
+        reproduce=f"onnx-gate run --config {cfg.path} --only '{target.id}'",
+    )
+    write_result(options.out / stage.RESULTS, result)
+    junit.write(options.out / stage.JUNIT, result)
+    return result
 
 
 def terminal_table(results_dir: Path, plan: planning.Plan) -> str:
     """One line per target for the terminal: verdict, parity, decisions, CPU share, median latency,
     and why a target was skipped or failed."""
-    from ci_onnx.results import TargetResult, read_result
+    from ci_onnx.results import read_result
 
     found: dict[str, TargetResult] = {}
     for p in sorted(results_dir.glob("*.json")):

@@ -5,7 +5,9 @@ with a timeout, and collects what it wrote: ``observation.json`` plus output Ten
 same files for every kind. A kind observes and never judges; comparison and verdicts live in
 ci_onnx.verify, the same for every kind.
 
-Adding a kind is one module that defines ``RUNNER`` plus a row in matrix/runners.toml.
+Adding a kind is one module that defines ``RUNNER`` plus a row in matrix/runners.toml. A
+kind may also implement ``launch_many`` (:class:`BatchRunner`): several targets of one environment
+in one child, the interpreter and imports paid once; the others keep one child per target.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -76,6 +78,60 @@ class Runner(Protocol):
     def collect(self, out_dir: Path) -> Observation:
         """The Observation the child wrote; CollectError when there is none to read."""
         ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Launch:
+    """One target's launch, as :meth:`Runner.launch` takes it: for :func:`launch_many`."""
+
+    bundle: Path
+    target: Target
+    out_dir: Path
+    options: VerifyOptions
+    ep: str
+
+
+class BatchRunner(Runner, Protocol):
+    """A kind that can observe several targets of one environment in one child process (optional).
+
+    Crash isolation is kept: a crash or a hang is the Completed of the target in flight, and the
+    targets after it still run (in a fresh child); each Completed reads as :meth:`Runner.launch`'s."""
+
+    def launch_many(
+        self,
+        env: RunnerEnv,
+        launches: Sequence[Launch],
+        *,
+        base_env: Mapping[str, str],
+        on_done: Callable[[int, proc.Completed], None] | None = None,
+    ) -> list[proc.Completed]: ...
+
+
+def batches(runner: Runner) -> bool:
+    """Whether ``runner`` implements :meth:`BatchRunner.launch_many`."""
+    return callable(getattr(runner, "launch_many", None))
+
+
+def launch_many(
+    runner: Runner,
+    env: RunnerEnv,
+    launches: Sequence[Launch],
+    *,
+    base_env: Mapping[str, str],
+    on_done: Callable[[int, proc.Completed], None] | None = None,
+) -> list[proc.Completed]:
+    """Every launch, in one child where the kind batches (and there are two or more), else one child
+    each; ``on_done(i, completed)`` hears each as soon as it is known."""
+    if len(launches) > 1 and batches(runner):
+        many: BatchRunner = runner  # type: ignore[assignment]
+        return many.launch_many(env, launches, base_env=base_env, on_done=on_done)
+    done = []
+    for i, x in enumerate(launches):
+        one = runner.launch(env, x.bundle, x.target, x.out_dir, x.options, ep=x.ep, base_env=base_env)
+        if on_done is not None:
+            on_done(i, one)
+        done.append(one)
+    return done
 
 
 def read_observation(out_dir: Path) -> Observation:

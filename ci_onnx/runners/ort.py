@@ -5,6 +5,9 @@ target environment's interpreter (numpy + one onnxruntime flavour) and writes OB
 plus every observed output as a TensorProto file. One session per configuration: a plain session
 serves parity, batch sizes, latency and memory; its parity runs are profiled to learn where every node
 ran, and profiling ends before anything is timed.
+
+``--jobs FILE`` observes several targets of this environment in this one process, each exactly as a
+process of its own would (ci_onnx.runners.batch: the interpreter and imports paid once).
 """
 
 from __future__ import annotations
@@ -312,10 +315,10 @@ def _die(how: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ci_onnx.runners.ort", description=__doc__)
-    parser.add_argument("--bundle", type=Path, required=True)
-    parser.add_argument("--target-json", required=True, help="The Target, as JSON.")
-    parser.add_argument("--ep", required=True, help="The execution provider to ask for first.")
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--bundle", type=Path)
+    parser.add_argument("--target-json", help="The Target, as JSON.")
+    parser.add_argument("--ep", help="The execution provider to ask for first.")
+    parser.add_argument("--out", type=Path)
     parser.add_argument("--strict-fallback", action="store_true")
     parser.add_argument("--latency-runs", type=int, default=Options.latency_runs)
     parser.add_argument("--memory-threads", type=int, default=MEMORY_THREADS)
@@ -323,7 +326,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--session-options", default="", help="The preset's settings, as JSON.")
     parser.add_argument("--opt-cache", default="", help="The optimized-model cache directory.")
     parser.add_argument("--no-cold-start", action="store_true", help="Do not time a fresh process.")
+    parser.add_argument(
+        "--jobs",
+        metavar="FILE",
+        help="Observe several targets in this one process: FILE lists each one's arguments (the ones "
+        "above) as ci_onnx.runners.batch writes them; '-' reads them from stdin.",
+    )
     args = parser.parse_args(argv)
+    if args.jobs is not None:
+        from ci_onnx.runners import batch
+
+        return batch.serve(args.jobs, _job)
+    missing = [
+        f"--{n.replace('_', '-')}" for n in ("bundle", "target_json", "ep", "out") if not getattr(args, n)
+    ]
+    if missing:
+        parser.error(f"the following arguments are required: {', '.join(missing)}")
     target = serde.from_json(Target, json.loads(args.target_json))
     options = Options(
         ep=args.ep,
@@ -340,6 +358,22 @@ def main(argv: list[str] | None = None) -> int:
     obs = observe(args.bundle, target, options, args.out)
     (args.out / "observation.json").write_text(serde.dumps(obs))
     return 0
+
+
+def _job(argv: list[str]) -> int:
+    """One job of a ``--jobs`` batch: exactly what a process of its own would do with ``argv``."""
+    import gc
+
+    if _nested(argv):
+        raise SystemExit("a job's arguments cannot hold --jobs")
+    try:
+        return main(argv)
+    finally:
+        gc.collect()  # the job's session and buffers are gone before the next one is measured
+
+
+def _nested(argv: list[str]) -> bool:
+    return any(a == "--jobs" or a.startswith("--jobs=") for a in argv)
 
 
 def _die_for(hook: str, target_id: str) -> str:

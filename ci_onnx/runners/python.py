@@ -3,24 +3,27 @@
 Provisioning is ci_onnx.envs (uv or venv + pip); the observer is ``python -m ci_onnx.runners.ort``,
 run with the environment's interpreter and a PYTHONPATH that holds only the ci_onnx package (a link
 to it in a temporary directory), so the environment needs nothing but numpy and its onnxruntime.
+:meth:`PythonRunner.launch_many` observes several targets of one environment in one such process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import ci_onnx
-from ci_onnx import envs, matrix, proc, serde
+from ci_onnx import matrix, proc, serde
 from ci_onnx.results import Observation
-from ci_onnx.runners import session
-from ci_onnx.runners.base import Provisioning, RunnerEnv, read_observation
+from ci_onnx.runners import batch, session
+from ci_onnx.runners.base import Launch, Provisioning, RunnerEnv, read_observation
 from ci_onnx.target import Target
 from ci_onnx.verify.options import VerifyOptions
 
 KIND = "python"
+OBSERVER = "ci_onnx.runners.ort"
 
 
 def from_interpreter(python: str) -> RunnerEnv:
@@ -32,6 +35,8 @@ class PythonRunner:
     kind = KIND
 
     def provision(self, release: str, provider: str, how: Provisioning) -> RunnerEnv:
+        from ci_onnx import envs  # not for verify's parent with an interpreter given (--python)
+
         package = matrix.runners()[KIND].package_for(provider)
         env = envs.ensure(package, release, how.cache_dir, uv=how.uv, environ=how.environ)
         return RunnerEnv(KIND, release, env.path, str(env.python), package)
@@ -47,24 +52,67 @@ class PythonRunner:
         ep: str,
         base_env: Mapping[str, str],
     ) -> proc.Completed:
-        argv = [
-            env.program, "-m", "ci_onnx.runners.ort",
-            "--bundle", str(bundle.resolve()),
-            "--target-json", json.dumps(serde.to_json(target)),
-            "--ep", ep,
-            "--out", str(out_dir.resolve()),
-            "--latency-runs", str(options.latency_runs),
-        ]  # fmt: skip
-        if options.strict_fallback:
-            argv.append("--strict-fallback")
-        argv += session.runner_args(target.session_options, options.session_presets, env.path)
-        with tempfile.TemporaryDirectory(prefix="onnx-gate-runner-") as tmp:
-            (Path(tmp) / "ci_onnx").symlink_to(Path(ci_onnx.__file__).parent, target_is_directory=True)
-            env_vars = {**base_env, "PYTHONPATH": tmp, "PYTHONDONTWRITEBYTECODE": "1"}
+        argv = [env.program, "-m", OBSERVER, *observer_args(bundle, target, out_dir, options, ep, env.path)]
+        with _package_path() as path:
+            env_vars = {**base_env, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
             return proc.run(argv, timeout=options.timeout_s, env=env_vars, what=f"{target.id} runner")
+
+    def launch_many(
+        self,
+        env: RunnerEnv,
+        launches: Sequence[Launch],
+        *,
+        base_env: Mapping[str, str],
+        on_done: Callable[[int, proc.Completed], None] | None = None,
+    ) -> list[proc.Completed]:
+        """Every launch in one ``--jobs`` child (a fresh one after a crash or a hang), each one's
+        Completed as its own :meth:`launch` would give it."""
+        jobs = [
+            batch.Job(
+                tuple(observer_args(x.bundle, x.target, x.out_dir, x.options, x.ep, env.path)),
+                x.options.timeout_s,
+                f"{x.target.id} runner",
+            )
+            for x in launches
+        ]
+        with _package_path() as path:
+            env_vars = {**base_env, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
+            return batch.run_jobs(
+                (env.program, "-m", OBSERVER),
+                jobs,
+                workdir=Path(path),
+                env=env_vars,
+                on_done=on_done,
+                what=f"{env.package or 'onnxruntime'} {env.release} runner".strip(),
+            )
 
     def collect(self, out_dir: Path) -> Observation:
         return read_observation(out_dir)
+
+
+def observer_args(
+    bundle: Path, target: Target, out_dir: Path, options: VerifyOptions, ep: str, env_path: Path
+) -> list[str]:
+    """The observer's arguments for one target: the same for a process of its own and a batch job."""
+    args = [
+        "--bundle", str(bundle.resolve()),
+        "--target-json", json.dumps(serde.to_json(target)),
+        "--ep", ep,
+        "--out", str(out_dir.resolve()),
+        "--latency-runs", str(options.latency_runs),
+    ]  # fmt: skip
+    if options.strict_fallback:
+        args.append("--strict-fallback")
+    args += session.runner_args(target.session_options, options.session_presets, env_path)
+    return args
+
+
+@contextlib.contextmanager
+def _package_path() -> Iterator[str]:
+    """A temporary directory holding only a link to the ci_onnx package: the child's PYTHONPATH."""
+    with tempfile.TemporaryDirectory(prefix="onnx-gate-runner-") as tmp:
+        (Path(tmp) / "ci_onnx").symlink_to(Path(ci_onnx.__file__).parent, target_is_directory=True)
+        yield tmp
 
 
 RUNNER = PythonRunner()

@@ -5,7 +5,8 @@ provisions the target's environment first). The runner kind (ci_onnx.runners.bas
 and collects its Observation; the judge is the same for every kind. A segfault, an abort, a hang or
 an out-of-memory kill of the runtime becomes an ``error`` result naming the signal or the timeout;
 the result JSON and the JUnit are written anyway. Every child gets proc's allow-listed environment:
-no token of any name reaches a runtime process.
+no token of any name reaches a runtime process. :func:`verify_many` verifies several targets of one
+environment with one runner child where the kind can (a crash still costs only its own target).
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ import importlib
 import shutil
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ci_onnx import matrix
+from ci_onnx import matrix, proc
 from ci_onnx.bundle import MODEL, Manifest, confined, read_manifest
 from ci_onnx.config import Config
 from ci_onnx.errors import BundleError, UsageError
@@ -67,6 +68,80 @@ def verify(
         from ci_onnx.runners.python import from_interpreter
 
         environment = from_interpreter(python)
+    found = verify_many([(bundle_dir, target)], out_dir, options, base_env=base_env, environment=environment)
+    if isinstance(found[0], Exception):
+        raise found[0]
+    return found[0]
+
+
+def verify_many(
+    items: Sequence[tuple[Path, Target]],
+    out_dir: Path,
+    options: VerifyOptions,
+    *,
+    base_env: Mapping[str, str],
+    environment: base.RunnerEnv,
+    on_written: Callable[[int, Written | Exception], None] | None = None,
+) -> list[Written | Exception]:
+    """Verify several targets that share ``environment``: one runner child for all of them where the
+    kind batches (base.launch_many: a crash or hang is its target's error, the rest still run), each
+    judged as soon as its observation is in, while the child goes on. A target's own trouble (a bad
+    bundle, an unknown provider) is its slot's exception; ``on_written`` hears each slot when known."""
+    slots: list[Written | Exception | None] = [None] * len(items)
+    pending: list[_Prepared] = []
+
+    def settle(i: int, value: Written | Exception) -> None:
+        slots[i] = value
+        if on_written is not None:
+            on_written(i, value)
+
+    for i, (bundle_dir, target) in enumerate(items):
+        try:
+            prepared = _prepare(i, bundle_dir, target, out_dir)
+            if prepared.result is not None:
+                settle(i, _write(prepared, prepared.result, out_dir))
+            else:
+                pending.append(prepared)
+        except Exception as exc:  # the caller records it as that target's error
+            settle(i, exc)
+    if pending:
+        runner = base.get(environment.kind)
+        warm = threading.Thread(target=_import, args=(WARM,), daemon=True)
+        warm.start()
+
+        def judged(j: int, done: proc.Completed) -> None:
+            p = pending[j]
+            warm.join()
+            t = time.monotonic()
+            try:
+                result = _judge_launched(p, done, runner, options)
+                spent = done.duration_s + time.monotonic() - t
+                settle(p.index, _write(p, result, out_dir, launched_s=spent))
+            except Exception as exc:
+                settle(p.index, exc)
+
+        launches = [base.Launch(p.bundle_dir, p.target, p.obs_dir, options, p.ep) for p in pending]
+        base.launch_many(runner, environment, launches, base_env=base_env, on_done=judged)
+    return [s if s is not None else RuntimeError("not verified") for s in slots]
+
+
+@dataclasses.dataclass
+class _Prepared:
+    index: int
+    bundle_dir: Path
+    target: Target
+    manifest: Manifest
+    started: datetime.datetime
+    prepare_s: float
+    reproduce: str
+    obs_dir: Path = Path()
+    ep: str = ""
+    expected: str = ""
+    result: TargetResult | None = None
+    """Known without running anything (the export failed upstream)."""
+
+
+def _prepare(index: int, bundle_dir: Path, target: Target, out_dir: Path) -> _Prepared:
     started = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
     t0 = time.monotonic()
     if not bundle_dir.is_dir():
@@ -80,21 +155,30 @@ def verify(
     manifest = read_manifest(bundle_dir)
     _check_bundle_matches(target, manifest, bundle_dir)
     reproduce = f"onnx-gate verify --bundle {bundle_dir} --target {target.id}"
+    p = _Prepared(index, bundle_dir, target, manifest, started, 0.0, reproduce)
     if manifest.export_failed or not (bundle_dir / MODEL).is_file():
-        result = _export_failed(target, manifest)
+        p.result = _export_failed(target, manifest)
     else:
-        expected = target.expected_skip or matrix.caps_for(target.runtime).cannot_load(
+        p.expected = target.expected_skip or matrix.caps_for(target.runtime).cannot_load(
             manifest.opset, manifest.ir_version
         )
-        obs_dir = out_dir / OBSERVATIONS / target.id
-        result = _run_and_judge(
-            bundle_dir, target, manifest, obs_dir, options, provider.ep, expected, environment, base_env
-        )
+        p.obs_dir, p.ep = out_dir / OBSERVATIONS / target.id, provider.ep
+        if p.obs_dir.exists():
+            shutil.rmtree(p.obs_dir)  # never judge a previous run's outputs
+        p.obs_dir.mkdir(parents=True)
+    p.prepare_s = time.monotonic() - t0
+    return p
+
+
+def _write(p: _Prepared, result: TargetResult, out_dir: Path, *, launched_s: float = 0.0) -> Written:
+    """The result with its start, its own duration (preparing, then ``launched_s``: its launch and
+    its judging) and how to reproduce it; written to results/ and junit/."""
+    t0 = time.monotonic()
     result = dataclasses.replace(
         result,
-        started_at=started.isoformat(),
-        duration_s=round(time.monotonic() - t0, 3),
-        reproduce=reproduce,
+        started_at=p.started.isoformat(),
+        duration_s=round(p.prepare_s + launched_s + (time.monotonic() - t0), 3),
+        reproduce=p.reproduce,
     )
     from ci_onnx.verify import junit
 
@@ -140,27 +224,13 @@ def verify_target(
     return verify(bundle_dir, target, out_dir, options, base_env=how.environ, environment=environment)
 
 
-def _run_and_judge(
-    bundle_dir: Path,
-    target: Target,
-    manifest: Manifest,
-    obs_dir: Path,
-    options: VerifyOptions,
-    ep: str,
-    expected: str,
-    environment: base.RunnerEnv,
-    base_env: Mapping[str, str],
+def _judge_launched(
+    p: _Prepared, done: proc.Completed, runner: base.Runner, options: VerifyOptions
 ) -> TargetResult:
-    if obs_dir.exists():
-        shutil.rmtree(obs_dir)  # never judge a previous run's outputs
-    obs_dir.mkdir(parents=True)
-    runner = base.get(environment.kind)
-    warm = threading.Thread(target=_import, args=(WARM,), daemon=True)
-    warm.start()
-    done = runner.launch(environment, bundle_dir, target, obs_dir, options, ep=ep, base_env=base_env)
-    warm.join()
+    """The verdict on what the runner child left in ``p.obs_dir`` (an error result if it failed)."""
     from ci_onnx.verify import evidence, judge
 
+    target, manifest, obs_dir = p.target, p.manifest, p.obs_dir
     try:
         if not done.ok:
             raise base.CollectError(done.describe_failure())
@@ -173,8 +243,8 @@ def _run_and_judge(
         for files in [*obs.outputs.values(), *obs.batch_outputs.values(), obs.batch_reference]:
             for rel in files.values():
                 confined(obs_dir, rel, "observed output")
-        tensors = evidence.load(manifest, obs, bundle_dir, obs_dir)  # the only file reads of judging
-        return judge.judge(target, manifest, obs, tensors, options, expected)
+        tensors = evidence.load(manifest, obs, p.bundle_dir, obs_dir)  # the only file reads of judging
+        return judge.judge(target, manifest, obs, tensors, options, p.expected)
     except (BundleError, OSError, ValueError, KeyError, IndexError, OverflowError) as exc:  # a bad .pb
         check = CheckResult(
             "runner",

@@ -222,3 +222,19 @@ def test_the_browser_flags_are_the_ones_the_target_needs() -> None:
         webgpu
     )
     assert not any(f.startswith("--user-data-dir") for f in wasm + webgpu)  # the driver's fresh one only
+
+
+def test_the_node_runners_webgpu_finds_swiftshader_where_chromium_ships_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ci_onnx.runners import node
+
+    lib = tmp_path / "chromium"
+    monkeypatch.setattr(node, "CHROMIUM_LIB_DIRS", (tmp_path / "absent", lib))
+    assert node.swiftshader({}) == {}
+    lib.mkdir()
+    (lib / node.SWIFTSHADER_ICD).write_text("{}")
+    got = node.swiftshader({"LD_LIBRARY_PATH": "/opt/x"})
+    assert got == {"LD_LIBRARY_PATH": f"{lib}:/opt/x", "VK_ICD_FILENAMES": str(lib / node.SWIFTSHADER_ICD)}
+    assert proc.child_environment(got) == got  # both reach the runner's process
+    assert "webgpu" in matrix.runners()["node"].providers

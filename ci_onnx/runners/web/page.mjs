@@ -178,6 +178,7 @@ async function observe(cfg) {
   }
   timings.parity_ms = round(performance.now() - t2, 3);
 
+  const tb = performance.now();
   const sizes = [...cfg.batchSizes].sort((a, b) => a - b);
   const working = [];
   let samples = null;
@@ -213,10 +214,12 @@ async function observe(cfg) {
       }
     }
   }
+  timings.batch_ms = round(performance.now() - tb, 3);
   const t3 = performance.now();
   obs.latency = [];
   for (const n of working) obs.latency.push(await latency(sess, rows(ort, samples, range(n)), n, cfg.latencyRuns));
   timings.latency_ms = round(performance.now() - t3, 3);
+  const t4 = performance.now();
   if (working.length) {
     const [mb, why] = await memory();
     if (mb === null) obs.unmeasured.memory = why;
@@ -226,6 +229,8 @@ async function observe(cfg) {
       obs.notes.push('memory is the page\'s (measureUserAgentSpecificMemory after the largest batch; wasm memory only grows, so it bounds the wasm peak), not the browser process RSS');
     }
   }
+  timings.memory_ms = round(performance.now() - t4, 3);
+  timings.session_create_ms = obs.session_create_ms;
   await sess.release?.();
   return { obs, timings };
 }

@@ -135,7 +135,7 @@ def _verify_suffixes() -> list[str]:
 
 def workflow(template: str, settings: Settings, name: str | None = None) -> str:
     suffixes = _verify_suffixes()
-    jobs = ["plan", "export", *(f"verify{s}" for s in suffixes), "verify-runner", "verify-node"]
+    jobs = ["plan", "export", *(f"verify{s}" for s in suffixes), "verify-runner", "verify-node", "verify-web"]
     jobs += ["verify-android"] if settings.android else []
     return render(
         f"workflows/{template}",

@@ -49,6 +49,22 @@ def _tool(name: str, environ: Mapping[str, str]) -> str:
     return found
 
 
+SWIFTSHADER_ICD = "vk_swiftshader_icd.json"
+CHROMIUM_LIB_DIRS = (Path("/usr/lib/chromium"), Path("/usr/lib64/chromium"), Path("/opt/google/chrome"))
+
+
+def swiftshader(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment that puts the WebGPU EP on SwiftShader, the Vulkan driver Chromium ships
+    (Debian's chromium package, or Chrome): its library directory first on LD_LIBRARY_PATH (it holds
+    libvulkan.so.1 too) and its ICD file as the only Vulkan driver. Empty where neither is installed:
+    the session then meets whatever Vulkan driver the machine has, or says there is none."""
+    for lib in CHROMIUM_LIB_DIRS:
+        if (lib / SWIFTSHADER_ICD).is_file():
+            paths = [str(lib), *filter(None, environ.get("LD_LIBRARY_PATH", "").split(":"))]
+            return {"LD_LIBRARY_PATH": ":".join(paths), "VK_ICD_FILENAMES": str(lib / SWIFTSHADER_ICD)}
+    return {}
+
+
 class NodeRunner:
     kind = KIND
 
@@ -118,7 +134,8 @@ class NodeRunner:
             "--latency-runs", str(options.latency_runs),
             "--batch-sizes", ",".join(str(n) for n in sizes),
         ]  # fmt: skip
-        return proc.run(argv, timeout=options.timeout_s, env=base_env, what=f"{target.id} runner")
+        env_ = {**base_env, **swiftshader(base_env)} if target.provider == "webgpu" else base_env
+        return proc.run(argv, timeout=options.timeout_s, env=env_, what=f"{target.id} runner")
 
     def collect(self, out_dir: Path) -> Observation:
         """The observation, with the placement learnt from the profile trace or verbose log it left."""

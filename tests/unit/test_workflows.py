@@ -156,9 +156,14 @@ def test_the_report_always_runs_and_needs_every_gate_job(generated: list[Path]) 
         report = jobs["report"]
         assert report["if"] == "always()", path.name
         verify_jobs = {"verify", *(f"verify-{n}" for n in range(2, planning.MAX_MATRICES + 1))}
-        assert set(report["needs"]) == {"plan", "export", "verify-runner", "verify-node", *verify_jobs}, (
-            path.name
-        )
+        assert set(report["needs"]) == {
+            "plan",
+            "export",
+            "verify-runner",
+            "verify-node",
+            "verify-web",
+            *verify_jobs,
+        }, path.name
         last = report["steps"][-1]
         assert "failure" in last["if"] and "cancelled" in last["if"] and "exit 1" in last["run"], path.name
 

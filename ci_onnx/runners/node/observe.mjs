@@ -177,7 +177,8 @@ async function observe(args) {
   obs.session_create_ms = round(performance.now() - start, 3);
   // onnxruntime-node does not say which providers a session registered: creating it with them is
   // the evidence that they were (an unavailable one is an error at creation).
-  environment.providers_registered = requested;
+  // A release whose package does not bundle the EP may still create the session, on the CPU alone.
+  environment.providers_registered = requested.filter((p) => available.includes(p));
   await die(args.targetId);
 
   for (const ds of manifest.test_data_sets) {

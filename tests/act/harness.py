@@ -35,15 +35,18 @@ from tests.conftest import REPO
 STANDINS = Path(__file__).resolve().parent / "standins"
 ACTION = "onnx-gate/onnx-gate@v1"
 GITHUB_ACTIONS = {
-    f"{name}@{scaffold.PINNED[name][0]}": name.removeprefix("actions/")
+    f"{name}@{scaffold.PINNED[name][0]}": name.rsplit("/", 1)[-1]
     for name in (
         "actions/upload-artifact",
         "actions/download-artifact",
         "actions/cache",
         "actions/setup-node",
+        "actions/setup-python",
+        "reactivecircus/android-emulator-runner",
     )
 }
-"""GitHub's actions the workflows use → the stand-in folder under tests/act/standins."""
+"""The actions the workflows use → the stand-in folder under tests/act/standins (the emulator
+runner's records its inputs and fails: there is no emulator under act)."""
 BUILT_IN = {
     f"actions/checkout@{scaffold.PINNED['actions/checkout'][0]}": "act copies the repository under test into the job's workspace itself"
 }

@@ -9,6 +9,7 @@ equal; the report the workflow posts to the GitHub stand-in must carry the same 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -458,3 +459,137 @@ def test_the_nightly_gives_the_local_statuses_and_stays_green(tmp_path: Path, en
     assert run.jobs()["nightly"] is True and run.code == 0, run.log[-6000:]
     assert not github.state.issues, "no target family broke: no tracking issue"
     assert (run.artifact("onnx-gate-nightly") / "nightly.md").is_file()
+
+
+ANDROID_RUNTIME = "1.29.0"
+"""The release of the one real onnxruntime-android AAR here (the Unity package's); the python cells
+verify on it too, in its own environment (tests/act/twin.py)."""
+PIN = {name: f"{name}@{sha}" for name, (sha, _) in scaffold.PINNED.items()}
+UP_TO_THE_EMULATOR = (
+    (True, "Enable KVM"),
+    (True, PIN["actions/setup-python"]),
+    (True, "Install onnx-gate (without torch)"),
+    (True, "The onnxruntime-android AAR of the release (Maven Central), and the NDK's clang"),
+    (True, PIN["actions/download-artifact"]),
+    (True, PIN["actions/download-artifact"]),
+    (True, PIN["actions/cache"]),
+    (False, "Boot a clean emulator once and keep its snapshot"),
+    (True, PIN["actions/upload-artifact"]),
+)
+"""verify-android's steps under act, in order, and whether each succeeded: the job stops at the
+emulator (the stand-in fails) and, if: always(), still runs the results upload (which finds none)."""
+
+
+def _main_steps(log: str, job: str) -> list[tuple[bool, str]]:
+    """The (succeeded, name) of each step act ran in ``job``, composite actions' inner steps included."""
+    found = re.findall(
+        rf"^\[onnx-gate/verify {re.escape(job)}-\d+\]\s+(✅  Success|❌  Failure) - Main (.+?) \[", log, re.M
+    )
+    return [(mark.startswith("✅"), name) for mark, name in found]
+
+
+def _subsequence(want: tuple[tuple[bool, str], ...], have: list[tuple[bool, str]]) -> bool:
+    it = iter(have)
+    return all(step in it for step in want)
+
+
+def test_the_android_cells_run_in_verify_android_up_to_the_emulator_step(
+    tmp_path: Path, env_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """targets.runners: [python, android] with init --android's PR gate: the plan sends the android
+    cells to verify-android, whose steps run for real up to the emulator (tests/act/android.py says
+    what each stands in for: sudo/udevadm, Maven Central, the NDK, the action's git repository);
+    the emulator runner's stand-in records its inputs and fails with "no emulator here". The report
+    counts those cells as missing, with the reason; the python cells give `onnx-gate run`'s statuses."""
+    from ci_onnx import proc
+    from ci_onnx.runners import base, native
+    from tests.act import android
+
+    files = _tinycnn()
+    files["onnx-gate.yml"] = files["onnx-gate.yml"].replace(
+        f'runtimes: ["{RUNTIME}"]',
+        f'runtimes: ["{ANDROID_RUNTIME}"]\n  runners: [python, android]\n  android: {{api_level: 34}}',
+    )
+    how = base.Provisioning(env_cache, proc.child_environment(dict(os.environ)))
+    aar = native.headers(how).parents[4] / "Android" / "onnxruntime.aar"
+    tools = tmp_path / "host-tools"
+    android.host_tools(tools / "bin", tools / "calls.log")
+    monkeypatch.setenv("PATH", f"{tools / 'bin'}:{os.environ['PATH']}")
+    settings = scaffold.Settings(android=True)
+    env = {
+        "ANDROID_NDK_LATEST_HOME": str(android.ndk(tmp_path / "ndk-standin")),
+        **android.action_source(
+            tmp_path / "onnx-gate.git",
+            "https://github.com/onnx-gate/onnx-gate",
+            settings.action.split("@")[1],
+        ),
+    }
+    repo = tmp_path / "repo"
+    gate = {
+        str(p): text
+        for p, text in scaffold.starter_files(settings).items()
+        if p.name == "onnx-gate.yml" and p.parent.name
+    }
+    assert "verify-android:" in next(iter(gate.values()))
+    sha = harness.make_repo(repo, {**files, **gate})
+    with android.maven(tmp_path / "maven2", {ANDROID_RUNTIME: aar}) as (maven_url, asked):
+        env["ONNX_GATE_MAVEN"] = maven_url
+        with fake.running(lifetime_s=1200) as github:
+            github.state.pulls.add(PR)
+            run = harness.run_workflow(
+                repo, "onnx-gate.yml", "pull_request", _pr_event(sha),
+                work=tmp_path / "act", api_url=github.url, token=fake.TOKEN, env=env, env_cache=env_cache,
+            )  # fmt: skip
+    (tmp_path / "act.log").write_text(run.log)
+    assert not github.state.violations, github.state.violations
+    local_code, local = _local(repo, tmp_path / "local", env_cache)
+
+    from ci_onnx import plan as planning
+
+    outputs = planning.github_outputs(planning.read_plan(run.artifact("onnx-gate-plan") / "plan.json"))
+    routed = {cell["id"] for cell in json.loads(outputs["matrix-android"])["include"]}
+    droid = {t for t in local if t.startswith("android-")}
+    python = {t for t in local if not t.startswith("android-")}
+    assert len(droid) == 2 and routed == droid and len(python) == 2, (routed, sorted(local))
+    assert droid.isdisjoint(c["id"] for c in json.loads(outputs["matrix"])["include"]), outputs["matrix"]
+
+    # The python cells: the local statuses; the android cells: no result from CI (stopped at the emulator).
+    assert {t: s for t, s in run.statuses().items()} == {t: local[t] for t in python}, run.log[-6000:]
+    assert {local[t] for t in python} == {"passed"}
+    assert run.code != 0, "the android cells have no result, so the gate cannot pass"
+
+    jobs = run.jobs()
+    for target in droid:
+        steps = _main_steps(run.log, target)
+        assert _subsequence(UP_TO_THE_EMULATOR, steps), steps
+        assert not any("onnx-gate verify on" in name for _, name in steps), "ran past the boot step"
+        assert not any(ok for name, ok in jobs.items() if name.startswith(f"verify {target}")), jobs
+    assert "setup-python stand-in: this host's Python 3.11" in run.log
+    assert "no emulator here (act on a host without the Android SDK)" in run.log
+
+    # What the stand-ins saw: the KVM rule (not written), the AAR of the cell's release, the emulator's inputs.
+    calls = (tools / "calls.log").read_text()
+    assert calls.count("sudo tee /etc/udev/rules.d/99-kvm4all.rules") == 2, calls
+    assert 'KERNEL=="kvm", GROUP="kvm", MODE="0666"' in calls and "udevadm trigger --name-match=kvm" in calls
+    assert asked.count("/" + android.AAR_PATH.format(v=ANDROID_RUNTIME)) == 2, asked
+    records = [json.loads(p.read_text()) for p in sorted(run.artifacts.glob("emulator-runner/*.json"))]
+    assert {r["target"] for r in records} == droid and len(records) == 2, records
+    for r in records:
+        assert r["inputs"]["api-level"] == "34" and r["inputs"]["arch"] == "x86_64", r
+        assert r["inputs"]["script"].strip() == 'echo "AVD snapshot generated for the cache"', r
+
+    # Locally the android cells cannot run either (no adb, no device): errors, with the reason.
+    for target in droid:
+        result = json.loads((tmp_path / "local" / "results" / f"{target}.json").read_text())
+        assert result["status"] == "error" and "the android runner needs adb" in result["summary"], result
+    assert local_code != 0
+    body = _comment(github)
+    assert _check_conclusion(github) == "failure"
+    for target in droid:
+        assert target in body, body
+    assert "✅ 2 passed · ❌ 0 failed · ⚠️ 2 missing" in body, body
+    for target in droid:
+        assert (
+            f"missing: no result arrived: the job was cancelled or crashed before writing results/{target}.json"
+            in body
+        )

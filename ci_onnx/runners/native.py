@@ -304,6 +304,10 @@ class NativeRunner:
         return collect(out_dir)
 
 
+COLD_START = "cold_start"
+NO_COLD_START = "the native runner does not time a fresh process yet"
+
+
 def collect(out_dir: Path) -> Observation:
     """The observation, with the placement learnt from the profile trace of the parity runs or, where
     it holds no node events, the verbose log of the session created at verbose level."""
@@ -311,6 +315,8 @@ def collect(out_dir: Path) -> Observation:
     from ci_onnx.runners.placement import from_verbose_log, profile_nodes, summarise
 
     obs = read_observation(out_dir)
+    if COLD_START not in obs.unmeasured:  # the C observer times no fresh process: say so, do not omit it
+        obs = dataclasses.replace(obs, unmeasured={**obs.unmeasured, COLD_START: NO_COLD_START})
     trace, log = out_dir / PROFILE, out_dir / VERBOSE_LOG
     if obs.placement is not None or obs.load_error or not (trace.is_file() or log.is_file()):
         return obs

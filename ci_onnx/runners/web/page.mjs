@@ -134,7 +134,8 @@ async function observe(cfg) {
   if (cfg.ep !== 'wasm') environment.providers_available.push(EP_NAMES.wasm);
   const obs = {
     schema_version: 1, target_id: cfg.targetId, environment, providers_requested: requested,
-    outputs: {}, run_errors: {}, batch_outputs: {}, batch_errors: {}, batch_reference: {}, unmeasured: {},
+    outputs: {}, run_errors: {}, batch_outputs: {}, batch_errors: {}, batch_reference: {},
+    unmeasured: { cold_start: 'the web runner does not time a fresh browser yet' },
     notes: [`wasm threads: ${cfg.threads} (crossOriginIsolated: ${self.crossOriginIsolated})`],
   };
   const timings = { import_ms: round(importMs, 3) };

@@ -34,7 +34,6 @@ from pathlib import Path
 from types import ModuleType
 
 from ci_onnx import envs, proc, serde
-from ci_onnx.bundle import read_manifest
 from ci_onnx.errors import EnvironmentProblem
 from ci_onnx.results import Observation
 from ci_onnx.runners.adb import DEVICE_TIMEOUT_S, Adb
@@ -261,7 +260,7 @@ class AndroidRunner:
         ep: str,
         base_env: Mapping[str, str],
     ) -> proc.Completed:
-        from ci_onnx.runners.feeds import batch_axis_problem
+        from ci_onnx.runners.feeds import served_sizes
 
         adb = Adb.from_environ(base_env)
         device = Device.probe(adb)
@@ -273,8 +272,7 @@ class AndroidRunner:
                 f"the cell is Android API {target.api_level}, {adb.device} runs API {device.sdk}: boot an "
                 f"emulator at API {target.api_level}, or plan for targets.android.api_level: {device.sdk}",
             )
-        manifest = read_manifest(bundle, verify_hashes=False)
-        sizes = [] if batch_axis_problem(manifest) else sorted(manifest.batch_sizes)
+        sizes = served_sizes(bundle)
         lib = env.path / "lib" / "libonnxruntime.so"
         steps = [
             lambda: adb.shell(["rm", "-rf", remote], timeout=DEVICE_TIMEOUT_S, what="adb shell rm"),

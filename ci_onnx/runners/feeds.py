@@ -28,6 +28,14 @@ def read_inputs(manifest: Manifest, bundle: Path, directory: str) -> Values:
     }
 
 
+def served_sizes(bundle: Path) -> list[int]:
+    """The batch sizes a runner serves the bundle at, ascending; none where there is no batch axis."""
+    from ci_onnx.bundle import read_manifest
+
+    manifest = read_manifest(bundle, verify_hashes=False)
+    return [] if batch_axis_problem(manifest) else sorted(manifest.batch_sizes)
+
+
 def batch_axis_problem(manifest: Manifest) -> str:
     """Why the inputs have no batch axis to serve other batch sizes on; "" when they have one.
 

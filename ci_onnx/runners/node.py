@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ci_onnx import envs, matrix, proc
-from ci_onnx.bundle import read_manifest
 from ci_onnx.errors import EnvironmentProblem
 from ci_onnx.results import Observation
 from ci_onnx.runners.base import OBSERVATION, CollectError, Provisioning, RunnerEnv, read_observation
@@ -120,10 +119,9 @@ class NodeRunner:
         ep: str,
         base_env: Mapping[str, str],
     ) -> proc.Completed:
-        from ci_onnx.runners.feeds import batch_axis_problem
+        from ci_onnx.runners.feeds import served_sizes
 
-        manifest = read_manifest(bundle, verify_hashes=False)
-        sizes = [] if batch_axis_problem(manifest) else sorted(manifest.batch_sizes)
+        sizes = served_sizes(bundle)
         argv = [
             env.program, str(OBSERVER),
             "--module", str(module_dir(env)),

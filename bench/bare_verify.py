@@ -7,7 +7,7 @@ baseline is as fast as such a script can be. Nothing is written: no observation,
     python bare_verify.py SPEC.json [--parity-only] [--phases FILE]
 
 ``--phases FILE`` appends one JSON line of seconds per part of the work (imports, session, parity,
-batch, placement, latency, memory), which tells what each part of verify costs.
+batch, placement, latency, memory, optimized-cache, cold-start), which tells what each part of verify costs.
 
 SPEC.json (written by bench/prepare.py from the bundle's manifest) names the model, the data sets with
 their .npy inputs and references, the outputs, atol/rtol, the decision output, the batch sizes and the
@@ -21,7 +21,12 @@ latency runs. The full work, as the runner and the judge do it:
 4. batch sizes: the first max(sizes) samples one at a time, then each size in one run, compared;
 5. latency: per working batch size, 3 warm-up runs and ``latency_runs`` timed runs, p50/p90/p99;
 6. memory: 4 threads serving the largest batch (at least 5 runs each and 0.25 s) while /proc/self/statm
-   is sampled every 2 ms.
+   is sampled every 2 ms;
+7. the optimized-model cache: the optimized graph written once, session creation from the original
+   and from it (five of each, interleaved, optimization off for the cached file), the parity sets run
+   on it and compared;
+8. cold start: a fresh interpreter imports numpy and onnxruntime, creates the session, answers one
+   request and ten more (the first run against the warm ones).
 """
 
 # ruff: noqa: E402  (the clock starts before the imports it measures)
@@ -172,7 +177,57 @@ def _work(spec_path: str, parity_only: bool, phase: Phases) -> int:
     largest = first(sets[0][0], max(sizes))
     peak_rss(lambda: sess.run(None, largest), runs_each=max(2, runs // 4))
     phase("memory")
+
+    failures += optimized_cache(model, base, sets, atol, rtol)
+    phase("optimized-cache")
+    cold_start(model, first(sets[0][0], 1))
+    phase("cold-start")
     return 1 if failures else 0
+
+
+def optimized_cache(model: str, base: Path, sets: list[Any], atol: float, rtol: float) -> int:
+    """What verify's optimized-model cache does: write the optimized graph once, time session creation
+    from the original and from the cached file (five of each, interleaved), run the parity sets on it."""
+    cached = base / f"bare-optimized-{os.getpid()}.onnx"
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.optimized_model_filepath = str(cached)
+    ort.InferenceSession(model, so, providers=[CPU])
+    plain = ort.SessionOptions()
+    plain.log_severity_level = 3
+    off = ort.SessionOptions()
+    off.log_severity_level = 3
+    off.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    times: list[float] = []
+    for _ in range(5):
+        for path, opts in ((model, plain), (str(cached), off)):
+            t = time.perf_counter()
+            sess = ort.InferenceSession(path, opts, providers=[CPU])
+            times.append(time.perf_counter() - t)
+    failures = 0
+    for feeds, refs in sets:
+        got = run(sess, feeds)
+        failures += sum(compare(got[name], np.load(base / f), atol, rtol)[0] > 0 for name, f in refs.items())
+    cached.unlink()
+    return failures
+
+
+COLD = (
+    "import time, sys; t = time.perf_counter(); import numpy as np, onnxruntime as ort; "
+    "s = ort.InferenceSession(sys.argv[1], providers=['CPUExecutionProvider']); "
+    "f = dict(np.load(sys.argv[2])); s.run(None, f); [s.run(None, f) for _ in range(10)]"
+)
+
+
+def cold_start(model: str, feeds: dict[str, np.ndarray]) -> None:
+    """What verify's cold-start figure does: a fresh interpreter imports, creates, answers once."""
+    import subprocess
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".npz") as f:
+        np.savez(f, **feeds)
+        f.flush()
+        subprocess.run([sys.executable, "-c", COLD, model, f.name], check=True)
 
 
 if __name__ == "__main__":

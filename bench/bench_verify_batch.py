@@ -18,7 +18,8 @@ in the same loop:
 - onnx-gate, one runner process per target: the same stage, one `stage.verify` per target (what
   `onnx-gate run` did before: a runner interpreter each);
 - the same check as Polygraphy (parity, with no batch, latency or memory work: each bundle's copy that
-  serves no batch sizes, see bench/README.md, measure 2): onnx-gate with one runner process, against
+  serves no batch sizes, see bench/README.md, measure 2, and verify.serving_figures off, so no cold
+  start and no optimized-model cache): onnx-gate with one runner process, against
   `polygraphy run --onnxrt` once per target (Polygraphy checks one model per process) from its own
   torch-free environment, and the bare parity-only script in one process.
 """
@@ -26,6 +27,7 @@ in the same loop:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import os
 import resource
@@ -76,17 +78,22 @@ def bundles(work: Path) -> list[prepare.Prepared]:
 
 def drive(argv: list[str]) -> int:
     """The parent side of verify for several targets, timed as a process of its own:
-    ``drive MODE PYTHON OUT BUNDLE=TARGET …`` with MODE ``one`` (stage.verify_many) or ``each``."""
+    ``drive MODE PYTHON OUT BUNDLE=TARGET …`` with MODE ``one`` (stage.verify_many) or ``each``; a
+    ``-lean`` suffix turns verify.serving_figures off (parity only: Polygraphy's check)."""
     from ci_onnx import proc
     from ci_onnx.runners.python import from_interpreter
     from ci_onnx.target import Target
     from ci_onnx.verify import stage
 
     mode, python, out, *pairs = argv
+    lean = mode.endswith("-lean")  # the same check as Polygraphy: parity only, no serving figures
+    mode = mode.removesuffix("-lean")
     items = [(Path(b), Target.from_id(t)) for b, t in (p.split("=", 1) for p in pairs)]
     env = from_interpreter(python)
     base_env = proc.child_environment(os.environ)
     options = stage.options_from(None)
+    if lean:
+        options = dataclasses.replace(options, serving_figures=False)
     if mode == "one":
         found = stage.verify_many(items, Path(out), options, base_env=base_env, environment=env)
     else:
@@ -138,7 +145,7 @@ def cases(models: list[prepare.Prepared], python: str, work: Path, ort: str) -> 
         GATE_ONE: gate("one", full, "one"),
         GATE_EACH: gate("each", full, "each"),
         BARE_LEAN: bare("lean", specs),
-        GATE_LEAN: gate("one", lean, "lean"),
+        GATE_LEAN: gate("one-lean", lean, "lean"),
         POLY: _each([_polygraphy(poly, m) for m in models]),
     }
 

@@ -62,6 +62,8 @@ class VerifyConfig:
     timeout_s: float
     strict_fallback: bool
     latency_runs: int
+    serving_figures: bool = True
+    """verify.serving_figures: time a cold start and probe the optimized-model cache per target."""
     precision_tolerance: dict[str, tuple[Tolerance, dict[str, Tolerance]]] = dataclasses.field(
         default_factory=dict
     )
@@ -319,6 +321,7 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         timeout_s=float(v["timeout_s"]),
         strict_fallback=bool(v["strict_fallback"]),
         latency_runs=int(v["latency_runs"]),
+        serving_figures=bool(v["serving_figures"]),
         precision_tolerance=by_precision,
     )
     t = _section(plain, "targets")

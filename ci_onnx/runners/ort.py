@@ -59,6 +59,9 @@ class Options:
     """Time a fresh process to its first answer (ci_onnx/runners/coldstart.py); on from the CLI."""
 
 
+SERVING_OFF = "verify.serving_figures is false in the config"
+
+
 def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observation:
     """Run ``bundle`` on this environment's onnxruntime and record what happened."""
     import onnxruntime as ort
@@ -327,6 +330,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--opt-cache", default="", help="The optimized-model cache directory.")
     parser.add_argument("--no-cold-start", action="store_true", help="Do not time a fresh process.")
     parser.add_argument(
+        "--no-opt-cache", action="store_true", help="Do not probe the optimized-model cache (say so)."
+    )
+    parser.add_argument(
         "--jobs",
         metavar="FILE",
         help="Observe several targets in this one process: FILE lists each one's arguments (the ones "
@@ -356,6 +362,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     args.out.mkdir(parents=True, exist_ok=True)
     obs = observe(args.bundle, target, options, args.out)
+    off = {
+        k: SERVING_OFF
+        for k, flag in (("cold_start", args.no_cold_start), ("optimized_cache", args.no_opt_cache))
+        if flag
+    }
+    if off:
+        obs = dataclasses.replace(obs, unmeasured={**obs.unmeasured, **off})
     (args.out / "observation.json").write_text(serde.dumps(obs))
     return 0
 

@@ -103,7 +103,11 @@ def observer_args(
     ]  # fmt: skip
     if options.strict_fallback:
         args.append("--strict-fallback")
-    args += session.runner_args(target.session_options, options.session_presets, env_path)
+    args += session.runner_args(
+        target.session_options, options.session_presets, env_path if options.serving_figures else None
+    )
+    if not options.serving_figures:  # verify.serving_figures: false; the checks say why they are skipped
+        args += ["--no-cold-start", "--no-opt-cache"]
     return args
 
 

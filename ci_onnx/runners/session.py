@@ -133,9 +133,12 @@ CACHE_DIR = "onnx-gate-optimized"
 """Where, in a python runner's environment, the optimized-model cache lives (ci_onnx.runners.optcache)."""
 
 
-def runner_args(target_preset: str, user: Mapping[str, Mapping[str, Any]], env_path: Path) -> list[str]:
-    """The python observer's arguments for a cell's preset and its optimized-model cache."""
-    args = ["--opt-cache", str(env_path / CACHE_DIR)]
+def runner_args(
+    target_preset: str, user: Mapping[str, Mapping[str, Any]], env_path: Path | None
+) -> list[str]:
+    """The python observer's arguments for a cell's preset and its optimized-model cache (none
+    without ``env_path``)."""
+    args = ["--opt-cache", str(env_path / CACHE_DIR)] if env_path is not None else []
     if target_preset != DEFAULT_SESSION_OPTIONS:
         args += ["--session-options", resolve(target_preset, user).to_json()]
     return args

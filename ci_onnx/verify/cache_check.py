@@ -29,6 +29,8 @@ def checks(
 ) -> list[CheckResult]:
     record = evidence.optcache
     if record is None:
+        if "optimized_cache" in obs.unmeasured:
+            return [CheckResult(CHECK, Status.SKIPPED, f"not measured: {obs.unmeasured['optimized_cache']}")]
         if runner in CACHING:
             return []  # an observation from before the cache existed
         why = f"not measured: the {runner} runner has no optimized-model cache"

@@ -51,6 +51,7 @@ class VerifyOptions:
     max_cpu_time_share: float = _from_config("budgets.cpu_fallback.max_time_share", float)
     strict_fallback: bool = _from_config("verify.strict_fallback", bool)
     latency_runs: int = _from_config("verify.latency_runs", int)
+    serving_figures: bool = _from_config("verify.serving_figures", bool)
     timeout_s: float = _from_config("verify.timeout_s", float)
     accuracy_drop: float = _from_config("budgets.accuracy_drop", float)
     """budgets.accuracy_drop, in absolute top-1 points against PyTorch (labelled samples only)."""

@@ -285,6 +285,7 @@ def options_from(cfg: Config | None, *, timeout_s: float | None = None) -> Verif
             max_cpu_time_share=cfg.cpu_fallback_max_time_share,
             strict_fallback=cfg.verify.strict_fallback,
             latency_runs=cfg.verify.latency_runs,
+            serving_figures=cfg.verify.serving_figures,
             timeout_s=cfg.verify.timeout_s,
             accuracy_drop=cfg.accuracy_drop,
             session_presets=cfg.targets.session_presets,

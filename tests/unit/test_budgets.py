@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import jsonschema
@@ -194,3 +195,30 @@ def test_attach_records_why_the_fresh_process_gave_nothing(
     )
     [check] = budgets.checks(obs, Budgets())
     assert check.status is Status.SKIPPED and "exit -9" in check.message
+
+
+def test_serving_figures_off_skips_cold_start_and_the_cache_saying_why(tmp_path: Path) -> None:
+    """verify.serving_figures: false reaches the observer as two flags, and the two checks it skips
+    say so instead of vanishing (a check left out silently reads as one that never existed)."""
+    from ci_onnx.bundle import read_manifest
+    from ci_onnx.runners import ort, python
+    from ci_onnx.target import Target
+    from ci_onnx.verify import cache_check, evidence
+    from tests.bundles import mlp_bundle
+
+    cfg = config.parse(BASE + "verify: {serving_figures: false}\n", Path("onnx-gate.yml"))
+    options = stage.options_from(cfg)
+    assert options.serving_figures is False
+    assert stage.options_from(config.parse(BASE, Path("onnx-gate.yml"))).serving_figures is True
+    bundle, out = mlp_bundle(tmp_path / "b"), tmp_path / "obs"
+    target = Target("1.32.0", "cpu", 17, "onnx")
+    args = python.observer_args(bundle, target, out, options, "CPUExecutionProvider", tmp_path / "env")
+    assert "--opt-cache" not in args and {"--no-cold-start", "--no-opt-cache"} <= set(args)
+    assert ort.main([*args, "--latency-runs", "2"]) == 0
+    obs = serde.from_json(Observation, json.loads((out / "observation.json").read_text()))
+    assert obs.serving is None and set(obs.unmeasured) >= {"cold_start", "optimized_cache"}
+    manifest = read_manifest(bundle, verify_hashes=False)
+    (cache,) = cache_check.checks(manifest, obs, evidence.load(manifest, obs, bundle, out))
+    cold = budgets.cold_start(obs)
+    for check in (cache, cold):
+        assert check.status == Status.SKIPPED and "verify.serving_figures is false" in check.message

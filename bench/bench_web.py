@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             base.Launch(
                 b,
                 Target(args.release, p, 17, "dynamo", runner="web"),
-                work / "group" / f"{j}-{p}",
+                work / "group" / name.split()[0] / f"{j}-{p}",
                 options,
                 "",
             )

@@ -10,6 +10,13 @@ page reports its phases (web_timings.json). The bare work is what a page that al
 a page and a compiled onnxruntime would do: create the session, run the test data sets, the served
 batch sizes and the latency runs. The overhead is everything else; the ratio is wall / bare work,
 medians of the runs. The onnxruntime-web install is provisioned once, untimed.
+
+Per run: a group of cells as `onnx-gate run` launches them (WebRunner.launch_many: one driver and one
+browser per flag set, a fresh context and page per cell) against the same cells each in a browser of
+its own (WebRunner.launch, the per-cell path), interleaved in the same rounds; wall clock of the whole
+group from outside, medians, ratio per-cell / shared. Two groups: four wasm cells (wasm, wasmmt,
+wasm, wasmmt: what two exporters give; one browser against four) and the three providers (wasm,
+wasmmt, webgpu: webgpu needs other flags, so two browsers against three).
 """
 
 from __future__ import annotations
@@ -21,11 +28,19 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench import common
 from bench.bench_node import bundle
 
+if TYPE_CHECKING:
+    from ci_onnx.runners.base import Launch, RunnerEnv
+
 PROVIDERS = ("wasm", "wasmmt", "webgpu")
+GROUPS = (
+    ("4 wasm cells", ("wasm", "wasmmt", "wasm", "wasmmt")),
+    ("wasm + wasmmt + webgpu", ("wasm", "wasmmt", "webgpu")),
+)
 PHASES = (
     ("browser start", "browser_start_ms"),
     ("page load", "page_load_ms"),
@@ -61,6 +76,32 @@ def once(argv: list[str], out: Path) -> dict[str, float]:
     return {**phases, "rest_ms": wall - bare - sum(phases.values()), "bare_ms": bare, "wall_ms": wall}
 
 
+def group_once(env: RunnerEnv, cells: list[Launch], *, shared: bool) -> float:
+    """One group's wall clock in ms: through launch_many (shared) or one launch per cell (alone)."""
+    import shutil
+
+    from ci_onnx import proc
+    from ci_onnx.runners import web
+
+    for x in cells:
+        shutil.rmtree(x.out_dir, ignore_errors=True)
+        x.out_dir.mkdir(parents=True)
+    environ = proc.child_environment(os.environ)
+    t0 = time.perf_counter()
+    if shared:
+        done = web.RUNNER.launch_many(env, cells, base_env=environ)
+    else:
+        done = [
+            web.RUNNER.launch(env, x.bundle, x.target, x.out_dir, x.options, ep=x.ep, base_env=environ)
+            for x in cells
+        ]
+    wall = (time.perf_counter() - t0) * 1000
+    for x, d in zip(cells, done, strict=True):
+        if not d.ok:
+            raise SystemExit(f"bench_web: {x.target.id} failed, {d.describe_failure()}")
+    return wall
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_web", description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
@@ -85,7 +126,22 @@ def main(argv: list[str] | None = None) -> int:
         target = Target(args.release, p, 17, "dynamo", runner="web")
         env = base.provision(target, how)
         argvs[p] = web.argv(env, browser, work / "profile" / p, b, target, work / "obs" / p, options, sizes)
+    env = base.provision(Target(args.release, "wasm", 17, "dynamo", runner="web"), how)
+    groups = {
+        name: [
+            base.Launch(
+                b,
+                Target(args.release, p, 17, "dynamo", runner="web"),
+                work / "group" / name.split()[0] / f"{j}-{p}",
+                options,
+                "",
+            )
+            for j, p in enumerate(providers)
+        ]
+        for name, providers in GROUPS
+    }
     runs: dict[str, list[dict[str, float]]] = {p: [] for p in PROVIDERS}
+    per_run: dict[str, dict[str, list[float]]] = {name: {"alone": [], "shared": []} for name in groups}
     for i in range(args.runs + 1):  # round 0 warms the disk cache and is dropped
         for p in PROVIDERS:
             with web.fresh_profile() as profile:
@@ -93,6 +149,11 @@ def main(argv: list[str] | None = None) -> int:
                 got = once(cmd, work / "obs" / p)
             if i:
                 runs[p].append(got)
+        for name, launches in groups.items():
+            for way in ("alone", "shared") if i % 2 else ("shared", "alone"):
+                ms = group_once(env, launches, shared=way == "shared")
+                if i:
+                    per_run[name][way].append(ms)
     med = {p: {k: statistics.median(r[k] for r in runs[p]) for k in runs[p][0]} for p in PROVIDERS}
     lines = [
         f"# Web runner overhead, onnxruntime-web {args.release}, example CNN, {args.runs} interleaved runs",
@@ -120,6 +181,23 @@ def main(argv: list[str] | None = None) -> int:
             + " | ".join(cells)
             + f" | {m['bare_ms']:.0f} | {m['wall_ms']:.0f} | {overhead:.0f} | "
             f"{ratio:.1f}× |"
+        )
+    lines += [
+        "",
+        "## Per run: one browser per flag set for a group of cells, against one browser per cell",
+        "",
+        "The wall clock of the whole group (driver, browsers, every cell's work), medians in ms.",
+        "",
+        "| group | cells | browsers shared | browsers alone | one per cell | shared | saved "
+        "| alone / shared |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, providers in GROUPS:
+        alone, shared = (statistics.median(per_run[name][w]) for w in ("alone", "shared"))
+        flag_sets = len({web.flag_set(p) for p in providers})
+        lines.append(
+            f"| {name} | {len(providers)} | {flag_sets} | {len(providers)} | {alone:.0f} | {shared:.0f} | "
+            f"{alone - shared:.0f} | {alone / shared:.2f}× |"
         )
     text = "\n".join(lines) + "\n"
     print(text)

@@ -13,6 +13,12 @@ Providers (providers.toml): ``wasm`` (one thread), ``wasmmt`` (``WASM_THREADS["w
 ``webgpu`` (on SwiftShader where there is no GPU). The browser of a cell has a fresh profile, and is
 killed with its process group after the cell, whatever became of the driver (playwright starts
 Chromium as the leader of a group of its own, so the driver's timeout does not reach it).
+
+:meth:`WebRunner.launch_many` (what ``onnx-gate run`` uses for the web cells of one release) keeps
+one driver, one server and one browser for all of them, a fresh browser context and page per cell,
+one browser per flag set (:func:`flag_set`: WebGPU's SwiftShader flags, or wasm's ``--disable-gpu``).
+A cell that hangs is its own timeout: the driver is killed, its browser swept at once, and the cells
+after it go on in a fresh driver and browser (ci_onnx.runners.batch).
 """
 
 from __future__ import annotations
@@ -26,14 +32,22 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from ci_onnx import envs, matrix, proc
 from ci_onnx.bundle import read_manifest
 from ci_onnx.errors import EnvironmentProblem
 from ci_onnx.results import Observation
-from ci_onnx.runners.base import OBSERVATION, CollectError, Provisioning, RunnerEnv, read_observation
+from ci_onnx.runners import batch
+from ci_onnx.runners.base import (
+    OBSERVATION,
+    CollectError,
+    Launch,
+    Provisioning,
+    RunnerEnv,
+    read_observation,
+)
 from ci_onnx.target import Target
 from ci_onnx.verify.options import VerifyOptions
 
@@ -103,9 +117,17 @@ def argv(env: RunnerEnv, browser: str, profile: Path, bundle: Path, target: Targ
     ]  # fmt: skip
 
 
+def flag_set(provider: str) -> str:
+    """Which of the driver's browser flag sets a provider needs (drive.mjs ``flags``): a browser serves
+    the cells of one flag set."""
+    return "webgpu" if provider == "webgpu" else "wasm"
+
+
 def browser_pids(profile: Path, proc_dir: Path = Path("/proc")) -> list[int]:
-    """The processes started with ``--user-data-dir=profile``: the browser of one cell."""
+    """The processes started with ``--user-data-dir=profile`` or a profile inside it (playwright's
+    temporary one, for a batch): the browser of one cell, or of one batch."""
     mark = f"--user-data-dir={profile}".encode()
+    inside = mark + b"/"
     pids = []
     for entry in proc_dir.iterdir() if proc_dir.is_dir() else ():
         if not entry.name.isdigit():
@@ -114,7 +136,7 @@ def browser_pids(profile: Path, proc_dir: Path = Path("/proc")) -> list[int]:
             args = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if mark in args:
+        if any(a == mark or a.startswith(inside) for a in args):
             pids.append(int(entry.name))
     return pids
 
@@ -201,14 +223,59 @@ class WebRunner:
         ep: str,
         base_env: Mapping[str, str],
     ) -> proc.Completed:
-        from ci_onnx.runners.feeds import batch_axis_problem
-
-        manifest = read_manifest(bundle, verify_hashes=False)
-        sizes = [] if batch_axis_problem(manifest) else sorted(manifest.batch_sizes)
         browser = chromium(base_env)
         with fresh_profile() as profile:
-            args = argv(env, browser, profile, bundle, target, out_dir, options, sizes)
+            args = argv(env, browser, profile, bundle, target, out_dir, options, _sizes(bundle))
             return proc.run(args, timeout=options.timeout_s, env=base_env, what=f"{target.id} runner")
+
+    def launch_many(
+        self,
+        env: RunnerEnv,
+        launches: Sequence[Launch],
+        *,
+        base_env: Mapping[str, str],
+        on_done: Callable[[int, proc.Completed], None] | None = None,
+    ) -> list[proc.Completed]:
+        """Every launch in one driver and one browser per flag set, each cell's out dir and Completed
+        as its own :meth:`launch` would give them; a hung cell's browser is swept before the next starts."""
+        browser = chromium(base_env)
+        by_flags: dict[str, list[int]] = {}
+        for i, x in enumerate(launches):
+            by_flags.setdefault(flag_set(x.target.provider), []).append(i)
+        results: dict[int, proc.Completed] = {}
+        for members in by_flags.values():
+            with fresh_profile() as root:
+                jobs = [
+                    batch.Job(
+                        tuple(
+                            argv(
+                                env, browser, root, x.bundle, x.target, x.out_dir, x.options, _sizes(x.bundle)
+                            )[2:]
+                        ),
+                        x.options.timeout_s,
+                        f"{x.target.id} runner",
+                    )
+                    for x in (launches[i] for i in members)
+                ]
+
+                def settle(
+                    j: int, done: proc.Completed, members: list[int] = members, root: Path = root
+                ) -> None:
+                    if done.timed_out:
+                        sweep(root)  # the hung cell's browser, before a fresh one starts the rest
+                    results[members[j]] = done
+                    if on_done is not None:
+                        on_done(members[j], done)
+
+                batch.run_jobs(
+                    (env.program, str(DRIVER), "--profile-root", str(root)),
+                    jobs,
+                    workdir=root,
+                    env=base_env,
+                    on_done=settle,
+                    what=f"{env.package} {env.release} web runner",
+                )
+        return [results[i] for i in range(len(launches))]
 
     def collect(self, out_dir: Path) -> Observation:
         """The observation, with the placement learnt from the console's verbose log."""
@@ -231,6 +298,14 @@ class WebRunner:
             obs = dataclasses.replace(obs, placement=placement)
         (out_dir / OBSERVATION).write_text(serde.dumps(obs))
         return obs
+
+
+def _sizes(bundle: Path) -> list[int]:
+    """The batch sizes the page serves: none where the model has no batch axis to vary."""
+    from ci_onnx.runners.feeds import batch_axis_problem
+
+    manifest = read_manifest(bundle, verify_hashes=False)
+    return [] if batch_axis_problem(manifest) else sorted(manifest.batch_sizes)
 
 
 RUNNER = WebRunner()

@@ -97,6 +97,61 @@ def test_run_verifies_the_example_on_wasm_and_webgpu_beside_native(digitnet: tup
             )
     report = (out / "report.md").read_text()
     assert all(f"`{i}`" in report for i in native + webs)  # web beside native in one table
+    for v in RELEASES:  # one browser per flag set for a release's cells: wasm and wasmmt share one
+        launched = {
+            p: _timings(out / "observations" / f"web-ort{v}-{p}-op17-dynamo")["browser_launched"] for p in WEB
+        }
+        assert launched["webgpu"] and launched["wasm"] != launched["wasmmt"], launched
+    assert browsers_left() == []
+
+
+def _timings(obs_dir: Path) -> dict[str, object]:
+    timings: dict[str, object] = json.loads((obs_dir / web.TIMINGS).read_text())
+    return timings
+
+
+def test_a_cell_on_its_own_browser_gets_the_checks_and_statuses_of_the_shared_one(
+    digitnet: tuple[Path, int, str], env_cache: Path, tmp_path: Path
+) -> None:
+    """The per-cell path (a browser of its own) against the run's (one browser per flag set)."""
+    out, _, _ = digitnet
+    how = base.Provisioning(env_cache, proc.child_environment(os.environ))
+    options = VerifyOptions(latency_runs=5)  # the config's; the rest is in the bundle
+    for p in WEB:
+        t = Target.from_id(f"web-ort{RELEASES[-1]}-{p}-op17-dynamo")
+        alone = stage.verify_target(out / "bundles" / t.bundle_key, t, tmp_path, options, how).result
+        shared = json.loads((out / "results" / f"{t.id}.json").read_text())
+        assert alone.status == shared["status"], (t.id, alone.summary, shared["summary"])
+        assert [(c.name, str(c.status)) for c in alone.checks] == [
+            (c["name"], c["status"]) for c in shared["checks"]
+        ], t.id
+        assert _timings(tmp_path / "observations" / t.id)["browser_launched"] is True
+    assert browsers_left() == []
+
+
+def test_in_one_group_a_page_that_hangs_or_throws_is_its_cells_error_and_the_rest_pass(
+    digitnet: tuple[Path, int, str], env_cache: Path, tmp_path: Path
+) -> None:
+    out, _, _ = digitnet
+    v = RELEASES[-1]
+    die = f"hang:web-ort{v}-wasm-*;throw:web-ort{v}-webgpu-*"
+    how = base.Provisioning(
+        env_cache, {**proc.child_environment(os.environ), "ONNX_GATE_TEST_RUNNER_DIE": die}
+    )
+    targets = [Target.from_id(f"web-ort{v}-{p}-op17-dynamo") for p in WEB]  # the hang first, then a pass
+    env = base.provision(targets[0], how)
+    items = [(out / "bundles" / t.bundle_key, t) for t in targets]
+    got = stage.verify_many(
+        items, tmp_path, VerifyOptions(latency_runs=3, timeout_s=30.0), base_env=how.environ, environment=env
+    )
+    assert not [g for g in got if isinstance(g, Exception)], got
+    hung, fine, threw = (g.result for g in got if not isinstance(g, Exception))
+    assert hung.status == Status.ERROR and "timed out after 30 s" in hung.summary, hung.summary
+    assert fine.status == Status.PASSED, fine.summary
+    assert threw.status == Status.ERROR, threw.summary
+    assert "the page failed: onnx-gate test: the page throws after creating the session" in threw.summary
+    # the pass after the hang ran in a fresh browser; the hung one was killed, none is left
+    assert _timings(tmp_path / "observations" / targets[1].id)["browser_launched"] is True
     assert browsers_left() == []
 
 

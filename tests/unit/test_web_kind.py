@@ -238,3 +238,69 @@ def test_the_node_runners_webgpu_finds_swiftshader_where_chromium_ships_it(
     assert got == {"LD_LIBRARY_PATH": f"{lib}:/opt/x", "VK_ICD_FILENAMES": str(lib / node.SWIFTSHADER_ICD)}
     assert proc.child_environment(got) == got  # both reach the runner's process
     assert "webgpu" in matrix.runners()["node"].providers
+
+
+def test_a_group_is_one_driver_per_flag_set_and_each_cell_keeps_its_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ci_onnx.runners import batch
+
+    (tmp_path / "b").mkdir()
+    monkeypatch.setattr(web, "chromium", lambda environ: "/usr/bin/chromium")
+    monkeypatch.setattr(web, "_sizes", lambda bundle: [1, 8])
+    calls: list[tuple[tuple[str, ...], list[batch.Job]]] = []
+    swept: list[Path] = []
+    real_sweep = web.sweep
+    monkeypatch.setattr(web, "sweep", lambda profile: swept.append(profile) or real_sweep(profile))
+
+    def run_jobs(program, jobs, *, workdir, env, on_done, what):  # type: ignore[no-untyped-def]
+        calls.append((tuple(program), list(jobs)))
+        assert workdir.is_dir() and program[-2:] == ("--profile-root", str(workdir))
+        done = []
+        for j, job in enumerate(jobs):
+            hung = "wasm-" in job.label and "wasmmt" not in job.label
+            one = proc.Completed(tuple(program), -9 if hung else 0, "", job.label, 1.0, hung)
+            on_done(j, one)
+            done.append(one)
+        return done
+
+    monkeypatch.setattr(batch, "run_jobs", run_jobs)
+    providers = ["webgpu", "wasm", "wasmmt"]
+    launches = [
+        base.Launch(tmp_path / "b", Target("1.22.0", p, 17, "dynamo", runner="web"), tmp_path / p,
+                    VerifyOptions(timeout_s=30.0 + i), "x")
+        for i, p in enumerate(providers)
+    ]  # fmt: skip
+    heard: list[int] = []
+    got = web.RUNNER.launch_many(_env(tmp_path), launches, base_env={}, on_done=lambda i, d: heard.append(i))
+    assert [d.stderr for d in got] == [f"{x.target.id} runner" for x in launches]  # back in order
+    assert sorted(heard) == [0, 1, 2] and got[1].timed_out
+    assert [[job.label.split("-")[2] for job in jobs] for _, jobs in calls] == [
+        ["webgpu"],
+        ["wasm", "wasmmt"],
+    ]
+    assert [job.timeout_s for _, jobs in calls for job in jobs] == [30.0, 31.0, 32.0]  # each cell's own
+    wasm_job = dict(zip(calls[1][1][0].argv[::2], calls[1][1][0].argv[1::2], strict=True))
+    assert (wasm_job["--out"], wasm_job["--ep"]) == (str((tmp_path / "wasm").resolve()), "wasm")
+    assert len(swept) == 3  # the hung cell's browser at once, then each flag set's at the end
+
+
+def test_a_batch_browser_is_swept_by_the_profile_it_lives_under(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    inside = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", f"--user-data-dir={root}/playwright_x"]
+    )
+    beside = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", f"--user-data-dir={root}2/playwright_x"]
+    )
+    try:
+        assert web.browser_pids(root) == [inside.pid]
+    finally:
+        for p in (inside, beside):
+            p.kill()
+            p.wait()
+
+
+@pytest.mark.parametrize(("provider", "flags"), [("wasm", "wasm"), ("wasmmt", "wasm"), ("webgpu", "webgpu")])
+def test_providers_share_a_browser_where_their_flags_match(provider: str, flags: str) -> None:
+    assert web.flag_set(provider) == flags

@@ -2,12 +2,19 @@
 //
 // node drive.mjs --modules DIR --chromium PATH --profile DIR --bundle B --target-id ID --ep wasm
 //   --threads N --out OBSDIR [--batch-sizes 1,8] [--latency-runs N]
+// node drive.mjs --profile-root DIR --jobs FILE
 // DIR holds node_modules/{onnxruntime-web,playwright-core} of one release. A local HTTP server on
 // 127.0.0.1 sends COOP/COEP (without them crossOriginIsolated is false and wasm threads silently
 // drop to 1) and serves the page, the node runner's TensorProto codec, onnxruntime-web's dist/ and
 // the bundle; the page POSTs back each output file and the Observation. The browser is Chromium at
 // PATH (never a downloaded one) with a fresh profile at --profile; the console is kept as verbose.log
 // (the "Node placements" lines), and the phases' timings as web_timings.json.
+//
+// With --jobs (ci_onnx.runners.batch's file: one cell's arguments per job) one server and one
+// browser serve every cell in turn, each in a fresh browser context and page; after each cell a
+// marker line on stderr (ci_onnx.runners.batch.MARKER INDEX RC), after that cell's own error line.
+// The browser's profile is playwright's temporary one, made under --profile-root (TMPDIR), so the
+// parent's sweep finds it; a cell whose flags differ from the browser's gets a browser of its own.
 
 import fs from 'node:fs';
 import http from 'node:http';
@@ -25,6 +32,7 @@ const WEBGPU_FLAGS = ['--enable-unsafe-webgpu', '--enable-features=Vulkan', '--u
 const TYPES = { '.html': 'text/html', '.mjs': 'text/javascript', '.js': 'text/javascript',
   '.wasm': 'application/wasm', '.json': 'application/json' };
 const MAX_POST = 1 << 30;
+const MARKER = 'onnx-gate-batch-done';
 
 export function flags(ep) {
   return ep === 'webgpu' ? [...BASE_FLAGS, ...WEBGPU_FLAGS] : [...BASE_FLAGS, '--disable-gpu'];
@@ -44,6 +52,8 @@ function parseArgs(argv) {
     else if (k === '--out') args.out = v;
     else if (k === '--latency-runs') args.latencyRuns = Number(v);
     else if (k === '--batch-sizes') args.batchSizes = v ? v.split(',').map(Number) : [];
+    else if (k === '--jobs') args.jobs = v;
+    else if (k === '--profile-root') args.profileRoot = v;
     else throw new Error(`unknown argument ${k}`);
   }
   return args;
@@ -54,9 +64,13 @@ function globMatch(pattern, text) {
   return new RegExp(`^${re}$`).test(text);
 }
 
+// HOW[:PATTERN][;HOW[:PATTERN]…]: the first entry whose pattern matches the cell's id.
 function dieFor(targetId) {
-  const [how, pattern] = (process.env[DIE_ENV] ?? '').split(/:(.*)/s);
-  return how && (!pattern || globMatch(pattern, targetId)) ? how : '';
+  for (const entry of (process.env[DIE_ENV] ?? '').split(';')) {
+    const [how, pattern] = entry.split(/:(.*)/s);
+    if (how && (!pattern || globMatch(pattern, targetId))) return how;
+  }
+  return '';
 }
 
 // `rel` inside `root`, or null: nothing outside the served folders is ever read or written.
@@ -79,11 +93,11 @@ function readBody(req) {
   });
 }
 
-function serve(args, config, settle) {
-  const ortDist = path.join(args.modules, 'node_modules', 'onnxruntime-web', 'dist');
-  const bundle = path.resolve(args.bundle);
-  const out = path.resolve(args.out);
-  const files = (p) => {
+// `current()` is the cell in flight ({ args, config, settle }): one server serves cells in turn.
+function serve(current) {
+  const files = (args, p) => {
+    const ortDist = path.join(args.modules, 'node_modules', 'onnxruntime-web', 'dist');
+    const bundle = path.resolve(args.bundle);
     if (p === '/' || p === '/index.html') return path.join(HERE, 'page.html');
     if (p === '/codec/tensorproto.mjs') return CODEC;
     if (p.startsWith('/runner/')) return within(HERE, p.slice(8));
@@ -97,13 +111,15 @@ function serve(args, config, settle) {
     res.setHeader('Cross-Origin-Resource-Policy', 'same-origin');
     res.setHeader('Cache-Control', 'no-store');
     const p = new URL(req.url, 'http://x').pathname;
+    const { args, config, settle } = current();
+    const out = path.resolve(args.out);
     try {
       if (req.method === 'GET' && p === '/config.json') {
         res.writeHead(200, { 'Content-Type': TYPES['.json'] }).end(JSON.stringify(config));
         return;
       }
       if (req.method === 'GET') {
-        const file = files(p);
+        const file = files(args, p);
         if (!file || !fs.statSync(file, { throwIfNoEntry: false })?.isFile()) {
           res.writeHead(404).end();
           return;
@@ -135,37 +151,33 @@ function serve(args, config, settle) {
   });
 }
 
-async function main() {
-  const args = parseArgs(process.argv.slice(2));
-  fs.mkdirSync(args.out, { recursive: true });
-  const require = createRequire(import.meta.url);
+function cellConfig(args) {
   const ortDir = path.join(args.modules, 'node_modules', 'onnxruntime-web');
   const version = JSON.parse(fs.readFileSync(path.join(ortDir, 'package.json'), 'utf8')).version;
   const ortFile = ['ort.all.min.mjs', 'ort.webgpu.min.mjs', 'ort.min.mjs']
     .find((f) => fs.existsSync(path.join(ortDir, 'dist', f)));
   if (!ortFile) throw new Error(`onnxruntime-web ${version} ships no ES module bundle in dist/`);
-  const config = {
+  return {
     version, ortFile, ep: args.ep, threads: args.threads, targetId: args.targetId,
     batchSizes: args.batchSizes, latencyRuns: args.latencyRuns, die: dieFor(args.targetId),
   };
-  let settle;
+}
+
+// One cell: `open()` gives { page, close } (and fills timings.browser_start_ms); the page is
+// pointed at the server, whose cell in flight is set to this one; what it posts is written to --out.
+async function observeCell(args, cell, url, open) {
+  fs.mkdirSync(args.out, { recursive: true });
+  const config = cellConfig(args);
   const done = new Promise((resolve, reject) => {
-    settle = (err, body) => (err ? reject(err) : resolve(body));
+    cell.current = { args, config, settle: (err, body) => (err ? reject(err) : resolve(body)) };
   });
-  const server = serve(args, config, settle);
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${server.address().port}/`;
+  const settle = (err) => cell.current.settle(err);
   const timings = {};
-  const { chromium } = require(path.join(args.modules, 'node_modules', 'playwright-core'));
   const log = [];
-  let context;
+  let opened;
   try {
-    const t0 = performance.now();
-    context = await chromium.launchPersistentContext(args.profile, {
-      executablePath: args.chromium, headless: true, args: flags(args.ep), timeout: 120000,
-    });
-    timings.browser_start_ms = performance.now() - t0;
-    const page = context.pages()[0] ?? (await context.newPage());
+    opened = await open(timings);
+    const { page } = opened;
     page.on('console', (m) => log.push(m.text()));
     page.on('pageerror', (e) => settle(new Error(`the page threw: ${String(e?.message ?? e).split('\n')[0]}`)));
     page.on('crash', () => settle(new Error('the page crashed (out of memory, or a renderer fault)')));
@@ -180,7 +192,80 @@ async function main() {
     const tPath = path.join(args.out, 'web_timings.json');
     const page = fs.existsSync(tPath) ? JSON.parse(fs.readFileSync(tPath, 'utf8')) : {};
     fs.writeFileSync(tPath, JSON.stringify({ ...page, ...timings }));
-    await context?.close().catch(() => {});
+    await opened?.close().catch(() => {});
+  }
+}
+
+async function listen(cell) {
+  const server = serve(() => cell.current);
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, url: `http://127.0.0.1:${server.address().port}/` };
+}
+
+function playwright(modules) {
+  const require = createRequire(import.meta.url);
+  return require(path.join(modules, 'node_modules', 'playwright-core')).chromium;
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  if (args.jobs) return jobs(args);
+  const cell = {};
+  const { server, url } = await listen(cell);
+  const chromium = playwright(args.modules);
+  try {
+    await observeCell(args, cell, url, async (timings) => {
+      const t0 = performance.now();
+      const context = await chromium.launchPersistentContext(args.profile, {
+        executablePath: args.chromium, headless: true, args: flags(args.ep), timeout: 120000,
+      });
+      timings.browser_start_ms = performance.now() - t0;
+      timings.browser_launched = true;
+      const page = context.pages()[0] ?? (await context.newPage());
+      return { page, close: () => context.close() };
+    });
+  } finally {
+    server.close();
+  }
+}
+
+// Every job of the file in one browser (a fresh context and page each); one marker line after each.
+async function jobs(batchArgs) {
+  if (batchArgs.profileRoot) process.env.TMPDIR = batchArgs.profileRoot; // playwright's profile goes there
+  const list = JSON.parse(fs.readFileSync(batchArgs.jobs, 'utf8'));
+  const cell = {};
+  const { server, url } = await listen(cell);
+  let browser = null;
+  let browserFlags = '';
+  try {
+    for (const { index, argv } of list) {
+      let rc = 0;
+      try {
+        const args = parseArgs(argv);
+        const want = JSON.stringify(flags(args.ep));
+        await observeCell(args, cell, url, async (timings) => {
+          const t0 = performance.now();
+          timings.browser_launched = !browser || !browser.isConnected() || browserFlags !== want;
+          if (timings.browser_launched) {
+            await browser?.close().catch(() => {});
+            browser = await playwright(args.modules).launch({
+              executablePath: args.chromium, headless: true, args: JSON.parse(want), timeout: 120000,
+            });
+            browserFlags = want;
+          }
+          timings.browser_start_ms = performance.now() - t0; // near 0 where the browser was up
+          const context = await browser.newContext();
+          const page = await context.newPage();
+          return { page, close: () => context.close() };
+        });
+      } catch (e) {
+        process.stderr.write(`web runner: ${String(e?.message ?? e).split('\n')[0]}\n`);
+        rc = 1;
+      }
+      process.stderr.write(`${MARKER} ${index} ${rc}\n`);
+    }
+  } finally {
+    await browser?.close().catch(() => {});
     server.close();
   }
 }

@@ -30,9 +30,10 @@ def fit(text: str, limit: int) -> str:
     one = " ".join(text.split())
     if len(one) <= limit:
         return one
-    parts = _KEY.split(text.strip())
+    stripped = text.strip()
+    parts = _KEY.split(stripped)
     key = " ".join(parts[-1].split()) if len(parts) > 1 else ""
     if not key or len(key) + len(ELLIPSIS) + 10 > limit:
         return _cut(one, limit)
-    start = " ".join(text[: len(text.strip()) - len(parts[-1])].split())
+    start = " ".join(stripped[: len(stripped) - len(parts[-1])].split())  # the same string split
     return _cut(start, limit - len(key) - len(ELLIPSIS)).removesuffix("…") + ELLIPSIS.rstrip() + " " + key

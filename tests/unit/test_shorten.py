@@ -24,6 +24,12 @@ def test_what_fits_is_left_alone_on_one_line() -> None:
     assert fit("a\n  b", 10) == "a b"
 
 
+def test_leading_line_breaks_do_not_shift_the_cut_into_a_word() -> None:
+    # found by the property below: the prefix was measured on the stripped text, taken from the raw one
+    out = fit("\n \n gamma, gamma, failed:x", 21)
+    assert "fai" not in out.replace("failed:", "") and len(out) <= 21
+
+
 @given(
     st.lists(st.sampled_from(["alpha", "beta", "gamma,", "delta:", "failed:x", "\n"]), max_size=60),
     st.integers(20, 200),

@@ -34,7 +34,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ci_onnx import envs, matrix, proc
+from ci_onnx import matrix, proc
 from ci_onnx.errors import EnvironmentProblem
 from ci_onnx.results import Observation
 from ci_onnx.runners.base import OBSERVATION, CollectError, Provisioning, RunnerEnv, read_observation
@@ -55,7 +55,6 @@ LIB_PACKAGE = "onnxruntime-node"
 BUILD_FLAGS = ("-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread")
 LINK_FLAGS = ("-ldl",)
 BUILD_TIMEOUT_S = 300.0
-READY = "onnx-gate-env.txt"
 """The marker of a finished install, the same as the node runner's (they share onnxruntime-node's)."""
 _ARCH = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}
 
@@ -156,42 +155,22 @@ def observer_argv(
 def npm_package(package: str, version: str, how: Provisioning) -> Path:
     """``package@version`` installed under the cache (``npm/<package>-<version>``, the node runner's
     layout, so its onnxruntime-node installs are shared); the package's directory."""
-    from ci_onnx.runners.node import _NO_VERSION, INSTALL_TIMEOUT_S, SKIP_POSTINSTALL
+    from ci_onnx.runners import npm
+    from ci_onnx.runners.node import SKIP_POSTINSTALL
 
     path = how.cache_dir / "npm" / f"{package}-{version}"
-    module = path / "node_modules" / package
-    if (path / READY).is_file():
-        return module
-    npm = _tool(
+    if (path / npm.READY).is_file():
+        return path / "node_modules" / package
+    tool = _tool(
         ["npm"], how.environ, "the native runner installs its parts with `npm`; install Node.js and npm"
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with envs._locked(path.parent / f"{path.name}.lock"):
-        if (path / READY).is_file():
-            return module
-        if path.exists():
-            shutil.rmtree(path)  # a half-finished install from an interrupted run
-        spec = f"{package}@{version}"
-        done = proc.run(
-            [npm, "install", "--prefix", path, spec, "--no-audit", "--no-fund", "--ignore-scripts"],
-            timeout=INSTALL_TIMEOUT_S,
-            env={**how.environ, **SKIP_POSTINSTALL},
-            what=f"native runner: {spec}",
+    what = f"native runner: {package}@{version}"
+    try:
+        return npm.install(
+            path, package, version, npm=tool, environ={**how.environ, **SKIP_POSTINSTALL}, what=what
         )
-        if not done.ok:
-            shutil.rmtree(path, ignore_errors=True)
-            if _NO_VERSION.search(done.stderr + done.stdout):
-                raise LookupError(spec)
-            raise EnvironmentProblem(f"native runner: npm install {spec} failed, {done.describe_failure()}")
-        installed = module / "package.json"
-        got = json.loads(installed.read_text()).get("version") if installed.is_file() else None
-        if got != version:
-            shutil.rmtree(path, ignore_errors=True)
-            raise EnvironmentProblem(
-                f"native runner: npm installed {package} {got or 'nothing'}, not {version}"
-            )
-        (path / READY).write_text(f"{spec}\n")
-    return module
+    except npm.NoSuchRelease:
+        raise LookupError(f"{package}@{version}") from None
 
 
 def headers(how: Provisioning) -> Path:

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from ci_onnx import envs, matrix, proc
+from ci_onnx import matrix, proc
 from ci_onnx.errors import EnvironmentProblem
 from ci_onnx.results import Observation
+from ci_onnx.runners import npm
 from ci_onnx.runners.base import OBSERVATION, CollectError, Provisioning, RunnerEnv, read_observation
 from ci_onnx.target import Target
 from ci_onnx.verify.options import VerifyOptions
@@ -28,11 +28,8 @@ KIND = "node"
 OBSERVER = Path(__file__).parent / "node" / "observe.mjs"
 PROFILE = "node_profile.json"
 VERBOSE_LOG = "verbose.log"
-READY = "onnx-gate-env.txt"
-INSTALL_TIMEOUT_S = 900.0
 SKIP_POSTINSTALL = {"ONNXRUNTIME_NODE_INSTALL": "skip", "ONNXRUNTIME_NODE_INSTALL_CUDA": "skip"}
 """The names releases before and after 1.21 read; ``--ignore-scripts`` makes sure of it."""
-_NO_VERSION = re.compile(r"ETARGET|No matching version|E404|is not in this registry", re.IGNORECASE)
 
 
 def module_dir(env: RunnerEnv) -> Path:
@@ -72,41 +69,12 @@ class NodeRunner:
         node = _tool("node", how.environ)
         path = how.cache_dir / "npm" / f"{package}-{release}"
         env = RunnerEnv(KIND, release, path, node, package)
-        marker = path / READY
-        if marker.is_file():
-            return env
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with envs._locked(path.parent / f"{path.name}.lock"):
-            if marker.is_file():
-                return env  # installed by another process while we waited for the lock
-            if path.exists():
-                shutil.rmtree(path)  # a half-finished install from an interrupted run
-            self._install(env, _tool("npm", how.environ), how.environ)
-            marker.write_text(f"{package}@{release}\n")
+        if not (path / npm.READY).is_file():
+            npm.install(
+                path, package, release, npm=_tool("npm", how.environ),
+                environ={**how.environ, **SKIP_POSTINSTALL}, what=f"node runner: {package}@{release}",
+            )  # fmt: skip
         return env
-
-    def _install(self, env: RunnerEnv, npm: str, environ: Mapping[str, str]) -> None:
-        spec = f"{env.package}@{env.release}"
-        what = f"node runner: {spec}"
-        done = proc.run(
-            [npm, "install", "--prefix", env.path, spec, "--no-audit", "--no-fund", "--ignore-scripts"],
-            timeout=INSTALL_TIMEOUT_S,
-            env={**environ, **SKIP_POSTINSTALL},
-            what=what,
-        )
-        if not done.ok:
-            shutil.rmtree(env.path, ignore_errors=True)
-            if _NO_VERSION.search(done.stderr + done.stdout):
-                raise EnvironmentProblem(
-                    f"{what}: {env.package} has no release {env.release} on the npm registry; pick a "
-                    f"released version (`npm view {env.package} versions`)"
-                )
-            raise EnvironmentProblem(f"{what}: npm install failed, {done.describe_failure()}")
-        installed = module_dir(env) / "package.json"
-        version = json.loads(installed.read_text()).get("version") if installed.is_file() else None
-        if version != env.release:
-            shutil.rmtree(env.path, ignore_errors=True)
-            raise EnvironmentProblem(f"{what}: npm installed {version or 'nothing'}, not {env.release}")
 
     def launch(
         self,

@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
-import re
 import shutil
 import signal
 import tempfile
@@ -35,11 +33,11 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from ci_onnx import envs, matrix, proc
+from ci_onnx import matrix, proc
 from ci_onnx.bundle import read_manifest
 from ci_onnx.errors import EnvironmentProblem
 from ci_onnx.results import Observation
-from ci_onnx.runners import batch
+from ci_onnx.runners import batch, npm
 from ci_onnx.runners.base import (
     OBSERVATION,
     CollectError,
@@ -61,10 +59,7 @@ CHROMIUM_ENV = "ONNX_GATE_CHROMIUM"
 CHROMIUM_NAMES = ("chromium", "chromium-browser")
 VERBOSE_LOG = "verbose.log"
 TIMINGS = "web_timings.json"
-READY = "onnx-gate-env.txt"
-INSTALL_TIMEOUT_S = 900.0
 SWEEP_WAIT_S = 5.0
-_NO_VERSION = re.compile(r"ETARGET|No matching version|E404|is not in this registry", re.IGNORECASE)
 
 
 def chromium(environ: Mapping[str, str]) -> str:
@@ -175,42 +170,12 @@ class WebRunner:
         node = _tool("node", how.environ)
         path = install_dir(how.cache_dir, package, release)
         env = RunnerEnv(KIND, release, path, node, package)
-        marker = path / READY
-        if marker.is_file():
-            return env
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with envs._locked(path.parent / f"{path.name}.lock"):
-            if marker.is_file():
-                return env  # installed by another process while we waited for the lock
-            if path.exists():
-                shutil.rmtree(path)  # a half-finished install from an interrupted run
-            self._install(env, _tool("npm", how.environ), how.environ)
-            marker.write_text(f"{package}@{release} playwright-core@{PLAYWRIGHT_CORE}\n")
+        if not (path / npm.READY).is_file():
+            npm.install(
+                path, package, release, npm=_tool("npm", how.environ), environ=how.environ,
+                what=f"web runner: {package}@{release}", extra=[f"playwright-core@{PLAYWRIGHT_CORE}"],
+            )  # fmt: skip
         return env
-
-    def _install(self, env: RunnerEnv, npm: str, environ: Mapping[str, str]) -> None:
-        spec = f"{env.package}@{env.release}"
-        what = f"web runner: {spec}"
-        done = proc.run(
-            [npm, "install", "--prefix", env.path, spec, f"playwright-core@{PLAYWRIGHT_CORE}",
-             "--no-audit", "--no-fund", "--ignore-scripts"],
-            timeout=INSTALL_TIMEOUT_S,
-            env=environ,
-            what=what,
-        )  # fmt: skip
-        if not done.ok:
-            shutil.rmtree(env.path, ignore_errors=True)
-            if _NO_VERSION.search(done.stderr + done.stdout):
-                raise EnvironmentProblem(
-                    f"{what}: {env.package} has no release {env.release} on the npm registry; pick a "
-                    f"released version (`npm view {env.package} versions`)"
-                )
-            raise EnvironmentProblem(f"{what}: npm install failed, {done.describe_failure()}")
-        installed = env.path / "node_modules" / env.package / "package.json"
-        version = json.loads(installed.read_text()).get("version") if installed.is_file() else None
-        if version != env.release:
-            shutil.rmtree(env.path, ignore_errors=True)
-            raise EnvironmentProblem(f"{what}: npm installed {version or 'nothing'}, not {env.release}")
 
     def launch(
         self,

@@ -394,5 +394,17 @@ def _die_for(hook: str, target_id: str) -> str:
     return how if not pattern or fnmatch.fnmatchcase(target_id, pattern) else ""
 
 
+def _exit_now(rc: int) -> None:
+    """End this process without the interpreter's teardown (module clean-up, the runtime's thread
+    pools): every job's files are written and closed, the markers flushed, and the parent waits for
+    this exit before it goes on."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(rc)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    _rc = main()
+    if "--jobs" in sys.argv[1:]:
+        _exit_now(_rc)
+    sys.exit(_rc)

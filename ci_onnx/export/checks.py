@@ -7,6 +7,7 @@ checks (``export``, ``control-flow``) are in findings.py, ``reference-parity`` i
 from __future__ import annotations
 
 import collections
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,14 +21,65 @@ DECOMPOSED_RATIO = 20
 
 
 def checker(path: Path) -> CheckResult:
+    """onnx.checker with full_check (shape inference). One failure is onnx's and not the model's: its
+    shape inference failing inside the function body of a standard op (MeanVarianceNormalization's
+    body, opset 13, trips onnx's own Constant check). When the structural check passes and the
+    error comes from inside such a body, the check passes with the error as a warning."""
     import onnx
 
     try:
         onnx.checker.check_model(str(path), full_check=True)
     except Exception as exc:  # onnx raises ValidationError, InferenceError, and more
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return CheckResult("checker", Status.FAILED, f"onnx.checker (full_check) rejected the model: {first}")
+        first = _first_line(exc)
+        body_of = _failing_function_body(str(exc)) if _structurally_valid(onnx, path) else ""
+        if not body_of:
+            message = f"onnx.checker (full_check) rejected the model: {first}"
+            return CheckResult("checker", Status.FAILED, message)
+        warning = (
+            f"onnx's shape inference fails inside the function body of the standard op {body_of} "
+            f"(onnx {onnx.__version__}: {first}); that is onnx's own definition of the op, not this "
+            "model, and the structural check passed"
+        )
+        return CheckResult(
+            "checker",
+            Status.PASSED,
+            "onnx.checker passed; its shape inference failed only inside a standard op's function body",
+            warnings=(warning,),
+        )
     return CheckResult("checker", Status.PASSED, "onnx.checker with full_check (shape inference) passed")
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _structurally_valid(onnx: Any, path: Path) -> bool:
+    try:
+        onnx.checker.check_model(str(path), full_check=False)
+    except Exception:
+        return False
+    return True
+
+
+_NESTED = re.compile(
+    r"\(op_type:(?P<outer>\w+)\): \[ShapeInferenceError\] Inference error\(s\): \(op_type:\w+"
+)
+
+
+def _failing_function_body(message: str) -> str:
+    """The standard op whose function body onnx's shape inference failed in, per the error's nesting
+    (``(op_type:OUTER): [ShapeInferenceError] Inference error(s): (op_type:INNER)``); "" otherwise."""
+    import onnx.defs
+
+    found = _NESTED.search(message)
+    if found is None:
+        return ""
+    outer = found["outer"]
+    try:
+        schema = onnx.defs.get_schema(outer)
+    except Exception:  # not a standard op: a custom domain's error is the model's
+        return ""
+    return outer if schema.has_function or schema.has_context_dependent_function else ""
 
 
 def default_opset(model: Any) -> int:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from ci_onnx.bundle import TensorSpec
@@ -104,6 +105,34 @@ def test_graph_warns_when_nodes_far_outnumber_modules(tmp_path: Path) -> None:
     assert f.warnings and "decomposed" in f.warnings[0]
     assert not checks.graph(m, [path], modules=10).warnings
     assert checks.histogram(m) == {"Relu": 46, "Identity": 1}
+
+
+def test_a_failure_inside_a_standard_ops_function_body_is_onnxs_and_a_warning(tmp_path: Path) -> None:
+    """onnx's shape inference of MeanVarianceNormalization (opset 13) fails inside the op's own function
+    body (ONNX's backend test test_mvn, which onnxruntime passes): the model is not what is wrong."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 3, 3, 1])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 3, 3, 1])
+    graph = helper.make_graph([helper.make_node("MeanVarianceNormalization", ["x"], ["y"])], "g", [x], [y])
+    path = tmp_path / "mvn.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    with pytest.raises(Exception, match="op_type:Constant"):  # what the check meets, unchanged
+        onnx.checker.check_model(str(path), full_check=True)
+    f = checks.checker(path)
+    assert f.status is Status.PASSED, f.message
+    assert len(f.warnings) == 1 and "MeanVarianceNormalization" in f.warnings[0]
+    assert "function body" in f.warnings[0]
+
+
+def test_a_shape_error_of_the_model_itself_still_fails(tmp_path: Path) -> None:
+    """The same nesting outside a standard function body (the model's own inconsistent shapes) is the
+    model's fault: declared [2] against an inferred [3]."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    path = tmp_path / "shapes.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    f = checks.checker(path)
+    assert f.status is Status.FAILED and not f.warnings, f.message
 
 
 def test_checker_runs_full_check_on_the_file(tmp_path: Path) -> None:

@@ -79,7 +79,10 @@ def _failing_function_body(message: str) -> str:
         schema = onnx.defs.get_schema(outer)
     except Exception:  # not a standard op: a custom domain's error is the model's
         return ""
-    return outer if schema.has_function or schema.has_context_dependent_function else ""
+    has_body = getattr(schema, "has_function", False) or getattr(
+        schema, "has_context_dependent_function", False
+    )
+    return outer if has_body else ""
 
 
 def default_opset(model: Any) -> int:

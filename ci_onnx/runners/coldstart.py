@@ -3,12 +3,10 @@
 Two halves. :func:`attach` runs in the observer (``ci_onnx.runners.ort``, after everything else is
 measured): it sums the installed size of the runtime's and numpy's distributions and of the model's
 files, writes one request's inputs, and times a FRESH process of the same interpreter,
-
-``python -m ci_onnx.runners.coldstart --model M --providers A,B --feeds F.npz --names '[…]' --runs N``,
-
-from its start to its first answer (a JSON line on stdout). That process (``main``) imports only the
-standard library before it times ``import numpy, onnxruntime``, the session's creation, the first run,
-then ``--runs`` more runs for the warm median of the same process.
+``python …/serve_once.py SPEC_JSON`` (ci_onnx.runners.serve_once, started as a script), from its start
+to its first answer (a JSON line on stdout). That process imports only sys, json and time before it
+times ``import numpy, onnxruntime``, the session's creation, the first run, then more runs for the
+warm median of the same process.
 
 What cannot be measured goes to ``Observation.unmeasured["cold_start"]`` with the reason, and the
 judge skips what needs it; a crash or a hang of the fresh process is such a reason, never an abort.
@@ -29,50 +27,10 @@ from typing import Any
 WARM_RUNS = 10
 TIMEOUT_S = 120.0
 FEEDS = "coldstart_feeds.npz"
+SERVE_ONCE = Path(__file__).resolve().with_name("serve_once.py")
+"""The fresh process, started as a script: nothing of the package is imported before its clock."""
 KEY = "cold_start"
 """The key of ``Observation.unmeasured`` that says why there is no cold start."""
-
-
-# -- the fresh process: standard library only until the clock runs ---------------------------------
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m ci_onnx.runners.coldstart")
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--providers", required=True, help="Comma-separated, in order.")
-    parser.add_argument("--feeds", required=True, help="An .npz of arrays i0, i1, … (allow_pickle).")
-    parser.add_argument("--names", required=True, help="The input names of i0, i1, …, as a JSON list.")
-    parser.add_argument("--runs", type=int, default=WARM_RUNS)
-    args = parser.parse_args(argv)
-
-    t0 = time.perf_counter()
-    import numpy as np
-    import onnxruntime as ort
-
-    t1 = time.perf_counter()
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    sess = ort.InferenceSession(args.model, so, providers=args.providers.split(","))
-    t2 = time.perf_counter()
-    with np.load(args.feeds, allow_pickle=True) as data:
-        feeds = {name: data[f"i{k}"] for k, name in enumerate(json.loads(args.names))}
-    sess.run(None, feeds)
-    t3 = time.perf_counter()
-    first = {"import_ms": _ms(t1 - t0), "session_ms": _ms(t2 - t1), "first_run_ms": _ms(t3 - t2)}
-    print(json.dumps(first), flush=True)  # the first answer: the observer stops its clock here
-    warm = []
-    for _ in range(args.runs):
-        start = time.perf_counter()
-        sess.run(None, feeds)
-        warm.append(_ms(time.perf_counter() - start))
-    print(json.dumps({"warm_ms": warm}), flush=True)
-    return 0
-
-
-def _ms(seconds: float) -> float:
-    return round(seconds * 1000.0, 4)
 
 
 # -- the observer's side ----------------------------------------------------------------------------
@@ -147,11 +105,11 @@ def write_feeds(manifest: Any, bundle: Path, path: Path) -> tuple[list[str], int
 
 def cold_start(model: Path, providers: Sequence[str], feeds_path: Path, names: list[str]) -> dict[str, Any]:
     """Start a fresh process of this interpreter and time it to its first answer."""
-    args = [
-        sys.executable, "-m", "ci_onnx.runners.coldstart", "--model", str(model),
-        "--providers", ",".join(providers), "--feeds", str(feeds_path), "--names", json.dumps(names),
-        "--runs", str(WARM_RUNS),
-    ]  # fmt: skip
+    spec = {
+        "model": str(model), "providers": list(providers), "feeds": str(feeds_path), "names": names,
+        "runs": WARM_RUNS,
+    }  # fmt: skip
+    args = [sys.executable, str(SERVE_ONCE), json.dumps(spec)]
     errors = feeds_path.with_suffix(".stderr")
     with errors.open("w") as err:
         start = time.perf_counter()
@@ -174,7 +132,7 @@ def cold_start(model: Path, providers: Sequence[str], feeds_path: Path, names: l
         timed["warm_ms"] = json.loads(rest.strip().splitlines()[-1])["warm_ms"]
     except (ValueError, KeyError, IndexError) as exc:
         raise Unmeasurable(f"the fresh process wrote no figures ({type(exc).__name__}: {exc})") from None
-    timed["cold_start_ms"] = _ms(answered - start)
+    timed["cold_start_ms"] = round((answered - start) * 1000.0, 4)
     return timed
 
 
@@ -238,7 +196,3 @@ def distribution_size(name: str) -> int | None:
         except OSError:
             continue
     return total
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,57 @@
+"""The fresh process of the cold-start figure: a serving process at its barest.
+
+``python PATH/serve_once.py SPEC_JSON`` is started by ci_onnx.runners.coldstart as a script, not as a
+module of the package, so that nothing but ``sys``, ``json`` and ``time`` is imported before its
+clock starts: the figure is the interpreter, ``import numpy, onnxruntime``, the session's creation
+and the first run, and not this harness. SPEC_JSON holds ``model``, ``providers`` (in order),
+``feeds`` (an .npz of arrays i0, i1, …), ``names`` (the input names of i0, i1, …) and ``runs``.
+
+It prints two JSON lines: the first answer's figures (the observer stops its clock on that line),
+then the warm runs of the same process.
+"""
+
+import json
+import os  # already loaded by the interpreter's start-up: free
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if sys.path and os.path.abspath(sys.path[0] or os.curdir) == HERE:
+    del sys.path[0]  # run as a script, its folder leads sys.path: the package's modules shadow nothing
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000.0, 4)
+
+
+def main(spec_json: str) -> int:
+    spec = json.loads(spec_json)
+    t0 = time.perf_counter()
+    import numpy as np
+    import onnxruntime as ort
+
+    t1 = time.perf_counter()
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(spec["model"], so, providers=list(spec["providers"]))
+    t2 = time.perf_counter()
+    with np.load(spec["feeds"], allow_pickle=True) as data:
+        feeds = {name: data[f"i{k}"] for k, name in enumerate(spec["names"])}
+    sess.run(None, feeds)
+    t3 = time.perf_counter()
+    first = {"import_ms": _ms(t1 - t0), "session_ms": _ms(t2 - t1), "first_run_ms": _ms(t3 - t2)}
+    print(json.dumps(first), flush=True)
+    warm = []
+    for _ in range(int(spec["runs"])):
+        start = time.perf_counter()
+        sess.run(None, feeds)
+        warm.append(_ms(time.perf_counter() - start))
+    print(json.dumps({"warm_ms": warm}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print("usage: python serve_once.py SPEC_JSON", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(main(sys.argv[1]))

@@ -12,12 +12,13 @@ in one child, the interpreter and imports paid once; the others keep one child p
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ci_onnx import matrix, proc, serde
 from ci_onnx.errors import UsageError
@@ -112,6 +113,19 @@ def batches(runner: Runner) -> bool:
     return callable(getattr(runner, "launch_many", None))
 
 
+@contextlib.contextmanager
+def early_child(runner: Runner, env: RunnerEnv, *, base_env: Mapping[str, str], count: int) -> Iterator[Any]:
+    """A batch child started before its jobs are known, where the kind can (``early``) and there
+    are two or more targets to give it: it pays its interpreter and imports while the caller still
+    reads and hashes the bundles. None otherwise. Ended on the way out if it was never used."""
+    start = getattr(runner, "early", None)
+    if count < 2 or not callable(start) or not batches(runner):
+        yield None
+        return
+    with start(env, base_env=base_env) as started:
+        yield started
+
+
 def launch_many(
     runner: Runner,
     env: RunnerEnv,
@@ -119,11 +133,15 @@ def launch_many(
     *,
     base_env: Mapping[str, str],
     on_done: Callable[[int, proc.Completed], None] | None = None,
+    early: Any = None,
 ) -> list[proc.Completed]:
-    """Every launch, in one child where the kind batches (and there are two or more), else one child
-    each; ``on_done(i, completed)`` hears each as soon as it is known."""
-    if len(launches) > 1 and batches(runner):
+    """Every launch, in one child where the kind batches (and there are two or more, or a child was
+    started ``early`` for them), else one child each; ``on_done(i, completed)`` hears each as soon
+    as it is known."""
+    if (len(launches) > 1 or early is not None) and batches(runner):
         many: BatchRunner = runner  # type: ignore[assignment]
+        if early is not None:
+            return many.launch_many(env, launches, base_env=base_env, on_done=on_done, early=early)  # type: ignore[call-arg]
         return many.launch_many(env, launches, base_env=base_env, on_done=on_done)
     done = []
     for i, x in enumerate(launches):

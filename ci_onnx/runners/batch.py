@@ -81,6 +81,8 @@ def write_jobs(path: Path, jobs: Sequence[tuple[int, Sequence[str]]]) -> None:
 def read_jobs(path: str) -> list[tuple[int, list[str]]]:
     """The jobs file the parent wrote: ``[{"index": I, "argv": [...]}, …]``."""
     text = sys.stdin.read() if path == "-" else Path(path).read_text()
+    if path == "-" and not text.strip():  # an early child whose jobs never came: nothing to do
+        return []
     return [(int(j["index"]), [str(a) for a in j["argv"]]) for j in json.loads(text)]
 
 
@@ -103,6 +105,74 @@ def serve(path: str, observe_one: Callable[[list[str]], int]) -> int:
     return 0
 
 
+class Early:
+    """A child started before its jobs are known (``PROGRAM --jobs -``): it pays its interpreter and
+    imports while the parent still prepares (reads and hashes the bundles), then reads its jobs on
+    stdin. :func:`run_jobs` hands them to it as its first child; :meth:`close` ends one never used."""
+
+    def __init__(self, program: Sequence[str], env: Mapping[str, str], what: str, workdir: Path) -> None:
+        self.argv = (*program, "--jobs", "-")
+        self.env = env
+        """What the child was started with; a fresh child after a crash gets the same."""
+        self.workdir = workdir
+        self.child: subprocess.Popen[str] | None = _spawn(self.argv, env, what, stdin=subprocess.PIPE)
+
+    def take(self) -> subprocess.Popen[str] | None:
+        """The child, once: whoever takes it owns it."""
+        child, self.child = self.child, None
+        return child
+
+    def close(self) -> None:
+        """End the child if nobody took it: stdin closed (no jobs, it exits), killed if it lingers."""
+        child = self.take()
+        if child is None:
+            return
+        with contextlib.suppress(OSError):
+            if child.stdin is not None:
+                child.stdin.close()
+        try:
+            child.wait(timeout=proc.DRAIN_S * 5)
+        except subprocess.TimeoutExpired:
+            _kill_group(child)
+            child.wait()
+        for pipe in (child.stdout, child.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+
+
+def _spawn(
+    argv: Sequence[str], env: Mapping[str, str], what: str, *, stdin: int = subprocess.DEVNULL
+) -> subprocess.Popen[str]:
+    try:
+        return subprocess.Popen(
+            list(argv),
+            env=proc.child_environment(env),
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,  # so a timeout can kill the whole process group
+        )
+    except OSError as exc:
+        raise EnvironmentProblem(f"{what}: cannot start {argv[0]} ({exc.strerror})") from None
+
+
+def _hand_jobs(child: subprocess.Popen[str], jobs: Sequence[tuple[int, Sequence[str]]]) -> None:
+    """Write an early child's jobs to its stdin and close it. A child that already died reads
+    nothing; its exit is the first job's error, as for any child that dies."""
+    if child.stdin is None:
+        return
+    try:
+        child.stdin.write(json.dumps([{"index": i, "argv": list(argv)} for i, argv in jobs]))
+    except OSError:  # BrokenPipeError: it is gone
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            child.stdin.close()
+
+
 def run_jobs(
     program: Sequence[str],
     jobs: Sequence[Job],
@@ -111,8 +181,10 @@ def run_jobs(
     env: Mapping[str, str],
     on_done: OnDone | None = None,
     what: str = "runner",
+    early: Early | None = None,
 ) -> list[proc.Completed]:
-    """Run ``jobs`` in as few children of ``program + ["--jobs", FILE]`` as crashes and hangs allow.
+    """Run ``jobs`` in as few children of ``program + ["--jobs", FILE]`` as crashes and hangs allow;
+    the first child is ``early``'s where one was started (:class:`Early`).
 
     Returns one Completed per job, in order; ``on_done`` hears each as soon as it is known (in the
     calling thread, while the child goes on with the next job)."""
@@ -129,18 +201,23 @@ def run_jobs(
         attempt += 1
         if attempt > len(jobs) + MAX_ATTEMPTS_EXTRA:  # cannot happen: each child settles one job at least
             raise RuntimeError("the batch runner made no progress")
-        jobs_file = workdir / JOBS_FILE.format(attempt=attempt)
-        write_jobs(jobs_file, [(i, jobs[i].argv) for i in pending])
-        argv = (*program, "--jobs", str(jobs_file))
 
         def settle(i: int, done: proc.Completed) -> None:
             results[i] = done
             if on_done is not None:
                 on_done(i, done)
 
-        finished = _one_child(argv, jobs, pending, env, what, settle)
+        started = early.take() if early is not None and attempt == 1 else None
+        if started is not None and early is not None:
+            _hand_jobs(started, [(i, jobs[i].argv) for i in pending])
+            finished = _one_child(early.argv, jobs, pending, env, what, settle, child=started)
+        else:
+            jobs_file = workdir / JOBS_FILE.format(attempt=attempt)
+            write_jobs(jobs_file, [(i, jobs[i].argv) for i in pending])
+            argv = (*program, "--jobs", str(jobs_file))
+            finished = _one_child(argv, jobs, pending, env, what, settle)
+            jobs_file.unlink(missing_ok=True)
         pending = [i for i in pending if i not in finished]
-        jobs_file.unlink(missing_ok=True)
     return [results[i] for i in range(len(jobs))]
 
 
@@ -151,23 +228,15 @@ def _one_child(
     env: Mapping[str, str],
     what: str,
     settle: Callable[[int, proc.Completed], None],
+    child: subprocess.Popen[str] | None = None,
 ) -> set[int]:
-    """Start one child on ``pending``; ``settle`` each job as soon as it is known (every one it
-    finishes, then the one it crashed or hung on); the jobs settled (the rest are for the next child)."""
+    """Start one child on ``pending`` (or serve them with ``child``, started early and handed them
+    already); ``settle`` each job as soon as it is known (every one it finishes, then the one it
+    crashed or hung on); the jobs settled (the rest are for the next child). The first job's timeout
+    counts from now: an early child's wait for its jobs is not the job's time."""
     started = time.monotonic()
-    try:
-        child = subprocess.Popen(
-            argv,
-            env=proc.child_environment(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            start_new_session=True,  # so a timeout can kill the whole process group
-        )
-    except OSError as exc:
-        raise EnvironmentProblem(f"{what}: cannot start {argv[0]} ({exc.strerror})") from None
+    if child is None:
+        child = _spawn(argv, env, what)
     events: queue.Queue[tuple[str, str, float]] = queue.Queue()
     stderr: list[str] = []
     readers = [

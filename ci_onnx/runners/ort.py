@@ -342,6 +342,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs is not None:
         from ci_onnx.runners import batch
 
+        if args.jobs == "-":  # started early: import the runtime while the parent prepares the jobs
+            import onnxruntime  # noqa: F401
+
         return batch.serve(args.jobs, _job)
     missing = [
         f"--{n.replace('_', '-')}" for n in ("bundle", "target_json", "ep", "out") if not getattr(args, n)

@@ -57,6 +57,18 @@ class PythonRunner:
             env_vars = {**base_env, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
             return proc.run(argv, timeout=options.timeout_s, env=env_vars, what=f"{target.id} runner")
 
+    @contextlib.contextmanager
+    def early(self, env: RunnerEnv, *, base_env: Mapping[str, str]) -> Iterator[batch.Early]:
+        """A ``--jobs -`` child started now, to be handed to :meth:`launch_many` (it imports numpy
+        and onnxruntime meanwhile); ended on the way out if it was never used."""
+        with _package_path() as path:
+            env_vars = {**base_env, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
+            started = batch.Early((env.program, "-m", OBSERVER), env_vars, _what(env), Path(path))
+            try:
+                yield started
+            finally:
+                started.close()
+
     def launch_many(
         self,
         env: RunnerEnv,
@@ -64,9 +76,10 @@ class PythonRunner:
         *,
         base_env: Mapping[str, str],
         on_done: Callable[[int, proc.Completed], None] | None = None,
+        early: batch.Early | None = None,
     ) -> list[proc.Completed]:
-        """Every launch in one ``--jobs`` child (a fresh one after a crash or a hang), each one's
-        Completed as its own :meth:`launch` would give it."""
+        """Every launch in one ``--jobs`` child (``early``'s where given; a fresh one after a crash or
+        a hang), each one's Completed as its own :meth:`launch` would give it."""
         jobs = [
             batch.Job(
                 tuple(observer_args(x.bundle, x.target, x.out_dir, x.options, x.ep, env.path)),
@@ -75,19 +88,29 @@ class PythonRunner:
             )
             for x in launches
         ]
+        program = (env.program, "-m", OBSERVER)
+        if early is not None:
+            return batch.run_jobs(
+                program,
+                jobs,
+                workdir=early.workdir,
+                env=early.env,
+                on_done=on_done,
+                what=_what(env),
+                early=early,
+            )
         with _package_path() as path:
             env_vars = {**base_env, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
             return batch.run_jobs(
-                (env.program, "-m", OBSERVER),
-                jobs,
-                workdir=Path(path),
-                env=env_vars,
-                on_done=on_done,
-                what=f"{env.package or 'onnxruntime'} {env.release} runner".strip(),
+                program, jobs, workdir=Path(path), env=env_vars, on_done=on_done, what=_what(env)
             )
 
     def collect(self, out_dir: Path) -> Observation:
         return read_observation(out_dir)
+
+
+def _what(env: RunnerEnv) -> str:
+    return f"{env.package or 'onnxruntime'} {env.release} runner".replace("  ", " ").strip()
 
 
 def observer_args(

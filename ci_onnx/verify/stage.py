@@ -95,34 +95,52 @@ def verify_many(
         if on_written is not None:
             on_written(i, value)
 
-    for i, (bundle_dir, target) in enumerate(items):
-        try:
-            prepared = _prepare(i, bundle_dir, target, out_dir)
-            if prepared.result is not None:
-                settle(i, _write(prepared, prepared.result, out_dir))
-            else:
-                pending.append(prepared)
-        except Exception as exc:  # the caller records it as that target's error
-            settle(i, exc)
-    if pending:
-        runner = base.get(environment.kind)
-        warm = threading.Thread(target=_import, args=(WARM,), daemon=True)
-        warm.start()
-
-        def judged(j: int, done: proc.Completed) -> None:
-            p = pending[j]
-            warm.join()
-            t = time.monotonic()
+    runner = base.get(environment.kind)
+    # The batch child starts now and pays its interpreter and imports while the bundles below are
+    # read and hashed; it gets its jobs once they are known (and is ended unused if none are).
+    with base.early_child(runner, environment, base_env=base_env, count=len(items)) as early:
+        for i, (bundle_dir, target) in enumerate(items):
             try:
-                result = _judge_launched(p, done, runner, options)
-                spent = done.duration_s + time.monotonic() - t
-                settle(p.index, _write(p, result, out_dir, launched_s=spent))
-            except Exception as exc:
-                settle(p.index, exc)
-
-        launches = [base.Launch(p.bundle_dir, p.target, p.obs_dir, options, p.ep) for p in pending]
-        base.launch_many(runner, environment, launches, base_env=base_env, on_done=judged)
+                prepared = _prepare(i, bundle_dir, target, out_dir)
+                if prepared.result is not None:
+                    settle(i, _write(prepared, prepared.result, out_dir))
+                else:
+                    pending.append(prepared)
+            except Exception as exc:  # the caller records it as that target's error
+                settle(i, exc)
+        if pending:
+            _launch_and_judge(runner, environment, pending, options, out_dir, base_env, settle, early)
     return [s if s is not None else RuntimeError("not verified") for s in slots]
+
+
+def _launch_and_judge(
+    runner: base.Runner,
+    environment: base.RunnerEnv,
+    pending: Sequence[_Prepared],
+    options: VerifyOptions,
+    out_dir: Path,
+    base_env: Mapping[str, str],
+    settle: Callable[[int, Written | Exception], None],
+    early: object,
+) -> None:
+    """Observe the pending targets (in ``early``'s child where there is one) and judge each as soon
+    as its observation is in, while the child goes on with the next."""
+    warm = threading.Thread(target=_import, args=(WARM,), daemon=True)
+    warm.start()
+
+    def judged(j: int, done: proc.Completed) -> None:
+        p = pending[j]
+        warm.join()
+        t = time.monotonic()
+        try:
+            result = _judge_launched(p, done, runner, options)
+            spent = done.duration_s + time.monotonic() - t
+            settle(p.index, _write(p, result, out_dir, launched_s=spent))
+        except Exception as exc:
+            settle(p.index, exc)
+
+    launches = [base.Launch(p.bundle_dir, p.target, p.obs_dir, options, p.ep) for p in pending]
+    base.launch_many(runner, environment, launches, base_env=base_env, on_done=judged, early=early)
 
 
 @dataclasses.dataclass

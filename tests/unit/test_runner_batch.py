@@ -162,6 +162,58 @@ def test_crashes_everywhere_still_end_with_one_child_per_job(fake: Fake, tmp_pat
     assert children(ran) == 3
 
 
+def test_an_early_child_reads_its_jobs_on_stdin_and_serves_them_all(fake: Fake, tmp_path: Path) -> None:
+    """Started before its jobs are known (while the parent hashes the bundles), it is the first child."""
+    program, env, log = fake
+    early = batch.Early(program, env, "fake runner", tmp_path)
+    assert early.child is not None
+    pid = early.child.pid
+    jobs = [batch.Job((h,), 30, h) for h in ("ok", "chatty", "ok")]
+    done = batch.run_jobs(program, jobs, workdir=tmp_path, env=env, early=early)
+    assert [d.ok for d in done] == [True, True, True]
+    assert done[1].stderr == "and one on stderr\n"
+    assert {int(line.split()[0]) for line in log.read_text().splitlines()} == {pid}
+    assert early.take() is None, "handed over once"
+    assert not list(tmp_path.glob("jobs-*.json")), "its jobs came on stdin, not in a file"
+
+
+def test_an_early_child_that_crashes_costs_its_job_only(fake: Fake, tmp_path: Path) -> None:
+    program, env, log = fake
+    early = batch.Early(program, env, "fake runner", tmp_path)
+    jobs = [batch.Job((h,), 30, h) for h in ("ok", "segv", "ok")]
+    done = batch.run_jobs(program, jobs, workdir=tmp_path, env=env, early=early)
+    assert [d.returncode for d in done] == [0, -signal.SIGSEGV, 0]
+    pids = [int(line.split()[0]) for line in log.read_text().splitlines()]
+    assert pids[0] == pids[1] != pids[2], "the rest in a fresh child, started from its jobs file"
+
+
+def test_an_early_child_that_died_before_its_jobs_came_is_the_first_jobs_error(
+    fake: Fake, tmp_path: Path
+) -> None:
+    program, env, log = fake
+    dead = (sys.executable, "-c", "import sys; print('no runtime here', file=sys.stderr); sys.exit(3)")
+    early = batch.Early(dead, env, "fake runner", tmp_path)
+    assert early.child is not None
+    early.child.wait()
+    jobs = [batch.Job((h,), 30, h) for h in ("ok", "ok")]
+    done = batch.run_jobs(program, jobs, workdir=tmp_path, env=env, early=early)
+    assert done[0].returncode == 3 and "no runtime here" in done[0].describe_failure()
+    assert done[1].ok and len(log.read_text().splitlines()) == 1
+
+
+def test_an_early_child_never_used_is_ended_and_leaves_no_process(fake: Fake, tmp_path: Path) -> None:
+    program, env, log = fake
+    early = batch.Early(program, env, "fake runner", tmp_path)
+    assert early.child is not None
+    child = early.child
+    early.close()
+    assert child.returncode == 0, "no jobs on stdin: it served nothing and exited"
+    with pytest.raises(ProcessLookupError):
+        os.kill(child.pid, 0)
+    assert not log.exists()
+    early.close()  # twice is harmless
+
+
 def test_a_bad_timeout_is_refused_before_anything_starts(fake: Fake, tmp_path: Path) -> None:
     program, env, log = fake
     with pytest.raises(EnvironmentProblem, match="t1 runner: a timeout of inf s"):
@@ -247,7 +299,8 @@ def test_no_token_of_any_name_reaches_the_batch_child(tmp_path: Path) -> None:
         f"#!{sys.executable}\n"
         "import json, os, sys\n"
         f"open({str(tmp_path / 'seen-env')!r}, 'a').write(json.dumps(dict(os.environ)) + '\\n')\n"
-        "for job in json.load(open(sys.argv[sys.argv.index('--jobs') + 1])):\n"
+        "src = sys.argv[sys.argv.index('--jobs') + 1]\n"
+        "for job in json.load(sys.stdin if src == '-' else open(src)):\n"
         "    print('onnx-gate-batch-done', job['index'], 0, file=sys.stderr, flush=True)\n"
     )
     program.chmod(0o755)
@@ -259,14 +312,18 @@ def test_no_token_of_any_name_reaches_the_batch_child(tmp_path: Path) -> None:
         )
         for i in range(3)
     ]
-    done = base.get("python").launch_many(  # type: ignore[attr-defined]
-        env, launches, base_env={"PATH": "/usr/bin:/bin", **secrets}
-    )
-    assert [d.ok for d in done] == [True] * 3
+    runner = base.get("python")
+    base_env = {"PATH": "/usr/bin:/bin", **secrets}
+    done = runner.launch_many(env, launches, base_env=base_env)  # type: ignore[attr-defined]
+    with base.early_child(runner, env, base_env=base_env, count=3) as early:  # started before its jobs
+        assert early is not None
+        done += base.launch_many(runner, env, launches, base_env=base_env, early=early)
+    assert [d.ok for d in done] == [True] * 6
     seen = [json.loads(line) for line in (tmp_path / "seen-env").read_text().splitlines()]
-    assert len(seen) == 1, "one child for the three targets"
-    assert not set(secrets) & set(seen[0])
-    assert seen[0]["PATH"] == "/usr/bin:/bin" and seen[0]["PYTHONPATH"]
+    assert len(seen) == 2, "one child for the three targets, each way"
+    for child_env in seen:
+        assert not set(secrets) & set(child_env)
+        assert child_env["PATH"] == "/usr/bin:/bin" and child_env["PYTHONPATH"]
 
 
 def test_the_observer_names_what_a_single_target_needs_and_refuses_nested_jobs(

@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ci_onnx import config as config_mod
 from ci_onnx import envs, matrix
@@ -28,6 +29,9 @@ from ci_onnx.resolve import Resolver
 from ci_onnx.results import CheckResult, TargetResult, write_result
 from ci_onnx.shorten import fit
 from ci_onnx.target import Status, Target
+
+if TYPE_CHECKING:
+    from ci_onnx.runners.base import RunnerEnv
 
 BUNDLES = "bundles"
 PLAN = "plan.json"
@@ -69,13 +73,60 @@ def run(cfg: Config, resolver: Resolver, options: RunOptions, echo: Callable[[st
     (out / PLAN).write_text(planning.to_json(the_plan))
     echo(planning.render_table(the_plan) + "\n")
 
-    t0 = time.monotonic()
-    echo(f"== export: {', '.join(the_plan.bundle_keys()) or 'nothing to export'}")
-    reused = _export(cfg, the_plan.bundle_keys(), options, echo) if the_plan.runnable else 0
-    export_s = time.monotonic() - t0
+    from ci_onnx.runners.batch import groups
 
-    t1 = time.monotonic()
     before = _count_envs(options.cache_dir)
+    grouped = groups(the_plan.runnable, options.jobs)
+    t0 = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=PROVISIONERS) as provisioner:
+        # The environments are made while the bundles export: creating one is downloads and disk
+        # (uv), export is torch on the CPU, so neither waits for the other.
+        environments = _provision_all(grouped, options, provisioner)
+        try:
+            echo(f"== export: {', '.join(the_plan.bundle_keys()) or 'nothing to export'}")
+            reused = _export(cfg, the_plan.bundle_keys(), options, echo) if the_plan.runnable else 0
+            export_s = time.monotonic() - t0
+            statuses = _verify_all(the_plan, grouped, environments, cfg, options, echo)
+        except BaseException:  # an interrupt, or a bug: make no environment nobody will use
+            provisioner.shutdown(wait=False, cancel_futures=True)
+            raise
+    verify_s = time.monotonic() - t0 - export_s
+    created = _count_envs(options.cache_dir) - before
+    return RunSummary(the_plan, statuses, export_s, verify_s, created, reused)
+
+
+PROVISIONERS = 2
+"""Environments made at a time while the bundles export (uv itself downloads in parallel)."""
+
+
+def _provision_all(
+    grouped: Sequence[Sequence[Target]],
+    options: RunOptions,
+    pool: concurrent.futures.ThreadPoolExecutor,
+) -> list[concurrent.futures.Future[RunnerEnv]]:
+    """One future per group: its environment (or the exception that stopped it), each environment
+    made once however many groups share it."""
+    from ci_onnx.runners import base
+    from ci_onnx.runners.batch import environment_key
+
+    how = base.Provisioning(options.cache_dir, options.env, options.uv)
+    by_key: dict[tuple[str, str, str], concurrent.futures.Future[RunnerEnv]] = {}
+    for g in grouped:
+        key = environment_key(g[0])
+        if key not in by_key:
+            by_key[key] = pool.submit(base.provision, g[0], how)
+    return [by_key[environment_key(g[0])] for g in grouped]
+
+
+def _verify_all(
+    the_plan: planning.Plan,
+    grouped: Sequence[Sequence[Target]],
+    environments: Sequence[concurrent.futures.Future[RunnerEnv]],
+    cfg: Config,
+    options: RunOptions,
+    echo: Callable[[str], None],
+) -> dict[str, Status]:
+
     echo(f"== verify: {len(the_plan.runnable)} target(s), {options.jobs} at a time")
     progress = Progress([t.id for t in the_plan.targets], sys.stderr, live=options.live)
     statuses: dict[str, Status] = {}
@@ -83,19 +134,15 @@ def run(cfg: Config, resolver: Resolver, options: RunOptions, echo: Callable[[st
         if t.expected_skip:
             statuses[t.id] = Status.EXPECTED
             progress.update(t.id, "expected", t.expected_skip)
-    from ci_onnx.runners.batch import groups
-
     with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs) as pool:
         # one runner process per environment (its targets share the interpreter and the imports)
         futures = [
-            pool.submit(_verify_group, g, cfg, options, progress)
-            for g in groups(the_plan.runnable, options.jobs)
+            pool.submit(_verify_group, g, cfg, options, progress, env)
+            for g, env in zip(grouped, environments, strict=True)
         ]
         for future in concurrent.futures.as_completed(futures):
             statuses.update(future.result())
-    verify_s = time.monotonic() - t1
-    created = _count_envs(options.cache_dir) - before
-    return RunSummary(the_plan, statuses, export_s, verify_s, created, reused)
+    return statuses
 
 
 def _export(cfg: Config, bundle_keys: Sequence[str], options: RunOptions, echo: Callable[[str], None]) -> int:
@@ -130,7 +177,11 @@ def _onnx_opset(cfg: Config) -> int:
 
 
 def _verify_group(
-    targets: Sequence[Target], cfg: Config, options: RunOptions, progress: Progress
+    targets: Sequence[Target],
+    cfg: Config,
+    options: RunOptions,
+    progress: Progress,
+    environment: concurrent.futures.Future[RunnerEnv] | None = None,
 ) -> dict[str, Status]:
     """Targets that share an environment: provisioned once, verified by one runner process where the
     kind batches (a crash or hang is its own target's error; the rest still run)."""
@@ -149,8 +200,10 @@ def _verify_group(
     try:
         for t in targets:
             progress.update(t.id, "env", "preparing its environment")
-        how = base.Provisioning(options.cache_dir, options.env, options.uv)
-        env = base.provision(targets[0], how)
+        if environment is not None:  # made while the bundles exported
+            env = environment.result()
+        else:
+            env = base.provision(targets[0], base.Provisioning(options.cache_dir, options.env, options.uv))
     except Exception as exc:  # one environment's trouble never aborts the run or its report
         for t in targets:
             record(t, exc)

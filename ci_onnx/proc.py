@@ -102,6 +102,32 @@ def last_line(text: str) -> str:
     return lines[-1][:400] if lines else ""
 
 
+def spawn(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    what: str,
+    *,
+    cwd: Path | None = None,
+    stdin: int = subprocess.DEVNULL,
+) -> subprocess.Popen[str]:
+    """A child with the allow-listed environment of ``env``, text pipes for stdout and stderr, in a
+    process group of its own (so a timeout can kill all of it); one that cannot start is one line."""
+    try:
+        return subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=child_environment(env),
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise EnvironmentProblem(f"{what}: cannot start {argv[0]} ({exc.strerror})") from None
+
+
 def run(
     args: Sequence[str | os.PathLike[str]],
     *,
@@ -120,20 +146,7 @@ def run(
             f"{what or argv[0]}: a timeout of {timeout!r} s is not between 0 and {MAX_TIMEOUT_S:.0f} s"
         )
     start = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=child_environment(env if env is not None else os.environ),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            start_new_session=True,  # so a timeout can kill the whole process group
-        )
-    except OSError as exc:
-        raise EnvironmentProblem(f"{what or argv[0]}: cannot start {argv[0]} ({exc.strerror})") from None
+    proc = spawn(argv, env if env is not None else os.environ, what or argv[0], cwd=cwd)
     try:
         out, err = proc.communicate(timeout=timeout)
         timed_out = False

@@ -115,7 +115,7 @@ class Early:
         self.env = env
         """What the child was started with; a fresh child after a crash gets the same."""
         self.workdir = workdir
-        self.child: subprocess.Popen[str] | None = _spawn(self.argv, env, what, stdin=subprocess.PIPE)
+        self.child: subprocess.Popen[str] | None = proc.spawn(self.argv, env, what, stdin=subprocess.PIPE)
 
     def take(self) -> subprocess.Popen[str] | None:
         """The child, once: whoever takes it owns it."""
@@ -139,24 +139,6 @@ class Early:
             if pipe is not None:
                 with contextlib.suppress(OSError):
                     pipe.close()
-
-
-def _spawn(
-    argv: Sequence[str], env: Mapping[str, str], what: str, *, stdin: int = subprocess.DEVNULL
-) -> subprocess.Popen[str]:
-    try:
-        return subprocess.Popen(
-            list(argv),
-            env=proc.child_environment(env),
-            stdin=stdin,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            start_new_session=True,  # so a timeout can kill the whole process group
-        )
-    except OSError as exc:
-        raise EnvironmentProblem(f"{what}: cannot start {argv[0]} ({exc.strerror})") from None
 
 
 def _hand_jobs(child: subprocess.Popen[str], jobs: Sequence[tuple[int, Sequence[str]]]) -> None:
@@ -236,7 +218,7 @@ def _one_child(
     counts from now: an early child's wait for its jobs is not the job's time."""
     started = time.monotonic()
     if child is None:
-        child = _spawn(argv, env, what)
+        child = proc.spawn(argv, env, what)
     events: queue.Queue[tuple[str, str, float]] = queue.Queue()
     stderr: list[str] = []
     readers = [

@@ -80,18 +80,41 @@ def test_the_plan_routes_web_cells_to_the_web_job_and_python_keeps_its_own() -> 
     assert "web-ort" not in out["matrix"] + out["matrix-runner"]
 
 
-def test_the_browser_is_the_given_one_or_debians(tmp_path: Path) -> None:
-    fake = tmp_path / "bin" / "chromium"
-    fake.parent.mkdir()
-    fake.write_text("#!/bin/sh\n")
-    fake.chmod(0o755)
-    assert web.chromium({"PATH": str(fake.parent)}) == str(fake)
-    assert web.chromium({"PATH": "", web.CHROMIUM_ENV: str(fake)}) == str(fake)
+def _browser(where: Path, name: str) -> Path:
+    where.mkdir(parents=True, exist_ok=True)
+    (where / name).write_text("#!/bin/sh\n")
+    (where / name).chmod(0o755)
+    return where / name
+
+
+def test_the_browser_is_the_given_one_else_the_first_found_on_path_or_in_usr_bin(tmp_path: Path) -> None:
+    usual, path, empty = tmp_path / "usr-bin", tmp_path / "bin", tmp_path / "empty"
+    empty.mkdir()
+    chromium = _browser(path, "chromium")
+    assert web.chromium({"PATH": str(path)}, usual=empty) == str(chromium)
+    assert web.chromium({"PATH": "", web.CHROMIUM_ENV: str(chromium)}, usual=empty) == str(chromium)
+    chrome = _browser(path, "google-chrome-stable")  # Chrome before Chromium, as on GitHub's images
+    assert web.chromium({"PATH": str(path)}, usual=empty) == str(chrome)
+    # not on PATH: the usual folder, in the same order
+    _browser(usual, "chromium-browser")
+    assert web.chromium({"PATH": str(empty)}, usual=usual) == str(usual / "chromium-browser")
+    assert web.chromium({}, usual=usual) == str(usual / "chromium-browser")  # no PATH at all
+    _browser(usual, "google-chrome")
+    assert web.chromium({"PATH": str(empty)}, usual=usual) == str(usual / "google-chrome")
+    assert web.chromium({"PATH": str(path)}, usual=usual) == str(chrome)  # PATH first
+    (usual / "google-chrome").chmod(0o644)  # not executable: not a browser
+    assert web.chromium({"PATH": str(empty)}, usual=usual) == str(usual / "chromium-browser")
+
+
+def test_no_browser_is_one_line_that_names_the_variable(tmp_path: Path) -> None:
     with pytest.raises(EnvironmentProblem) as err:
-        web.chromium({"PATH": str(tmp_path)})
-    assert "scripts/setup-web" in err.value.message and "\n" not in err.value.message
+        web.chromium({"PATH": str(tmp_path)}, usual=tmp_path)
+    assert "\n" not in err.value.message
+    assert "scripts/setup-web" in err.value.message and web.CHROMIUM_ENV in err.value.message
+    assert all(name in err.value.message for name in web.CHROMIUM_NAMES)
+    chromium = _browser(tmp_path / "bin", "chromium")  # a set variable is taken at its word
     with pytest.raises(EnvironmentProblem, match="ONNX_GATE_CHROMIUM=/nowhere: no executable there"):
-        web.chromium({"PATH": str(fake.parent), web.CHROMIUM_ENV: "/nowhere"})
+        web.chromium({"PATH": str(chromium.parent), web.CHROMIUM_ENV: "/nowhere"})
 
 
 def _fake_tools(tmp_path: Path, npm_body: str) -> dict[str, str]:

@@ -63,6 +63,9 @@ CHROMIUM_NAMES = ("google-chrome", "google-chrome-stable", "chromium", "chromium
 CHROMIUM_DIR = Path("/usr/bin")
 VERBOSE_LOG = "verbose.log"
 TIMINGS = "web_timings.json"
+"""The page's phases in ms, and ``runs``: every session.run as [phase, rows, ms] (bench/bench_web.py)."""
+RUNS_BEGIN = "onnx-gate: the observed session is created; its runs follow"
+"""The console line page.mjs logs before its first run: what the verbose log holds after it is the runs'."""
 SWEEP_WAIT_S = 5.0
 
 

@@ -246,6 +246,8 @@ def test_run_verifies_minilm_on_wasm_and_webgpu_beside_native(
         assert "IsNaN" in {n["op_type"] for n in figures["fallback_nodes"]}, figures["fallback_nodes"]
         log = (tmp_path / "out" / "observations" / i / web.VERBOSE_LOG).read_text()
         assert "webgpu kernel not found in registries for Op type: IsNaN" in log
+        # the verbose session's log ends at creation: the runs, seconds each here, log nothing
+        assert log.split(web.RUNS_BEGIN, 1)[1].strip() == "", log.split(web.RUNS_BEGIN, 1)[1][:2000]
     report = (tmp_path / "out" / "report.md").read_text()
     assert all(f"`{i}`" in report for i in results)  # web beside native in one table
     assert browsers_left() == []

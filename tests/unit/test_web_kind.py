@@ -183,6 +183,12 @@ def test_placement_comes_from_the_consoles_verbose_log(tmp_path: Path) -> None:
     assert base.read_observation(tmp_path).placement == obs.placement  # written back for the judge
 
 
+def test_the_page_marks_where_its_runs_begin_on_the_console() -> None:
+    """The line the verbose log is split at (bench_web, the e2e tests) is the one the page logs."""
+    page = (web.DRIVER.parent / "page.mjs").read_text()
+    assert f"const RUNS_BEGIN = '{web.RUNS_BEGIN}';" in page and "console.log(RUNS_BEGIN);" in page
+
+
 @pytest.mark.parametrize("log", [None, "a console with no placements\n"])
 def test_a_console_without_placements_is_a_placement_error(tmp_path: Path, log: str | None) -> None:
     obs = _obs(tmp_path, "CPUExecutionProvider", log)
@@ -327,3 +333,18 @@ def test_a_batch_browser_is_swept_by_the_profile_it_lives_under(tmp_path: Path) 
 @pytest.mark.parametrize(("provider", "flags"), [("wasm", "wasm"), ("wasmmt", "wasm"), ("webgpu", "webgpu")])
 def test_providers_share_a_browser_where_their_flags_match(provider: str, flags: str) -> None:
     assert web.flag_set(provider) == flags
+
+
+def test_each_web_bench_writes_only_its_own_section_of_web_md(tmp_path: Path) -> None:
+    from bench import bench_web
+
+    md = tmp_path / "WEB.md"
+    minilm = f"{bench_web.MINILM_SECTION}\n\none\n"
+    bench_web.write_section(md, bench_web.MINILM_SECTION, minilm)  # no file yet: the section alone
+    assert md.read_text() == minilm
+    bench_web.write_section(md, None, "# overhead\n\nfirst\n")
+    assert md.read_text() == f"# overhead\n\nfirst\n\n{minilm}"
+    bench_web.write_section(md, bench_web.MINILM_SECTION, f"{bench_web.MINILM_SECTION}\n\ntwo\n")
+    assert md.read_text() == f"# overhead\n\nfirst\n\n{bench_web.MINILM_SECTION}\n\ntwo\n"
+    bench_web.write_section(md, None, "# overhead\n\nsecond\n")
+    assert md.read_text() == f"# overhead\n\nsecond\n\n{bench_web.MINILM_SECTION}\n\ntwo\n"

@@ -92,6 +92,7 @@ function percentile(sorted, p) {
 // Every session.run of the page with its phase and rows, in web_timings.json's `runs`: where a cell's
 // time goes (on SwiftShader one run of a transformer is seconds, bench/WEB.md).
 const RUNS = [];
+const RUNS_BEGIN = 'onnx-gate: the observed session is created; its runs follow';
 async function run(sess, feeds, phase) {
   const t0 = performance.now();
   try {
@@ -177,6 +178,7 @@ async function observe(cfg) {
   // Creating the session with them is the evidence they registered; onnxruntime-web falls back to
   // wasm without a word where the browser has no WebGPU adapter, so that case registers wasm only.
   environment.providers_registered = adapter ? requested : [EP_NAMES.wasm];
+  console.log(RUNS_BEGIN); // what the console holds after it is the runs' (none at the default levels)
   if (cfg.die === 'throw') throw new Error('onnx-gate test: the page throws after creating the session');
   if (cfg.die === 'hang') await new Promise(() => {});
 

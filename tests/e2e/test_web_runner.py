@@ -204,7 +204,7 @@ def test_run_verifies_minilm_on_wasm_and_webgpu_beside_native(
 ) -> None:
     """all-MiniLM-L6-v2 (real weights, two int64 inputs, dynamic batch and sequence) in the browser on
     two releases: wasm on one and two threads passes as native does; WebGPU computes the same numbers
-    but runs 71 of its 309 nodes on CPU (onnxruntime-web's own log: "webgpu kernel not found in
+    but runs 71 of its nodes on CPU (onnxruntime-web's own log: "webgpu kernel not found in
     registries" for IsNaN, and for the int64 shape arithmetic), so its fallback check fails, alone.
 
     latency_runs: 3, since one run of it on SwiftShader takes seconds on this machine (bench/WEB.md)."""

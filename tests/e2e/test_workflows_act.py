@@ -19,7 +19,9 @@ from click.testing import CliRunner
 
 from ci_onnx import scaffold
 from ci_onnx.cli import cli
+from ci_onnx.errors import EnvironmentProblem
 from ci_onnx.report import CHECK_NAME
+from ci_onnx.runners import web
 from ci_onnx.runners.ort import DIE_ENV
 from tests.act import harness
 from tests.conftest import EXAMPLE_CONFIG
@@ -393,6 +395,48 @@ def test_the_node_runners_cells_are_verified_by_verify_node_as_locally(
     assert {f"verify {t}" for t in node} <= succeeded, sorted(succeeded)
     assert "Run Main node --version" in run.log, "the verify-node job's setup-node step did not run"
     assert _check_conclusion(github) == "success"
+
+
+WEB_RUNTIME = "1.29.0"
+"""A release of both onnxruntime and onnxruntime-web, as the web runner's own e2e tests use."""
+
+
+def test_the_web_runners_cell_is_verified_by_verify_web_as_locally(
+    tmp_path: Path, env_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """targets.runners: [python, web]: the wasm cell goes to the verify-web job (setup-node, the npm
+    cache, the runner composite action), which names no browser: the runner finds one at run time (on
+    GitHub the image's Google Chrome, here Debian's chromium); the python cell goes to verify. Both
+    give the local statuses."""
+    monkeypatch.delenv(web.CHROMIUM_ENV, raising=False)  # found, not given, in the job and here
+    try:
+        web.chromium(os.environ)
+    except EnvironmentProblem as exc:
+        pytest.skip(exc.message)
+    files = _tinycnn()
+    files["onnx-gate.yml"] = (
+        files["onnx-gate.yml"]
+        .replace("opsets: [17, 18]", "opsets: [17]")
+        .replace(f'runtimes: ["{RUNTIME}"]', f'runtimes: ["{WEB_RUNTIME}"]\n  runners: [python, web]')
+        .replace("providers: [cpu]", "providers: [cpu, wasm]")
+    )
+    run, github, (local_code, local) = _gate(tmp_path, files, env_cache)
+    web_cell = f"web-ort{WEB_RUNTIME}-wasm-op17-torchscript"
+    assert local == {f"ort{WEB_RUNTIME}-cpu-op17-torchscript": "passed", web_cell: "passed"}, local
+    assert run.statuses() == local, run.log[-6000:]
+    assert run.code == 0 and local_code == 0
+    succeeded = {re.sub(r"-\d+$", "", name) for name, ok in run.jobs().items() if ok}  # act adds -N
+    assert f"verify {web_cell}" in succeeded, sorted(succeeded)
+    result = json.loads(
+        (run.artifact(f"onnx-gate-results-{web_cell}") / "results" / f"{web_cell}.json").read_text()
+    )
+    assert result["environment"]["runner"] == "ort-web", result["environment"]  # in the browser, in CI
+    mine = json.loads((tmp_path / "local" / "results" / f"{web_cell}.json").read_text())
+    assert [(c["name"], c["status"]) for c in result["checks"]] == [
+        (c["name"], c["status"]) for c in mine["checks"]
+    ]
+    assert _check_conclusion(github) == "success"
+    assert f"`{web_cell}`" in _comment(github)  # web beside native in the posted report
 
 
 MANY_CONFIG = """\

@@ -80,18 +80,41 @@ def test_the_plan_routes_web_cells_to_the_web_job_and_python_keeps_its_own() -> 
     assert "web-ort" not in out["matrix"] + out["matrix-runner"]
 
 
-def test_the_browser_is_the_given_one_or_debians(tmp_path: Path) -> None:
-    fake = tmp_path / "bin" / "chromium"
-    fake.parent.mkdir()
-    fake.write_text("#!/bin/sh\n")
-    fake.chmod(0o755)
-    assert web.chromium({"PATH": str(fake.parent)}) == str(fake)
-    assert web.chromium({"PATH": "", web.CHROMIUM_ENV: str(fake)}) == str(fake)
+def _browser(where: Path, name: str) -> Path:
+    where.mkdir(parents=True, exist_ok=True)
+    (where / name).write_text("#!/bin/sh\n")
+    (where / name).chmod(0o755)
+    return where / name
+
+
+def test_the_browser_is_the_given_one_else_the_first_found_on_path_or_in_usr_bin(tmp_path: Path) -> None:
+    usual, path, empty = tmp_path / "usr-bin", tmp_path / "bin", tmp_path / "empty"
+    empty.mkdir()
+    chromium = _browser(path, "chromium")
+    assert web.chromium({"PATH": str(path)}, usual=empty) == str(chromium)
+    assert web.chromium({"PATH": "", web.CHROMIUM_ENV: str(chromium)}, usual=empty) == str(chromium)
+    chrome = _browser(path, "google-chrome-stable")  # Chrome before Chromium, as on GitHub's images
+    assert web.chromium({"PATH": str(path)}, usual=empty) == str(chrome)
+    # not on PATH: the usual folder, in the same order
+    _browser(usual, "chromium-browser")
+    assert web.chromium({"PATH": str(empty)}, usual=usual) == str(usual / "chromium-browser")
+    assert web.chromium({}, usual=usual) == str(usual / "chromium-browser")  # no PATH at all
+    _browser(usual, "google-chrome")
+    assert web.chromium({"PATH": str(empty)}, usual=usual) == str(usual / "google-chrome")
+    assert web.chromium({"PATH": str(path)}, usual=usual) == str(chrome)  # PATH first
+    (usual / "google-chrome").chmod(0o644)  # not executable: not a browser
+    assert web.chromium({"PATH": str(empty)}, usual=usual) == str(usual / "chromium-browser")
+
+
+def test_no_browser_is_one_line_that_names_the_variable(tmp_path: Path) -> None:
     with pytest.raises(EnvironmentProblem) as err:
-        web.chromium({"PATH": str(tmp_path)})
-    assert "scripts/setup-web" in err.value.message and "\n" not in err.value.message
+        web.chromium({"PATH": str(tmp_path)}, usual=tmp_path)
+    assert "\n" not in err.value.message
+    assert "scripts/setup-web" in err.value.message and web.CHROMIUM_ENV in err.value.message
+    assert all(name in err.value.message for name in web.CHROMIUM_NAMES)
+    chromium = _browser(tmp_path / "bin", "chromium")  # a set variable is taken at its word
     with pytest.raises(EnvironmentProblem, match="ONNX_GATE_CHROMIUM=/nowhere: no executable there"):
-        web.chromium({"PATH": str(fake.parent), web.CHROMIUM_ENV: "/nowhere"})
+        web.chromium({"PATH": str(chromium.parent), web.CHROMIUM_ENV: "/nowhere"})
 
 
 def _fake_tools(tmp_path: Path, npm_body: str) -> dict[str, str]:
@@ -158,6 +181,12 @@ def test_placement_comes_from_the_consoles_verbose_log(tmp_path: Path) -> None:
     assert obs.placement.nodes_by_provider == {"CPUExecutionProvider": 1, "JsExecutionProvider": 2}
     assert [(n.name, n.op_type) for n in obs.placement.fallback_nodes] == [("s1", "Shape")]
     assert base.read_observation(tmp_path).placement == obs.placement  # written back for the judge
+
+
+def test_the_page_marks_where_its_runs_begin_on_the_console() -> None:
+    """The line the verbose log is split at (bench_web, the e2e tests) is the one the page logs."""
+    page = (web.DRIVER.parent / "page.mjs").read_text()
+    assert f"const RUNS_BEGIN = '{web.RUNS_BEGIN}';" in page and "console.log(RUNS_BEGIN);" in page
 
 
 @pytest.mark.parametrize("log", [None, "a console with no placements\n"])
@@ -304,3 +333,18 @@ def test_a_batch_browser_is_swept_by_the_profile_it_lives_under(tmp_path: Path) 
 @pytest.mark.parametrize(("provider", "flags"), [("wasm", "wasm"), ("wasmmt", "wasm"), ("webgpu", "webgpu")])
 def test_providers_share_a_browser_where_their_flags_match(provider: str, flags: str) -> None:
     assert web.flag_set(provider) == flags
+
+
+def test_each_web_bench_writes_only_its_own_section_of_web_md(tmp_path: Path) -> None:
+    from bench import bench_web
+
+    md = tmp_path / "WEB.md"
+    minilm = f"{bench_web.MINILM_SECTION}\n\none\n"
+    bench_web.write_section(md, bench_web.MINILM_SECTION, minilm)  # no file yet: the section alone
+    assert md.read_text() == minilm
+    bench_web.write_section(md, None, "# overhead\n\nfirst\n")
+    assert md.read_text() == f"# overhead\n\nfirst\n\n{minilm}"
+    bench_web.write_section(md, bench_web.MINILM_SECTION, f"{bench_web.MINILM_SECTION}\n\ntwo\n")
+    assert md.read_text() == f"# overhead\n\nfirst\n\n{bench_web.MINILM_SECTION}\n\ntwo\n"
+    bench_web.write_section(md, None, "# overhead\n\nsecond\n")
+    assert md.read_text() == f"# overhead\n\nsecond\n\n{bench_web.MINILM_SECTION}\n\ntwo\n"

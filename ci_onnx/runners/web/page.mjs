@@ -89,12 +89,25 @@ function percentile(sorted, p) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo);
 }
 
+// Every session.run of the page with its phase and rows, in web_timings.json's `runs`: where a cell's
+// time goes (on SwiftShader one run of a transformer is seconds, bench/WEB.md).
+const RUNS = [];
+const RUNS_BEGIN = 'onnx-gate: the observed session is created; its runs follow';
+async function run(sess, feeds, phase) {
+  const t0 = performance.now();
+  try {
+    return await sess.run(feeds);
+  } finally {
+    RUNS.push([phase, Object.values(feeds)[0]?.dims[0] ?? 0, round(performance.now() - t0, 3)]);
+  }
+}
+
 async function latency(sess, feeds, n, runs) {
-  for (let i = 0; i < WARMUP_RUNS; i++) await sess.run(feeds);
+  for (let i = 0; i < WARMUP_RUNS; i++) await run(sess, feeds, 'warmup');
   const times = [];
   for (let i = 0; i < runs; i++) {
     const t0 = performance.now();
-    await sess.run(feeds);
+    await run(sess, feeds, 'latency');
     times.push(performance.now() - t0);
   }
   times.sort((a, b) => a - b);
@@ -165,13 +178,14 @@ async function observe(cfg) {
   // Creating the session with them is the evidence they registered; onnxruntime-web falls back to
   // wasm without a word where the browser has no WebGPU adapter, so that case registers wasm only.
   environment.providers_registered = adapter ? requested : [EP_NAMES.wasm];
+  console.log(RUNS_BEGIN); // what the console holds after it is the runs' (none at the default levels)
   if (cfg.die === 'throw') throw new Error('onnx-gate test: the page throws after creating the session');
   if (cfg.die === 'hang') await new Promise(() => {});
 
   const t2 = performance.now();
   for (const ds of manifest.test_data_sets) {
     try {
-      const got = await sess.run(await readInputs(ort, manifest, ds.directory));
+      const got = await run(sess, await readInputs(ort, manifest, ds.directory), 'parity');
       obs.outputs[ds.directory] = await save(ds.directory, manifest, got);
     } catch (e) {
       obs.run_errors[ds.directory] = message(e);
@@ -194,7 +208,7 @@ async function observe(cfg) {
       try {
         const singles = [];
         for (const i of range(max)) {
-          const got = await sess.run(rows(ort, samples, [i]));
+          const got = await run(sess, rows(ort, samples, [i]), 'single');
           const cpu = {};
           for (const [k, v] of Object.entries(got)) cpu[k] = await cpuData(v);
           singles.push(cpu);
@@ -207,7 +221,7 @@ async function observe(cfg) {
       }
       for (const n of sizes) {
         try {
-          obs.batch_outputs[String(n)] = await save(`batch_${n}`, manifest, await sess.run(rows(ort, samples, range(n))));
+          obs.batch_outputs[String(n)] = await save(`batch_${n}`, manifest, await run(sess, rows(ort, samples, range(n)), 'batch'));
           working.push(n);
         } catch (e) {
           obs.batch_errors[String(n)] = message(e);
@@ -232,6 +246,7 @@ async function observe(cfg) {
   }
   timings.memory_ms = round(performance.now() - t4, 3);
   timings.session_create_ms = obs.session_create_ms;
+  timings.runs = RUNS;
   await sess.release?.();
   return { obs, timings };
 }

@@ -107,8 +107,12 @@ def probe(
         original, cached = [], []
         sess = None
         for _ in range(repeats):
-            ms, _sess = _create_ms(ort, model, _options(ort, settings, cached=False), providers)
+            # One session alive at a time: a live session's threads compete with the next creation
+            # (on 2 cores that tripled the probe's time), and only the last cached one is kept.
+            sess = None
+            ms, made = _create_ms(ort, model, _options(ort, settings, cached=False), providers)
             original.append(ms)
+            del made
             ms, sess = _create_ms(ort, str(path), _options(ort, settings, cached=True), providers)
             cached.append(ms)
         record["create_ms_original"] = round(statistics.median(original), 3)

@@ -125,6 +125,7 @@ def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observ
             rss_before_mb=round(before, 2) if before is not None else None,
             memory_threads=options.memory_threads,
         )
+    del sess  # nothing below uses it, and its threads would only compete with what is timed there
     if options.opt_cache:  # after every figure above, so the extra sessions are in none of them
         run_sets = functools.partial(_cached_runs, manifest=manifest, bundle=bundle, out=out, obs=obs)
         sha = manifest.files.get(MODEL, "")

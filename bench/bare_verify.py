@@ -177,6 +177,7 @@ def _work(spec_path: str, parity_only: bool, phase: Phases) -> int:
     largest = first(sets[0][0], max(sizes))
     peak_rss(lambda: sess.run(None, largest), runs_each=max(2, runs // 4))
     phase("memory")
+    sess = None  # as verify's runner does: an idle session's threads compete with what is timed next
 
     failures += optimized_cache(model, base, sets, atol, rtol)
     phase("optimized-cache")
@@ -199,8 +200,10 @@ def optimized_cache(model: str, base: Path, sets: list[Any], atol: float, rtol: 
     off.log_severity_level = 3
     off.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     times: list[float] = []
+    sess = None
     for _ in range(5):
         for path, opts in ((model, plain), (str(cached), off)):
+            sess = None  # one session alive at a time, as verify's probe keeps them
             t = time.perf_counter()
             sess = ort.InferenceSession(path, opts, providers=[CPU])
             times.append(time.perf_counter() - t)

@@ -169,11 +169,30 @@ def runtime_size() -> tuple[str, int | None]:
     one environment, and the environment does not change under it."""
     import importlib.metadata
 
-    names = importlib.metadata.packages_distributions().get("onnxruntime", [])
-    if not names:
-        return "", None
-    name = names[0]
-    return name, distribution_size(name)
+    name = _beside_the_import()
+    if not name:
+        name = next(iter(importlib.metadata.packages_distributions().get("onnxruntime", [])), "")
+    return (name, distribution_size(name)) if name else ("", None)
+
+
+def _beside_the_import() -> str:
+    """The name of the onnxruntime* distribution installed beside ``import onnxruntime`` whose RECORD
+    lists its ``__init__.py``: a look at one folder, where scanning every distribution's metadata
+    (packages_distributions) costs more than the sizes themselves; "" when that does not tell."""
+    import importlib.metadata
+    import importlib.util
+
+    spec = importlib.util.find_spec("onnxruntime")
+    if spec is None or not spec.origin:
+        return ""
+    site = Path(spec.origin).parent.parent
+    for info in sorted(site.glob("onnxruntime*.dist-info")):
+        try:
+            if "onnxruntime/__init__.py," in (info / "RECORD").read_text(errors="replace"):
+                return str(importlib.metadata.Distribution.at(info).metadata["Name"] or "")
+        except OSError:
+            continue
+    return ""
 
 
 @functools.cache

@@ -15,6 +15,10 @@ in the same loop:
 - onnx-gate, one runner process: the verify stage (`stage.verify_many`, what `onnx-gate run` calls
   for an environment's targets) in a parent process of its own, judging each target while the runner
   observes the next, writing every observation, result JSON and JUnit file;
+- the same, inside a run: of that same process, the time `stage.verify_many` itself takes (its
+  runner child's start, imports and work, every judgement and file), without the parent's own
+  interpreter start and imports: `onnx-gate run` pays those once for the whole run, not per
+  environment, so this is what a local run spends verifying one environment;
 - onnx-gate, one runner process per target: the same stage, one `stage.verify` per target (what
   `onnx-gate run` did before: a runner interpreter each);
 - the same check as Polygraphy (parity, with no batch, latency or memory work: each bundle's copy that
@@ -48,6 +52,7 @@ BARE_ONE, BARE_EACH, GATE_ONE, GATE_EACH = (
     "onnx-gate verify, one runner process",
     "onnx-gate verify, one runner process per target",
 )
+GATE_IN_RUN = "onnx-gate verify inside a run (`stage.verify_many`, its parent already started)"
 RUNNER_ONE = "the runner process alone (`python -m ci_onnx.runners.ort --jobs`)"
 POLY, GATE_LEAN, BARE_LEAN = (
     "polygraphy run --onnxrt, once per target",
@@ -60,6 +65,8 @@ BARE_LOOP = (
     "sys.exit(max(b._work(s, lean, b.Phases()) for s in sys.argv[3:]))"
 )
 """bare_verify.py's work for several specs in one interpreter (its imports paid once)."""
+INNER_TIMES = "ONNX_GATE_BENCH_INNER_TIMES"
+"""A file ``drive`` appends the seconds of its stage call to (the in-run figure)."""
 
 
 def bundles(work: Path) -> list[prepare.Prepared]:
@@ -79,7 +86,8 @@ def bundles(work: Path) -> list[prepare.Prepared]:
 def drive(argv: list[str]) -> int:
     """The parent side of verify for several targets, timed as a process of its own:
     ``drive MODE PYTHON OUT BUNDLE=TARGET …`` with MODE ``one`` (stage.verify_many) or ``each``; a
-    ``-lean`` suffix turns verify.serving_figures off (parity only: Polygraphy's check)."""
+    ``-lean`` suffix turns verify.serving_figures off (parity only: Polygraphy's check). With
+    ``$INNER_TIMES`` set, the seconds the stage call itself took are appended to that file."""
     from ci_onnx import proc
     from ci_onnx.runners.python import from_interpreter
     from ci_onnx.target import Target
@@ -94,10 +102,15 @@ def drive(argv: list[str]) -> int:
     options = stage.options_from(None)
     if lean:
         options = dataclasses.replace(options, serving_figures=False)
+    started = time.perf_counter()
     if mode == "one":
         found = stage.verify_many(items, Path(out), options, base_env=base_env, environment=env)
     else:
         found = [stage.verify(b, t, Path(out), options, base_env=base_env, environment=env) for b, t in items]
+    inner = os.environ.get(INNER_TIMES)
+    if inner:
+        with open(inner, "a") as fh:
+            fh.write(f"{time.perf_counter() - started!r}\n")
     bad = [
         w if isinstance(w, Exception) else w.result.summary
         for w in found
@@ -119,7 +132,7 @@ def cases(models: list[prepare.Prepared], python: str, work: Path, ort: str) -> 
     lean = [f"{m.lean_bundle}={t}" for m, t in zip(models, targets, strict=True)]
     out = work / "batch" / "out"
 
-    def gate(mode: str, pairs: list[str], name: str) -> harness.Command:
+    def gate(mode: str, pairs: list[str], name: str, inner: Path | None = None) -> harness.Command:
         argv = (
             sys.executable,
             "-m",
@@ -130,7 +143,7 @@ def cases(models: list[prepare.Prepared], python: str, work: Path, ort: str) -> 
             str(out / name),
             *pairs,
         )
-        return harness.Command(argv, env=env)
+        return harness.Command(argv, env={**env, INNER_TIMES: str(inner)} if inner else env)
 
     def bare(kind: str, specs: list[str]) -> harness.Command:
         return harness.Command((python, "-c", BARE_LOOP, str(HERE), kind, *specs))
@@ -142,12 +155,17 @@ def cases(models: list[prepare.Prepared], python: str, work: Path, ort: str) -> 
         RUNNER_ONE: harness.Command((python, "-m", "ci_onnx.runners.ort", "--jobs", str(jobs_file)), env=env),
         BARE_ONE: bare("full", specs),
         BARE_EACH: _each([(python, str(BARE), s) for s in specs]),
-        GATE_ONE: gate("one", full, "one"),
+        GATE_ONE: gate("one", full, "one", inner=inner_file(work)),
         GATE_EACH: gate("each", full, "each"),
         BARE_LEAN: bare("lean", specs),
         GATE_LEAN: gate("one-lean", lean, "lean"),
         POLY: _each([_polygraphy(poly, m) for m in models]),
     }
+
+
+def inner_file(work: Path) -> Path:
+    """Where the one-runner-process case's parent writes the time of its stage call, a line a run."""
+    return work / "batch" / "inner-times.txt"
 
 
 def _write_jobs(
@@ -213,9 +231,16 @@ def measure(work: Path, ort: str, runs: int, warmup: int = 1) -> harness.Section
     runtime = envs.ensure("onnxruntime", ort, work / "cache", uv=envs.find_uv())
     models = bundles(work)
     n = len(models)
+    inner = inner_file(work)
+    inner.unlink(missing_ok=True)
     timed = {name: CpuTimed(case) for name, case in cases(models, str(runtime.python), work, ort).items()}
     timings = harness.interleaved(timed, runs=runs, warmup=warmup)
     cpu = {name: harness.Timing(name, tuple(c.cpu[warmup:])) for name, c in timed.items()}
+    in_run = [float(line) for line in inner.read_text().split()]
+    if len(in_run) != runs + warmup:  # one line per run of the case, or the figure means nothing
+        raise harness.CaseFailed(f"{inner}: {len(in_run)} stage times for {runs + warmup} runs")
+    timings[GATE_IN_RUN] = harness.Timing(GATE_IN_RUN, tuple(in_run[warmup:]))
+    r_run = harness.ratio(timings, GATE_IN_RUN, BARE_ONE)
     r_bare = harness.ratio(timings, GATE_ONE, BARE_ONE)
     r_each = harness.ratio(timings, GATE_EACH, BARE_ONE)
     c_bare = harness.ratio(cpu, GATE_ONE, BARE_ONE)
@@ -223,7 +248,8 @@ def measure(work: Path, ort: str, runs: int, warmup: int = 1) -> harness.Section
     per_poly = timings[POLY].median / n
     saved = harness.above(timings, GATE_EACH, GATE_ONE)
     child, parent = harness.above(cpu, RUNNER_ONE, BARE_ONE), harness.above(cpu, GATE_ONE, RUNNER_ONE)
-    full = [BARE_ONE, BARE_EACH, RUNNER_ONE, GATE_ONE, GATE_EACH]
+    full = [BARE_ONE, BARE_EACH, RUNNER_ONE, GATE_IN_RUN, GATE_ONE, GATE_EACH]
+    full_cpu = [name for name in full if name != GATE_IN_RUN]  # not a process of its own
     same = [POLY, GATE_LEAN, BARE_LEAN]
     body = (
         f"{n} targets of one environment (onnxruntime {ort}, CPU): "
@@ -231,13 +257,15 @@ def measure(work: Path, ort: str, runs: int, warmup: int = 1) -> harness.Section
         + ".\n\n### The full work\n\nWall time:\n\n"
         + harness.table(timings, BARE_ONE, names=full)
         + "\n\nCPU time (user + system of the processes each case started):\n\n"
-        + harness.table(cpu, BARE_ONE, names=full)
+        + harness.table(cpu, BARE_ONE, names=full_cpu)
         + "\n\n"
         + harness.verdict(
-            r_bare <= 1.1,
-            f"verify of {n} targets with one runner process takes {r_bare:.2f}× the bare script doing "
-            f"the same work in one process ({c_bare:.2f}× its CPU time; one runner process per target: "
-            f"{r_each:.2f}×; one process saves {saved * 1000:.0f} ms, {saved / n * 1000:.0f} ms a target)",
+            r_run <= 1.1,
+            f"a local run verifies these {n} targets with one runner process in {r_run:.2f}× the bare "
+            f"script's time doing the same work in one process; as a process of its own (the parent's "
+            f"interpreter and imports too, which a run pays once) {r_bare:.2f}× ({c_bare:.2f}× its CPU "
+            f"time; one runner process per target: {r_each:.2f}×; one process saves "
+            f"{saved * 1000:.0f} ms, {saved / n * 1000:.0f} ms a target)",
             "≤ 1.1×",
         )
         + f"\n\nWhere the CPU time above the bare script goes: the runner process does "

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ci_onnx.bundle import Tolerance
-from ci_onnx.results import SQNR_CAP_DB, DecisionStats, OutputParity, Placement
+from ci_onnx.results import SQNR_CAP_DB, DecisionStats, OutputParity, PlacedNode, Placement
 from ci_onnx.target import Status
 
 CPU = "CPUExecutionProvider"
@@ -205,6 +206,29 @@ def merge_decisions(parts: list[DecisionStats]) -> DecisionStats | None:
     )
 
 
+SHAPE_OPS = frozenset(
+    {
+        "Shape", "Size", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Reshape", "Expand",
+        "Cast", "Range", "ConstantOfShape", "Constant", "Equal", "Where", "Identity", "Flatten",
+    }
+)  # fmt: skip
+"""Ops that mostly compute shapes and indices (int64): onnxruntime keeps many of them on the CPU on
+purpose, so without node times they are listed after the others."""
+
+
+def _by_op(nodes: Sequence[PlacedNode]) -> str:
+    """`` (by op: IsNaN 6, Shape 13, …)``: the fallen-back nodes counted per op type, the ops that are
+    more than shape arithmetic first; "" for a single op type."""
+    counts: dict[str, int] = {}
+    for n in nodes:
+        counts[n.op_type] = counts.get(n.op_type, 0) + 1
+    if len(counts) < 2:
+        return ""
+    ranked = sorted(counts.items(), key=lambda kv: (kv[0] in SHAPE_OPS, -kv[1], kv[0]))
+    text = ", ".join(f"{op} {k}" for op, k in ranked[:8]) + (", …" if len(ranked) > 8 else "")
+    return f" (by op: {text})"
+
+
 def fallback_verdict(
     placement: Placement, *, accelerator: bool, max_time_share: float, strict: bool
 ) -> tuple[Status, str]:
@@ -219,8 +243,12 @@ def fallback_verdict(
         share = placement.nodes_by_provider.get(CPU, 0) / nodes if nodes else 0.0
         of_what = "nodes (no timings)"
     fell = placement.fallback_nodes
+    if of_what != "node time":  # no times to rank by: the ops that are more than shape arithmetic first
+        fell = tuple(sorted(fell, key=lambda n: n.op_type in SHAPE_OPS))
     listed = ", ".join(f"{n.name} ({n.op_type})" for n in fell[:10]) + (" …" if len(fell) > 10 else "")
-    where = f"{len(fell)} node(s) fell back to CPU: {listed}" if fell else "no node fell back to CPU"
+    where = "no node fell back to CPU"
+    if fell:
+        where = f"{len(fell)} node(s) fell back to CPU{_by_op(fell)}: {listed}"
     if strict and fell:
         return Status.FAILED, f"strict fallback: {where}"
     if share > max_time_share:

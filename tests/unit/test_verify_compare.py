@@ -191,3 +191,18 @@ def test_the_worst_elements_share_of_its_tolerance_tells_a_large_max_rel_covered
     assert p.worst_share is not None and 0.4 < p.worst_share < 0.6  # 5e-5 of the 1.01e-4 allowed there
     bad = parity_of("y", got * 1.01, ref, Tolerance(atol=1e-4, rtol=1e-3))
     assert not bad.passed and bad.worst_share is not None and bad.worst_share > 1
+
+
+def test_without_timings_the_message_names_the_ops_that_are_more_than_shape_arithmetic_first() -> None:
+    """MiniLM on onnxruntime-web's WebGPU: its int64 shape ops stay on the CPU by design, IsNaN for
+    want of a kernel; the message leads with IsNaN, and counts per op, the verdict unchanged."""
+    nodes = [PlacedNode(f"shape_{i}", "Shape", CPU, 0.0) for i in range(12)]
+    nodes += [PlacedNode(f"isnan_{i}", "IsNaN", CPU, 0.0) for i in range(3)]
+    p = Placement("verbose-log", {"JsExecutionProvider": 60, CPU: 15}, {}, tuple(nodes))
+    status, text = compare.fallback_verdict(p, accelerator=True, max_time_share=0.05, strict=False)
+    assert status == Status.FAILED and "20.0% of nodes (no timings)" in text
+    assert "(by op: IsNaN 3, Shape 12)" in text
+    assert text.index("isnan_0 (IsNaN)") < text.index("shape_0 (Shape)")
+    timed = Placement("profile", {"X": 1, CPU: 2}, {"X": 10.0, CPU: 90.0}, tuple(nodes[:1] + nodes[-1:]))
+    _, text = compare.fallback_verdict(timed, accelerator=True, max_time_share=0.05, strict=False)
+    assert text.index("shape_0") < text.index("isnan_2"), "with node times the order is by time, as given"

@@ -318,6 +318,20 @@ def _discard(entry: Path) -> None:
     shutil.rmtree(entry, ignore_errors=True)
 
 
+def _log_reused(restored: Sequence[Outcome], key: Key, log: Callable[[str], None]) -> None:
+    """One line per bundle taken from the cache, then the warnings its conversion gave when it was
+    made (what a fresh export prints), so a rerun does not hide them."""
+    fp32 = [
+        o.manifest.findings[0] for o in restored if o.manifest.precision == "fp32" and o.manifest.findings
+    ]
+    inherited = len(fp32[0].warnings) if fp32 else 0  # the export's own, not the conversion's
+    for o in restored:
+        log(f"{o.directory.name}: reused from cache {key.short}, nothing exported")
+        if o.manifest.precision != "fp32" and o.manifest.findings:
+            for warning in o.manifest.findings[0].warnings[inherited:]:
+                log(f"{o.directory.name}: warning: {warning}")
+
+
 def export_cached(
     cfg: Config,
     jobs: Sequence[Job],
@@ -361,8 +375,7 @@ def export_cached(
             _discard(entry)
             misses.append(job)
             continue
-        for o in restored:
-            log(f"{o.directory.name}: reused from cache {key.short}, nothing exported")
+        _log_reused(restored, key, log)
         outcomes.extend(restored)
     if not misses:
         log("nothing exported: every bundle came from the cache (--no-cache exports them again)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -275,3 +276,26 @@ def test_the_least_recently_used_entries_beyond_the_limit_are_pruned(project: Pa
     assert len(fake.calls) == 3 and len(list(cache.entries(project / "cache"))) == 3
     cache.prune(project / "cache", keep=2)
     assert [p.name for p in cache.entries(project / "cache")] == sorted(keys[1:])
+
+
+def test_a_reused_derived_bundle_says_its_conversion_warnings_again() -> None:
+    """A rerun that takes an int8-static bundle from the cache still prints what its calibration
+    warned when it was made, as a fresh export does, and not the fp32 export's own warnings again."""
+    from types import SimpleNamespace as NS
+
+    def outcome(name: str, precision: str, warnings: tuple[str, ...]) -> Any:
+        finding = NS(warnings=warnings)
+        return NS(directory=Path(name), manifest=NS(precision=precision, findings=[finding]))
+
+    exported = ("a branch froze",)
+    restored = [
+        outcome("op17-dynamo", "fp32", exported),
+        outcome("op17-dynamo-int8-static", "int8-static", (*exported, "export.calibration looks sorted")),
+    ]
+    lines: list[str] = []
+    cache._log_reused(restored, NS(short="abc123"), lines.append)  # type: ignore[arg-type]
+    assert lines == [
+        "op17-dynamo: reused from cache abc123, nothing exported",
+        "op17-dynamo-int8-static: reused from cache abc123, nothing exported",
+        "op17-dynamo-int8-static: warning: export.calibration looks sorted",
+    ]

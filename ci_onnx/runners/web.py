@@ -35,7 +35,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from ci_onnx import matrix, proc
-from ci_onnx.bundle import read_manifest
 from ci_onnx.errors import EnvironmentProblem
 from ci_onnx.results import Observation
 from ci_onnx.runners import batch, npm
@@ -47,6 +46,7 @@ from ci_onnx.runners.base import (
     RunnerEnv,
     read_observation,
 )
+from ci_onnx.runners.feeds import served_sizes
 from ci_onnx.target import Target
 from ci_onnx.verify.options import VerifyOptions
 
@@ -205,7 +205,7 @@ class WebRunner:
     ) -> proc.Completed:
         browser = chromium(base_env)
         with fresh_profile() as profile:
-            args = argv(env, browser, profile, bundle, target, out_dir, options, _sizes(bundle))
+            args = argv(env, browser, profile, bundle, target, out_dir, options, served_sizes(bundle))
             return proc.run(args, timeout=options.timeout_s, env=base_env, what=f"{target.id} runner")
 
     def launch_many(
@@ -229,7 +229,14 @@ class WebRunner:
                     batch.Job(
                         tuple(
                             argv(
-                                env, browser, root, x.bundle, x.target, x.out_dir, x.options, _sizes(x.bundle)
+                                env,
+                                browser,
+                                root,
+                                x.bundle,
+                                x.target,
+                                x.out_dir,
+                                x.options,
+                                served_sizes(x.bundle),
                             )[2:]
                         ),
                         x.options.timeout_s,
@@ -278,14 +285,6 @@ class WebRunner:
             obs = dataclasses.replace(obs, placement=placement)
         (out_dir / OBSERVATION).write_text(serde.dumps(obs))
         return obs
-
-
-def _sizes(bundle: Path) -> list[int]:
-    """The batch sizes the page serves: none where the model has no batch axis to vary."""
-    from ci_onnx.runners.feeds import batch_axis_problem
-
-    manifest = read_manifest(bundle, verify_hashes=False)
-    return [] if batch_axis_problem(manifest) else sorted(manifest.batch_sizes)
 
 
 RUNNER = WebRunner()

@@ -276,7 +276,7 @@ def test_a_group_is_one_driver_per_flag_set_and_each_cell_keeps_its_index(
 
     (tmp_path / "b").mkdir()
     monkeypatch.setattr(web, "chromium", lambda environ: "/usr/bin/chromium")
-    monkeypatch.setattr(web, "_sizes", lambda bundle: [1, 8])
+    monkeypatch.setattr(web, "served_sizes", lambda bundle: [1, 8])
     calls: list[tuple[tuple[str, ...], list[batch.Job]]] = []
     swept: list[Path] = []
     real_sweep = web.sweep

@@ -3,7 +3,6 @@ runner, one judge: 1.29.0 from the Unity package, 1.24.1 from onnxruntime-node."
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import os
 import shutil
@@ -21,6 +20,7 @@ from ci_onnx.target import Status, Target
 from ci_onnx.verify import stage
 from ci_onnx.verify.options import VerifyOptions
 from tests.conftest import DIGITNET_MODEL, EXAMPLE_CONFIG
+from tests.support.cells import verify_at_once
 from tests.support.verdicts import expected_elsewhere, pairs
 
 pytestmark = [
@@ -154,29 +154,15 @@ def _argv(program: Path, lib: Path, bundle: Path, out: Path, ep: str, *extra: st
 
 
 def test_a_crash_or_a_hang_of_the_native_runner_is_an_error_while_the_others_finish(
-    both: tuple[Path, int, str], env_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    both: tuple[Path, int, str], env_cache: Path, tmp_path: Path
 ) -> None:
     out, _, _ = both
-    monkeypatch.setenv("ONNX_GATE_TEST_RUNNER_DIE", "SIGSEGV:native-ort1.29.0-*")
-    how = base.Provisioning(env_cache, proc.child_environment(os.environ))
-    hang = base.Provisioning(
-        env_cache, {**how.environ, "ONNX_GATE_TEST_RUNNER_DIE": "hang:native-ort1.24.1-*"}
-    )
     cells = {
-        "native-ort1.29.0-cpu-op17-dynamo": (how, 120.0),
-        "native-ort1.24.1-cpu-op17-dynamo": (hang, 5.0),
-        "ort1.24.1-cpu-op17-dynamo": (how, 120.0),
+        "native-ort1.29.0-cpu-op17-dynamo": ("SIGSEGV:native-ort1.29.0-*", 120.0),
+        "native-ort1.24.1-cpu-op17-dynamo": ("hang:native-ort1.24.1-*", 5.0),
+        "ort1.24.1-cpu-op17-dynamo": ("", 120.0),
     }
-
-    def verify(target_id: str) -> stage.Written:
-        how, timeout = cells[target_id]
-        t = Target.from_id(target_id)
-        return stage.verify_target(
-            out / "bundles" / t.bundle_key, t, tmp_path, VerifyOptions(latency_runs=3, timeout_s=timeout), how
-        )
-
-    with concurrent.futures.ThreadPoolExecutor(3) as pool:
-        got = dict(zip(cells, pool.map(verify, cells), strict=True))
+    got = verify_at_once(out / "bundles", tmp_path, env_cache, cells)
     crashed, hung, fine = (got[i].result for i in cells)
     assert crashed.status == Status.ERROR and "killed by SIGSEGV" in crashed.summary
     assert hung.status == Status.ERROR and "timed out after 5 s" in hung.summary

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import os
 import shutil
@@ -16,9 +15,8 @@ from ci_onnx.cli import cli
 from ci_onnx.errors import EnvironmentProblem
 from ci_onnx.runners import base
 from ci_onnx.target import Status, Target
-from ci_onnx.verify import stage
-from ci_onnx.verify.options import VerifyOptions
 from tests.conftest import DIGITNET_MODEL, EXAMPLE_CONFIG
+from tests.support.cells import verify_at_once
 
 pytestmark = [
     pytest.mark.e2e,
@@ -70,27 +68,15 @@ def test_run_verifies_the_example_on_both_runners_with_the_same_judge(both: tupl
 
 
 def test_a_crash_or_a_hang_of_the_node_runner_is_an_error_while_the_others_finish(
-    both: tuple[Path, int, str], env_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    both: tuple[Path, int, str], env_cache: Path, tmp_path: Path
 ) -> None:
     out, _, _ = both
-    monkeypatch.setenv("ONNX_GATE_TEST_RUNNER_DIE", "SIGSEGV:node-ort1.24.1-*")
-    how = base.Provisioning(env_cache, proc.child_environment(os.environ))
-    hang = base.Provisioning(env_cache, {**how.environ, "ONNX_GATE_TEST_RUNNER_DIE": "hang:node-ort1.20.1-*"})
     cells = {
-        "node-ort1.24.1-cpu-op17-dynamo": (how, 120.0),
-        "node-ort1.20.1-cpu-op17-dynamo": (hang, 5.0),
-        "ort1.20.1-cpu-op17-dynamo": (how, 120.0),
+        "node-ort1.24.1-cpu-op17-dynamo": ("SIGSEGV:node-ort1.24.1-*", 120.0),
+        "node-ort1.20.1-cpu-op17-dynamo": ("hang:node-ort1.20.1-*", 5.0),
+        "ort1.20.1-cpu-op17-dynamo": ("", 120.0),
     }
-
-    def verify(target_id: str) -> stage.Written:
-        how, timeout = cells[target_id]
-        t = Target.from_id(target_id)
-        return stage.verify_target(
-            out / "bundles" / t.bundle_key, t, tmp_path, VerifyOptions(latency_runs=3, timeout_s=timeout), how
-        )
-
-    with concurrent.futures.ThreadPoolExecutor(3) as pool:
-        got = dict(zip(cells, pool.map(verify, cells), strict=True))
+    got = verify_at_once(out / "bundles", tmp_path, env_cache, cells)
     crashed, hung, fine = (got[i].result for i in cells)
     assert crashed.status == Status.ERROR and "killed by SIGSEGV" in crashed.summary
     assert hung.status == Status.ERROR and "timed out after 5 s" in hung.summary

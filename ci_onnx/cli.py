@@ -23,6 +23,7 @@ from ci_onnx.commands.options import (
     finite,
     only_option,
     out_dir_option,
+    package_index,
 )
 from ci_onnx.commands.report import report
 from ci_onnx.commands.run import run
@@ -93,10 +94,9 @@ def plan(config_path: Path, only: Sequence[str], fmt: str, out: Path | None) -> 
     """Expand the declared matrix into targets (expected skips keep their reason)."""
     from ci_onnx import config
     from ci_onnx import plan as planning
-    from ci_onnx.resolve import PipIndex
 
     cfg = config.load(config_path)
-    index = PipIndex(extra_index_urls=[cfg.targets.nightly_index] if cfg.targets.nightly_index else [])
+    index = package_index(cfg.targets.nightly_index)
     the_plan = planning.select(planning.expand(cfg, index), only)
     if out:
         from ci_onnx.errors import UsageError
@@ -144,9 +144,7 @@ def export(config_path: Path, only: Sequence[str], out: Path) -> None:
     onnx_opset = planning.opsets_of(cfg)[0] if cfg.onnx_only else 0
 
     def plan_keys(patterns: Sequence[str]) -> Sequence[str]:
-        from ci_onnx.resolve import PipIndex
-
-        return planning.select(planning.expand(cfg, PipIndex()), patterns).bundle_keys()
+        return planning.select(planning.expand(cfg, package_index()), patterns).bundle_keys()
 
     jobs = runner.select(runner.candidates(cfg, onnx_opset), only, plan_keys)
     outcomes = runner.export_all(cfg, jobs, out, log=lambda line: click.echo(line, err=True))
@@ -263,8 +261,16 @@ def verify(
     is_flag=True,
     help="Add the android runner's cells (an x86_64 emulator over adb) and the verify-android job.",
 )
+@click.option(
+    "--composite",
+    is_flag=True,
+    help="Every job through the composite action (ACTION/runner), which installs onnx-gate on the runner: "
+    "no image to pull from ghcr.io.",
+)
 @click.option("--force", is_flag=True, help="Overwrite files that are already there.")
-def init(directory: Path, action: str, fork_safe: bool, onnx_file: str, android: bool, force: bool) -> None:
+def init(
+    directory: Path, action: str, fork_safe: bool, onnx_file: str, android: bool, composite: bool, force: bool
+) -> None:
     """Write a commented onnx-gate.yml and starter GitHub workflows into DIRECTORY.
 
     \b
@@ -276,7 +282,7 @@ def init(directory: Path, action: str, fork_safe: bool, onnx_file: str, android:
     """
     from ci_onnx import scaffold
 
-    settings = scaffold.Settings(action=action, android=android)
+    settings = scaffold.Settings(action=action, android=android, composite=composite)
     files = scaffold.starter_files(settings, fork_safe=fork_safe, onnx=onnx_file)
     for path in scaffold.write(directory, files, force=force):
         click.echo(f"wrote {path}")

@@ -20,7 +20,16 @@ from typing import Any
 from ci_onnx import matrix, serde
 from ci_onnx.config import Config
 from ci_onnx.errors import ConfigError, UsageError
-from ci_onnx.resolve import NoRelease, Resolver, check_exact, is_exact, resolve, resolve_all
+from ci_onnx.resolve import (
+    NoRelease,
+    Resolver,
+    absent,
+    check_exact,
+    display,
+    is_exact,
+    resolve,
+    resolve_all,
+)
 from ci_onnx.runners import session
 from ci_onnx.target import Target
 from ci_onnx.verify.options import VerifyOptions
@@ -100,12 +109,17 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
     unmatched: dict[str, list[NoRelease]] = {}
     missing: list[NoRelease] = []
     for runner, spec, provider in _runner_cells(config):
-        package = matrix.runners()[runner].index_name(provider)
+        info = matrix.runners()[runner]
+        package = info.index_name(provider)
         try:
             versions = [(v, "") for v in resolve_all(spec, package, resolver)]
         except NoRelease as exc:
             unmatched.setdefault(spec, []).append(exc)
-            versions = [(spec.removesuffix(".*"), f"{package} has no release matching {spec}")]
+            versions = [(spec.removesuffix(".*"), f"{display(package)} has no release matching {spec}")]
+        if is_exact(spec) and info.missing_release == "skip":
+            # A registry that skips releases the runtime list names for other kinds (Maven's
+            # onnxruntime-android lacks patch releases PyPI has): an expected skip, never a 404 later.
+            versions = [(v, skip or absent(v, package, resolver)) for v, skip in versions]
         for (version, skip), opset, exporter, precision, preset in itertools.product(
             versions,
             opsets if opsets is not None else opsets_of(config),

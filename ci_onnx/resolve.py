@@ -7,7 +7,9 @@ error naming the nearest releases; taken as written when the index cannot be lis
 
 Versions come from the package index that pip is configured with (pip.conf, PIP_INDEX_URL,
 PIP_EXTRA_INDEX_URL), through pip itself: no index host is written in onnx-gate. A package named
-``npm:NAME`` (a runner kind whose releases ship on npm) is asked of npm the same way (``npm view``).
+``npm:NAME`` (a runner kind whose releases ship on npm) is asked of npm the same way (``npm view``),
+and ``maven:GROUP:ARTIFACT`` (the android kind's AAR) of a Maven repository, by its
+``maven-metadata.xml`` (Maven Central unless the caller names a mirror).
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ import json
 import re
 import shutil
 import sys
+import urllib.error
+import urllib.request
+import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
@@ -70,7 +75,7 @@ def resolve_all(spec: str, package: str, resolver: Resolver) -> list[str]:
     if not candidates:
         known = ", ".join(available[:8]) or "none"
         raise NoRelease(
-            f"targets.runtimes: {spec!r} matches no release of {package} on the configured package index "
+            f"targets.runtimes: {spec!r} matches no release of {display(package)} {registry(package)} "
             f"(newest: {known})"
         )
     ordered = sorted(candidates, key=version_key, reverse=True)
@@ -79,19 +84,37 @@ def resolve_all(spec: str, package: str, resolver: Resolver) -> list[str]:
 
 def check_exact(spec: str, package: str, resolver: Resolver, where: str = "targets.runtimes") -> None:
     """Raise NoRelease when the index lists releases of ``package`` but not ``spec``."""
+    missing = absent(spec, package, resolver)
+    if missing:
+        raise NoRelease(f"{where}: {missing}; pick one of those, or exclude the cell with targets.exclude")
+
+
+def absent(spec: str, package: str, resolver: Resolver) -> str:
+    """Why the exact release ``spec`` of ``package`` is not there, naming the nearest releases that
+    are; "" when it is there, or when the registry cannot be listed (verify says so then)."""
     try:
         available = resolver.versions(package)
     except EnvironmentProblem:
-        return  # no index to ask: verify says so if the release is missing, as before
+        return ""
     if spec in available or not available:
-        return
+        return ""
     key = version_key(spec)
     below = [v for v in sorted(available, key=version_key) if version_key(v) < key][-2:]
     above = [v for v in sorted(available, key=version_key) if version_key(v) > key][:2]
-    raise NoRelease(
-        f"{where}: {package} has no release {spec} on the configured package index (nearest: "
-        f"{', '.join(below + above)}); pick one of those, or exclude the cell with targets.exclude"
-    )
+    nearest = ", ".join(below + above)
+    return f"{display(package)} has no release {spec} {registry(package)} (nearest: {nearest})"
+
+
+def display(package: str) -> str:
+    """The package as a person names it: without the registry prefix of :meth:`RunnerInfo.index_name`."""
+    return package.removeprefix(NPM).removeprefix(MAVEN)
+
+
+def registry(package: str) -> str:
+    """Where the releases of ``package`` are listed, for messages: "on Maven", "on npm" …"""
+    if package.startswith(MAVEN):
+        return "on Maven"
+    return "on the npm registry" if package.startswith(NPM) else "on the configured package index"
 
 
 def releases_between(good: str, bad: str, package: str, resolver: Resolver) -> list[str]:
@@ -129,15 +152,21 @@ class PipIndex:
         python: str = sys.executable,
         env: Mapping[str, str] | None = None,
         extra_index_urls: Sequence[str] = (),
+        maven_url: str = "",
     ) -> None:
         self._python = python
         self._env = env
         self._extra = tuple(extra_index_urls)
+        self._maven = maven_url or MAVEN_CENTRAL
         self._cache: dict[tuple[str, bool], list[str]] = {}
 
     def versions(self, package: str, *, pre: bool = False) -> list[str]:
         if (package, pre) not in self._cache:
-            found = _ask_npm(package.removeprefix(NPM), self._env) if package.startswith(NPM) else None
+            found = None
+            if package.startswith(NPM):
+                found = _ask_npm(package.removeprefix(NPM), self._env)
+            elif package.startswith(MAVEN):
+                found = ask_maven(package.removeprefix(MAVEN), self._maven)
             found = self._ask(package, pre) if found is None else found
             keep = found if pre else [v for v in found if _is_final(v)]
             self._cache[package, pre] = sorted(keep, key=version_key, reverse=True)
@@ -183,3 +212,46 @@ def _ask_npm(package: str, env: Mapping[str, str] | None) -> list[str]:
             "check npm's registry settings, or pin exact versions in targets.runtimes"
         )
     return [str(v) for v in found]
+
+
+MAVEN = "maven:"
+"""The prefix of a package that ships on a Maven repository (runners.toml's registry = "maven"),
+named ``GROUP:ARTIFACT``."""
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
+MAVEN_TIMEOUT_S = 60.0
+
+
+def maven_metadata_url(coordinate: str, base_url: str = MAVEN_CENTRAL) -> str:
+    """``group:artifact`` → its maven-metadata.xml in the repository at ``base_url``."""
+    group, _, artifact = coordinate.partition(":")
+    return f"{base_url.rstrip('/')}/{group.replace('.', '/')}/{artifact}/maven-metadata.xml"
+
+
+def maven_versions(xml: bytes, where: str) -> list[str]:
+    """The releases a maven-metadata.xml lists (``versioning/versions/version``), as written.
+
+    ``versioning/release`` is not read: it names the release deployed last, which after a patch of an
+    older line (1.19.3 deployed after 1.20.0) is not the newest.
+    """
+    try:
+        root = ET.fromstring(xml)
+    except ET.ParseError as exc:
+        raise EnvironmentProblem(f"{where}: not Maven repository metadata ({exc})") from None
+    found = (v.text or "" for v in root.iterfind("./versioning/versions/version"))
+    return [v.strip() for v in found if v.strip()]
+
+
+def ask_maven(coordinate: str, base_url: str = MAVEN_CENTRAL) -> list[str]:
+    """Every release of ``group:artifact`` that the Maven repository at ``base_url`` lists."""
+    url = maven_metadata_url(coordinate, base_url)
+    try:
+        with urllib.request.urlopen(url, timeout=MAVEN_TIMEOUT_S) as response:
+            xml = response.read()
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = f"HTTP {exc.code} {exc.reason}" if isinstance(exc, urllib.error.HTTPError) else exc
+        reason = getattr(reason, "reason", None) or reason
+        raise EnvironmentProblem(
+            f"could not list the releases of {coordinate} from {url} ({reason}); set ONNX_GATE_MAVEN to a "
+            "Maven mirror that can be reached, or pin exact releases in targets.runtimes"
+        ) from None
+    return maven_versions(xml, url)

@@ -57,6 +57,9 @@ class Settings:
     self_test: bool = False
     android: bool = False
     """Whether the config has android cells: the PR gate then gets the verify-android job."""
+    composite: bool = False
+    """Every job through the composite action (runner/), which installs onnx-gate from the action's
+    checkout: no image to pull, so it works before and without the release's public images."""
 
     @property
     def local(self) -> bool:
@@ -76,8 +79,13 @@ class Settings:
 
     @property
     def slim_action(self) -> str:
-        """The torch-free container action in slim/: every job but export."""
-        return self._sub_action("slim")
+        """What every job but export uses: the torch-free container action in slim/, or the composite."""
+        return self.runner_action if self.composite else self._sub_action("slim")
+
+    @property
+    def export_action(self) -> str:
+        """What the export job uses: the container action with torch, or the composite."""
+        return self.runner_action if self.composite else self.action
 
     @property
     def android_install(self) -> str:
@@ -139,7 +147,7 @@ def workflow(template: str, settings: Settings, name: str | None = None) -> str:
     jobs += ["verify-android"] if settings.android else []
     return render(
         f"workflows/{template}",
-        action=settings.action,
+        action=settings.export_action,
         runner_action=settings.runner_action,
         slim_action=settings.slim_action,
         config=settings.config,
@@ -158,6 +166,13 @@ def workflow(template: str, settings: Settings, name: str | None = None) -> str:
     )
 
 
+RUNTIMES = ("1.20.1", "latest")
+"""The releases the starter config names: an older one, and the newest on the index."""
+ANDROID_RUNTIMES = ("1.22.0", "latest")
+"""With android cells: an exact release both PyPI's onnxruntime and Maven's onnxruntime-android have
+(Maven skips patch releases: it has 1.22.0, not 1.20.1), so no starter cell is an expected skip."""
+
+
 def config_file(
     model_name: str = "model", factory: str = "model.py:build", onnx: str = "", android: bool = False
 ) -> str:
@@ -168,7 +183,7 @@ def config_file(
         model_name=Path(onnx).stem if onnx else model_name,
         factory=factory,
         onnx=onnx,
-        runtimes=_flow(("1.20.1", "latest")),
+        runtimes=_flow(ANDROID_RUNTIMES if android else RUNTIMES),
         android=android,
     )
 
@@ -203,8 +218,11 @@ def ignore_output(directory: Path) -> Path | None:
 
 
 def self_test_workflow() -> str:
-    """The project's own self-test: the PR gate, run with ``uses: ./`` on the example model."""
-    settings = Settings(action="./", config=EXAMPLE_CONFIG, name="self-test", self_test=True)
+    """The project's own self-test: the PR gate on the example model, through ``uses: ./runner``,
+    which installs onnx-gate from the pull request's checkout: the container actions pull the
+    released images, which hold the last release's code, not the pull request's (ci.yml builds
+    the images from the pull request and runs the example through them)."""
+    settings = Settings(action="./", config=EXAMPLE_CONFIG, name="self-test", self_test=True, composite=True)
     return workflow("pr-gate.yml.j2", settings)
 
 

@@ -12,6 +12,7 @@ from ci_onnx.commands.options import (
     config_option,
     default_cache_dir,
     out_dir_option,
+    package_index,
     plan_option,
     results_option,
 )
@@ -93,7 +94,7 @@ def nightly(
     from ci_onnx.nightly.verifier import for_family
     from ci_onnx.plan import read_plan
     from ci_onnx.report.model import Commit
-    from ci_onnx.resolve import PipIndex, releases_between
+    from ci_onnx.resolve import releases_between
 
     ctx = from_env(os.environ, token=github_token)
     if not dry_run and not ctx.can_publish:
@@ -101,7 +102,7 @@ def nightly(
             "nightly needs a token that may write issues (GITHUB_TOKEN or --github-token) and "
             "GITHUB_REPOSITORY; or pass --dry-run to see what it would do"
         )
-    index = PipIndex()
+    index = package_index()
     night = Night(
         date=night_date or datetime.datetime.now(datetime.UTC).date().isoformat(),
         run_url=ctx.run_url,

@@ -33,6 +33,20 @@ only_option = click.option(
 )
 
 
+MAVEN_ENV = "ONNX_GATE_MAVEN"
+"""A Maven repository to list and fetch onnxruntime-android from instead of Maven Central (a mirror)."""
+
+
+def package_index(nightly_index: str = "") -> Any:
+    """The resolver of runtime releases: pip's configured index, npm, and Maven ($ONNX_GATE_MAVEN,
+    else Maven Central); ``nightly_index`` only for pre-release look-ups."""
+    from ci_onnx.resolve import PipIndex
+
+    return PipIndex(
+        extra_index_urls=[nightly_index] if nightly_index else [], maven_url=os.environ.get(MAVEN_ENV, "")
+    )
+
+
 def default_cache_dir() -> Path:
     """$ONNX_GATE_CACHE, else $XDG_CACHE_HOME/onnx-gate, else ~/.cache/onnx-gate."""
     explicit = os.environ.get("ONNX_GATE_CACHE")

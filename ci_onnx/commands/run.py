@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 import ci_onnx
-from ci_onnx.commands.options import default_cache_dir, only_option, out_dir_option
+from ci_onnx.commands.options import default_cache_dir, only_option, out_dir_option, package_index
 from ci_onnx.commands.report import report
 from ci_onnx.errors import EnvironmentProblem
 
@@ -50,7 +50,6 @@ def run(
     """Export, verify every target in its own environment, and report, on this machine."""
     from ci_onnx import config, localrun
     from ci_onnx.envs import find_uv
-    from ci_onnx.resolve import PipIndex
 
     if config_path is None and Path(config.DEFAULT_NAME).is_file():
         config_path = Path(config.DEFAULT_NAME)
@@ -84,7 +83,7 @@ def run(
         env=localrun.child_env(os.environ),
         export_cache=not no_cache,
     )
-    index = PipIndex(extra_index_urls=[cfg.targets.nightly_index] if cfg.targets.nightly_index else [])
+    index = package_index(cfg.targets.nightly_index)
     summary = localrun.run(cfg, index, options, click.echo)
     click.echo("\n" + localrun.terminal_table(out / "results", summary.plan))
     click.echo(

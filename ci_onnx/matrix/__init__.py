@@ -107,6 +107,9 @@ class RunnerInfo:
     providers: tuple[str, ...]
     job: str
     runs_on: tuple[str, ...] = ()
+    missing_release: str = "error"
+    """What an exact release the kind's registry lacks is: "error" (a config error naming the nearest
+    releases) or "skip" (an expected skip naming them, for a registry that skips releases)."""
 
     def package_for(self, provider: str) -> str:
         """The package that ships a release of this kind for ``provider``."""

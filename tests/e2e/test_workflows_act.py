@@ -616,6 +616,8 @@ def test_the_android_cells_run_in_verify_android_up_to_the_emulator_step(
     assert calls.count("sudo tee /etc/udev/rules.d/99-kvm4all.rules") == 2, calls
     assert 'KERNEL=="kvm", GROUP="kvm", MODE="0666"' in calls and "udevadm trigger --name-match=kvm" in calls
     assert asked.count("/" + android.AAR_PATH.format(v=ANDROID_RUNTIME)) == 2, asked
+    # The plan job resolved the android releases from Maven's metadata, not from PyPI.
+    assert "/com/microsoft/onnxruntime/onnxruntime-android/maven-metadata.xml" in asked, asked
     records = [json.loads(p.read_text()) for p in sorted(run.artifacts.glob("emulator-runner/*.json"))]
     assert {r["target"] for r in records} == droid and len(records) == 2, records
     for r in records:

@@ -78,6 +78,9 @@ class State:
         self.user_endpoint_allowed = False  # GITHUB_TOKEN is an installation token: GET /user is 403
         self.read_only = False
         self.checks_forbidden = False
+        self.refs: dict[str, str] = {}
+        """Git refs (``tags/v1``) → commit, for the release's moving tags."""
+        self.releases: dict[int, dict[str, Any]] = {}
         self.list_barrier: threading.Barrier | None = None
         self.barrier_uses = 0
 
@@ -243,6 +246,8 @@ class FakeGitHub(ThreadingHTTPServer):
             return 200, pull, {}
         if op == "issues/list-comments":
             return self._list_comments(int(parts[4]), query)
+        if op.startswith("git/") or (op.startswith("repos/") and "release" in op):
+            return self._release(op, path, body)
         if op.startswith("issues/") and "comment" not in op:
             return self._issues(op, parts, query, body)
         with s.lock:
@@ -275,6 +280,80 @@ class FakeGitHub(ThreadingHTTPServer):
                     {},
                 )
         return 501, {"message": f"fake: {op} is not played"}, {}
+
+    def _release(self, op: str, path: str, body: Any) -> tuple[int, Any, dict[str, str]]:
+        """The moving tags (git refs) and the releases: what scripts/release.py asks."""
+        s = self.state
+        with s.lock:
+            if op in ("git/get-ref", "git/update-ref"):
+                ref = (
+                    path.split("/git/ref/", 1)[-1] if op == "git/get-ref" else path.split("/git/refs/", 1)[-1]
+                )
+                if ref not in s.refs:
+                    return 422 if op == "git/update-ref" else 404, {"message": "Reference does not exist"}, {}
+                if op == "git/update-ref":
+                    s.refs[ref] = body["sha"]
+                return 200, self._ref(op, ref), {}
+            if op == "git/create-ref":
+                ref = body["ref"].removeprefix("refs/")
+                if ref in s.refs:
+                    return 422, {"message": "Reference already exists"}, {}
+                s.refs[ref] = body["sha"]
+                return 201, self._ref(op, ref), {}
+            if op == "repos/get-release-by-tag":
+                tag = path.rsplit("/", 1)[-1]
+                found = next((r for r in s.releases.values() if r["tag_name"] == tag), None)
+                return (
+                    (200, self._shaped_release(op, found), {})
+                    if found
+                    else (404, {"message": "Not Found"}, {})
+                )
+            if op == "repos/create-release":
+                if any(r["tag_name"] == body["tag_name"] for r in s.releases.values()):
+                    return 422, {"message": "Validation Failed", "errors": [{"code": "already_exists"}]}, {}
+                rid = s.new_id()
+                s.releases[rid] = {"id": rid, **body}
+                return 201, self._shaped_release(op, s.releases[rid]), {}
+            if op == "repos/update-release":
+                found = s.releases.get(int(path.rsplit("/", 1)[-1]))
+                if found is None:
+                    return 404, {"message": "Not Found"}, {}
+                found.update(body)
+                return 200, self._shaped_release(op, found), {}
+        return 501, {"message": f"fake: {op} is not played"}, {}
+
+    def _ref(self, op: str, ref: str) -> dict[str, Any]:
+        status = "201" if op == "git/create-ref" else "200"
+        sha = self.state.refs[ref]
+        return spec.example(
+            self._schema(op, status),
+            {
+                "ref": f"refs/{ref}",
+                "url": f"{self.url}/repos/{self.repo}/git/refs/{ref}",
+                "object": {
+                    "type": "commit",
+                    "sha": sha,
+                    "url": f"{self.url}/repos/{self.repo}/git/commits/{sha}",
+                },
+            },
+        )
+
+    def _shaped_release(self, op: str, r: dict[str, Any]) -> dict[str, Any]:
+        status = "201" if op == "repos/create-release" else "200"
+        return spec.example(
+            self._schema(op, status),
+            {
+                "id": r["id"],
+                "tag_name": r["tag_name"],
+                "name": r.get("name"),
+                "body": r.get("body"),
+                "draft": bool(r.get("draft", False)),
+                "prerelease": bool(r.get("prerelease", False)),
+                "html_url": f"https://github.com/{self.repo}/releases/tag/{r['tag_name']}",
+                "author": _user(self.state.login),
+                "assets": [],
+            },
+        )
 
     def _schema(self, op: str, status: str) -> Any:
         found = next(o for o in spec.load()[1] if o.id == op)

@@ -81,7 +81,9 @@ def load() -> tuple[str, tuple[Operation, ...]]:
     data = json.loads(SUBSET.read_text())
     ops = []
     for op_id, op in data["operations"].items():
-        regex = re.sub(r"\\{[a-z_]+\\}", "[^/]+", re.escape(op["path"]))
+        # A git ref ({ref}: heads/main, tags/v1) keeps its slashes in the path; every other one is a segment.
+        regex = re.sub(r"\\{ref\\}", ".+", re.escape(op["path"]))
+        regex = re.sub(r"\\{[a-z_]+\\}", "[^/]+", regex)
         query = {p["name"]: p.get("schema", {}) for p in op["parameters"] if p.get("in") == "query"}
         ops.append(
             Operation(

@@ -31,6 +31,13 @@ OPERATIONS = (
     "issues/update",
     # the fork-safe pair's trusted job checks the pull request's head before it posts
     "pulls/get",
+    # the project's release (scripts/release.py): the moving major and minor tags, the release notes
+    "git/get-ref",
+    "git/create-ref",
+    "git/update-ref",
+    "repos/get-release-by-tag",
+    "repos/create-release",
+    "repos/update-release",
 )
 DROP = {"description", "examples", "example", "externalDocs", "x-github", "x-octokit", "summary", "title"}
 OUT = Path(__file__).parent.parent / "data" / "github-openapi-subset.json"

@@ -58,8 +58,25 @@ def test_every_python_requirement_is_pinned() -> None:
         assert all(re.fullmatch(r"[A-Za-z0-9_.\-]+==[0-9][^\s]*", ln) for ln in lines), name
 
 
-def test_the_base_image_is_pinned_to_a_patch_release() -> None:
-    assert re.search(r"ARG PYTHON_IMAGE=python:3\.11\.\d+-slim-\w+", DOCKERFILE)
+def test_the_base_image_is_pinned_to_a_patch_release_in_the_from_line() -> None:
+    """In the FROM line itself: Dependabot's docker updates do not read a FROM that takes an ARG."""
+    froms = re.findall(r"^FROM\s+(\S+)", DOCKERFILE, re.M)
+    assert froms[0] == "python:3.11.15-slim-trixie", froms
+    assert all(f == "base" for f in froms[1:]), froms
+    requires = re.search(r'requires-python\s*=\s*"([^"]+)"', (ROOT / "pyproject.toml").read_text())
+    assert requires and "3.11" in requires.group(1), "the image's Python is one the package supports"
+
+
+def test_both_images_carry_the_oci_labels_from_the_build_arguments() -> None:
+    license_ = re.search(r'^license\s*=\s*"([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)
+    assert license_
+    for name in ("verify", "full"):
+        stage = _stages()[name]
+        for arg, label in (("SOURCE", "source"), ("VERSION", "version"), ("REVISION", "revision")):
+            assert re.search(rf"^ARG {arg}=", stage, re.M), (name, arg)
+            assert f'org.opencontainers.image.{label}="${{{arg}}}"' in stage, (name, label)
+        assert f'org.opencontainers.image.licenses="{license_.group(1)}"' in stage
+        assert "ARG SOURCE=https://github.com/onnx-gate/onnx-gate" in stage
 
 
 def test_runs_as_the_hosted_runner_uid_not_root() -> None:

@@ -165,3 +165,26 @@ def test_both_actions_have_the_same_outputs() -> None:
     assert set(composite) == container
     for name, spec in composite.items():
         assert spec["value"] == f"${{{{ steps.gate.outputs.{name} }}}}"
+
+
+def test_the_composite_installs_from_its_own_checkout_with_a_pip_cache_and_no_image() -> None:
+    spec = _load(ROOT / "runner/action.yml")
+    steps = spec["runs"]["steps"]
+    assert [s.get("id") or s["uses"].split("@")[0] for s in steps] == [
+        "actions/setup-python",
+        "pip-cache",
+        "actions/cache",
+        "install",
+        "gate",
+    ]
+    cache = steps[2]["with"]
+    assert cache["path"] == "${{ steps.pip-cache.outputs.dir }}" and "pip-cache.outputs.key" in cache["key"]
+    key = steps[1]["run"]
+    for name in ("pyproject.toml", "constraints.txt", "docker/requirements-verify.txt"):
+        assert name in key, f"the cache key ignores {name}"
+    install = steps[3]["run"]
+    assert 'source="$ACTION_PATH/.."' in install and '"$source[export]"' in install and '"$source"' in install
+    assert "grep -E '^torch==' \"$source/constraints.txt\"" in install
+    for step in steps:
+        text = f"{step.get('uses', '')} {step.get('run', '')}"
+        assert "docker" not in text.replace("docker/requirements", "") and "ghcr.io" not in text, step

@@ -76,6 +76,17 @@ def test_fork_safe_writes_the_pair(empty: Path) -> None:
     assert "name: onnx-gate-comment" in gate and "name: onnx-gate-comment" in comment
 
 
+def test_composite_sends_every_job_through_the_runner_action(empty: Path) -> None:
+    """No container action, so no image to pull: every uses: of onnx-gate is its runner/ folder."""
+    done = CliRunner().invoke(cli, ["init", "--composite", "--action", "me/onnx-gate@v1.2.0"])
+    assert done.exit_code == 0, done.output
+    for name in ("onnx-gate.yml", "onnx-gate-nightly.yml"):
+        text = (empty / ".github/workflows" / name).read_text()
+        ours = re.findall(r"uses: (me/onnx-gate\S*)", text)
+        assert ours and set(ours) == {"me/onnx-gate/runner@v1.2.0"}, (name, ours)
+        assert "command: export" in text or name.endswith("nightly.yml")
+
+
 @pytest.mark.parametrize("bad", ["onnx-gate", "a/b", "a@v1", "a/b/c@v1"])
 def test_a_malformed_action_reference_is_refused(empty: Path, bad: str) -> None:
     done = CliRunner().invoke(cli, ["init", "--action", bad])

@@ -75,7 +75,10 @@ def test_the_self_test_is_the_rendered_starter_gate() -> None:
     assert (ROOT / scaffold.SELF_TEST).read_text() == scaffold.self_test_workflow(), (
         "regenerate with: python -m ci_onnx.scaffold"
     )
-    assert "uses: ./\n" in scaffold.self_test_workflow()
+    text = scaffold.self_test_workflow()
+    # The pull request's own code: every job through the composite action from the checkout, never
+    # a container action, whose image holds the last release (ci.yml tests the images).
+    assert "uses: ./runner\n" in text and "uses: ./\n" not in text and "uses: ./slim" not in text
 
 
 def test_workflows_pass_the_github_workflow_schema(generated: list[Path]) -> None:
@@ -89,6 +92,17 @@ def test_workflows_pass_the_github_workflow_schema(generated: list[Path]) -> Non
         timeout=120,
     )
     assert done.ok, done.stdout + done.stderr
+
+
+def test_dependabot_config_passes_its_schema_and_covers_actions_docker_and_pip() -> None:
+    path = ROOT / ".github/dependabot.yml"
+    done = proc.run([_tool("check-jsonschema"), "--builtin-schema", "vendor.dependabot", path], timeout=120)
+    assert done.ok, done.stdout + done.stderr
+    updates = {u["package-ecosystem"]: u for u in _load(path)["updates"]}
+    assert set(updates) == {"github-actions", "docker", "pip"}
+    assert set(updates["github-actions"]["directories"]) == {"/", "/runner"}  # workflows, the composite
+    assert updates["docker"]["directory"] == "/" and (ROOT / "Dockerfile").is_file()
+    assert updates["pip"]["directory"] == "/docker" and list((ROOT / "docker").glob("requirements-*.txt"))
 
 
 def test_actions_pass_the_github_action_schema() -> None:
@@ -136,8 +150,12 @@ def test_least_privilege_everywhere(generated: list[Path]) -> None:
             assert writes == {"issues"}, (
                 f"{path.name}: the nightly job writes tracking issues and nothing else"
             )
-        elif path.name == "release.yml" and name == "image":
-            assert writes == {"packages"}, f"{path.name}: the image job pushes images and nothing else"
+        elif path.name == "release.yml" and name == "images":
+            assert writes == {"packages"}, f"{path.name}: the images job pushes images and nothing else"
+        elif path.name == "release.yml" and name == "release":
+            assert writes == {"contents"}, (
+                f"{path.name}: the release job moves tags and writes the release only"
+            )
         elif name != "report" and name != "comment":
             assert not writes, f"{path.name}: job {name} needs no write access"
 
@@ -198,3 +216,29 @@ def test_no_expression_is_spliced_into_a_script(generated: list[Path]) -> None:
     for where, step in steps:
         if "run" in step:
             assert not _EXPRESSION.search(step["run"]), f"{where}: {step['run'][:60]!r}"
+
+
+def _uses(generated: list[Path], action: str) -> Iterator[tuple[Path, str, dict[str, Any]]]:
+    for path, name, job in _jobs(generated):
+        for step in job.get("steps", []):
+            if str(step.get("uses", "")).startswith(f"{action}@"):
+                yield path, name, step
+
+
+def test_every_upload_overwrites_so_a_rerun_job_can_upload_again(generated: list[Path]) -> None:
+    """upload-artifact v4+ answers 409 to a second upload of a name in one run, and a re-run job is
+    in the same run: without overwrite the re-run fails, and its results never replace the old ones."""
+    uploads = list(_uses(generated, "actions/upload-artifact"))
+    assert len(uploads) > 10
+    for path, name, step in uploads:
+        assert step["with"].get("overwrite") is True, (
+            f"{path.name}: job {name} uploads without overwrite: true"
+        )
+
+
+def test_node_and_web_jobs_ask_for_a_node_the_runner_image_caches(generated: list[Path]) -> None:
+    """Node 20 is past its end of life and not in ubuntu-24.04's tool cache (22 and 24 are)."""
+    seen = [(path, name, step) for path, name, step in _uses(generated, "actions/setup-node")]
+    assert {name for _, name, _ in seen} == {"verify-node", "verify-web"}
+    for path, name, step in seen:
+        assert str(step["with"]["node-version"]) in ("22", "24"), f"{path.name}: job {name}"

@@ -84,3 +84,40 @@ def test_every_github_action_the_workflows_use_has_a_stand_in() -> None:
     assert used and used <= covered, used - covered
     for folder in harness.GITHUB_ACTIONS.values():
         assert (harness.STANDINS / folder / "action.yml").is_file()
+
+
+def test_the_upload_stand_in_refuses_a_second_upload_as_github_does_unless_overwrite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What makes the re-run scenario able to fail: a re-run job's upload of a name meets the 409."""
+    from tests.act.standins import artifacts
+
+    monkeypatch.setenv("ACT_ARTIFACTS", str(tmp_path / "store"))
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(tmp_path / "ws"))
+    monkeypatch.setenv("GITHUB_RUN_ID", "7")
+    result = tmp_path / "ws" / "out" / "r.json"
+    result.parent.mkdir(parents=True)
+    result.write_text("first")
+    assert artifacts.upload("onnx-gate-results-x", "out/", "error") == 0
+    result.write_text("second")
+    assert artifacts.upload("onnx-gate-results-x", "out/", "error") == 1
+    assert "(409) Conflict" in capsys.readouterr().out
+    assert (tmp_path / "store/7/onnx-gate-results-x/r.json").read_text() == "first"
+    assert artifacts.upload("onnx-gate-results-x", "out/", "error", overwrite=True) == 0
+    assert (tmp_path / "store/7/onnx-gate-results-x/r.json").read_text() == "second"
+
+
+def test_the_stand_ins_declare_only_inputs_the_real_actions_declare() -> None:
+    """A stand-in that accepted an input the real action lacks would let a workflow pass here and
+    fail on GitHub; the real inputs are the recorded ones (tests/data/actions)."""
+    import json
+
+    from ci_onnx import scaffold
+
+    for uses, folder in harness.GITHUB_ACTIONS.items():
+        action = uses.partition("@")[0]
+        assert uses.partition("@")[2] == scaffold.PINNED[action][0]
+        record = json.loads((REPO / "tests/data/actions" / (action.replace("/", "--") + ".json")).read_text())
+        stand_in = YAML(typ="safe").load((harness.STANDINS / folder / "action.yml").read_text())
+        extra = set(stand_in.get("inputs") or {}) - set(record["inputs"])
+        assert not extra, f"{folder} stand-in declares inputs {action} has not: {extra}"

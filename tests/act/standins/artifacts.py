@@ -2,7 +2,8 @@
 
 Artifacts live under $ACT_ARTIFACTS/<run id>/<name>/: upload-artifact's layout (one path: its
 contents at the root; several: kept relative to their least common ancestor), name clashes refused
-as v4 does, ``if-no-files-found``, and download by name, by ``pattern`` (``merge-multiple`` or one
+as v4 does (a re-run of a job in the same run gets the 409 GitHub answers) unless ``overwrite``,
+``if-no-files-found``, and download by name, by ``pattern`` (``merge-multiple`` or one
 folder per artifact) or from another run (``run-id``). The cache restores by key, then by the
 ``restore-keys`` prefixes; it is never saved (no scenario carries state from one night to the next).
 Stdlib only: it runs with whatever python3 the host has.
@@ -26,7 +27,7 @@ def _store(run_id: str = "") -> Path:
     return Path(os.environ["ACT_ARTIFACTS"]) / (run_id or os.environ.get("GITHUB_RUN_ID", "1"))
 
 
-def upload(name: str, paths: str, if_no_files: str) -> int:
+def upload(name: str, paths: str, if_no_files: str, overwrite: bool = False) -> int:
     workspace = Path(os.environ["GITHUB_WORKSPACE"])
     files: list[Path] = []
     bases: list[Path] = []
@@ -45,9 +46,15 @@ def upload(name: str, paths: str, if_no_files: str) -> int:
         return 0
     root = Path(os.path.commonpath([str(b) for b in bases]))
     dest = _store() / name
-    if dest.exists():
-        print(f"::error::an artifact with the name {name} already exists in this run")
+    if dest.exists() and not overwrite:
+        print(
+            "::error::Failed to CreateArtifact: Received non-retryable error: Failed request: (409) "
+            f"Conflict: an artifact with this name already exists on the workflow run ({name})"
+        )
         return 1
+    if dest.exists():
+        shutil.rmtree(dest)  # overwrite: the old artifact is deleted before the new one is uploaded
+        print(f"deleted the earlier artifact {name} (overwrite: true)")
     for f in files:
         target = dest / f.relative_to(root)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -85,7 +92,8 @@ def restore_cache(path: str, key: str, restore_keys: str) -> int:
 def main(argv: list[str]) -> int:
     e = os.environ.get
     if argv[0] == "upload":
-        return upload(e("NAME", "") or "artifact", e("PATHS", ""), e("IF_NO_FILES", "warn"))
+        overwrite = e("OVERWRITE", "false") == "true"
+        return upload(e("NAME", "") or "artifact", e("PATHS", ""), e("IF_NO_FILES", "warn"), overwrite)
     if argv[0] == "download":
         merge = e("MERGE", "false") == "true"
         return download(e("NAME", ""), e("PATTERN", ""), merge, e("DEST", "."), e("RUN_ID", ""))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ci_onnx import config_guard as guard
+from ci_onnx import defaults
 from ci_onnx.bundle import Decision, Preprocessing, TensorSpec, Tolerance
 from ci_onnx.errors import ConfigError
 from ci_onnx.serde import load_schema
@@ -87,6 +88,15 @@ class TargetsConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class CiConfig:
+    """ci: how the generated workflows split the verify work over jobs (ci_onnx/cijobs.py)."""
+
+    max_job_minutes: float = float(defaults.of("ci.max_job_minutes"))
+    max_cells_per_job: int = int(defaults.of("ci.max_cells_per_job"))
+    """0: the estimate decides; else at most this many cells in one job, in place of the estimate."""
+
+
+@dataclasses.dataclass(frozen=True)
 class Config:
     path: Path
     model: ModelConfig
@@ -98,6 +108,7 @@ class Config:
     """budgets.accuracy_drop: top-1 points a cell may lose against PyTorch on labelled samples."""
     budgets: Budgets = dataclasses.field(default_factory=Budgets)
     """Serving budgets (cold start, peak RSS, p99) a cell must stay within; none by default."""
+    ci: CiConfig = dataclasses.field(default_factory=CiConfig)
 
     @property
     def root(self) -> Path:
@@ -352,6 +363,10 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         cpu_fallback_max_time_share=float(budget["max_time_share"]),
         accuracy_drop=float(_section(plain, "budgets")["accuracy_drop"]),
         budgets=Budgets.from_config(_section(plain, "budgets")),
+        ci=CiConfig(
+            max_job_minutes=float(_section(plain, "ci")["max_job_minutes"]),
+            max_cells_per_job=int(_section(plain, "ci")["max_cells_per_job"]),
+        ),
     )
     _check_references(config, doc, path)
     return config

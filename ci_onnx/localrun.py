@@ -26,7 +26,7 @@ from ci_onnx.config import Config
 from ci_onnx.errors import ConfigError, GateError
 from ci_onnx.progress import Progress
 from ci_onnx.resolve import Resolver
-from ci_onnx.results import CheckResult, TargetResult, write_result
+from ci_onnx.results import TargetResult
 from ci_onnx.shorten import fit
 from ci_onnx.target import Status, Target
 
@@ -242,17 +242,10 @@ def _verify_one(target: Target, cfg: Config, options: RunOptions, progress: Prog
 
 def _error_result(target: Target, cfg: Config, options: RunOptions, exc: Exception) -> TargetResult:
     """The error result of a target that could not be verified, written like any other."""
-    from ci_onnx.verify import judge, junit, stage
+    from ci_onnx.verify import stage
 
-    message = exc.message if isinstance(exc, GateError) else f"{type(exc).__name__}: {exc}"[:500]
-    check = CheckResult("environment", Status.ERROR, message)
-    result = dataclasses.replace(
-        judge.result(target, None, [check]),
-        reproduce=f"onnx-gate run --config {cfg.path} --only '{target.id}'",
-    )
-    write_result(options.out / stage.RESULTS, result)
-    junit.write(options.out / stage.JUNIT, result)
-    return result
+    reproduce = f"onnx-gate run --config {cfg.path} --only '{target.id}'"
+    return stage.write_error(target, options.out, stage.describe_error(exc), reproduce).result
 
 
 def terminal_table(results_dir: Path, plan: planning.Plan) -> str:

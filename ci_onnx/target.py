@@ -84,10 +84,16 @@ class Target:
     @property
     def id(self) -> str:
         suffix = "" if self.precision == "fp32" else f"-{self.precision}"
+        so = "" if self.session_options == DEFAULT_SESSION_OPTIONS else f"-so-{self.session_options}"
+        return f"{self.release_label}-{self.provider}-op{self.opset}-{self.exporter}{suffix}{so}"
+
+    @property
+    def release_label(self) -> str:
+        """The id's head, what its environment runs: ``ort1.24.1``, ``node-ort1.24.1``,
+        ``android-api34-ort1.22.0``."""
         prefix = "" if self.runner == DEFAULT_RUNNER else f"{self.runner}-"
         prefix += f"api{self.api_level}-" if self.api_level else ""
-        so = "" if self.session_options == DEFAULT_SESSION_OPTIONS else f"-so-{self.session_options}"
-        return f"{prefix}ort{self.runtime}-{self.provider}-op{self.opset}-{self.exporter}{suffix}{so}"
+        return f"{prefix}ort{self.runtime}"
 
     @property
     def bundle_key(self) -> str:

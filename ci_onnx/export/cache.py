@@ -113,6 +113,17 @@ def key_for(cfg: Config, job: Job, *, exclude: Sequence[Path] = ()) -> Key:
     return Key(hashlib.sha256(text.encode()).hexdigest(), material)
 
 
+def combined_key(cfg: Config, jobs: Sequence[Job], *, cache_root: Path | None, out: Path) -> str:
+    """One cache key for ``jobs`` as :func:`export_cached` keys them with ``cache_root`` and ``out``
+    (the workflows' actions/cache key); ``uncacheable`` where what the export reads cannot be told."""
+    exclude = [p for p in (cache_root, out) if p is not None]
+    try:
+        digests = [key_for(cfg, job, exclude=exclude).digest for job in jobs]
+    except (Uncacheable, OSError):
+        return "uncacheable"
+    return hashlib.sha256(",".join(digests).encode()).hexdigest()[:32]
+
+
 def input_files(cfg: Config, exclude: Sequence[Path] = ()) -> dict[str, str]:
     """sha256 of every file the export reads, by a name relative to the config's directory (or the
     installed package's ``name==version``)."""
@@ -158,6 +169,30 @@ def _factory_files(spec: str, root: Path, config_file: Path, exclude: Sequence[P
         base = Path(next(iter(found.submodule_search_locations))).resolve()
         return {_name(p, root): sha256_of(p) for p in _tree(base, {config_file, *exclude}, root)}
     return {_name(location, root): sha256_of(location)}
+
+
+def model_bytes(cfg: Config) -> int | None:
+    """The size of the model's weights as the files the export reads hold them: an ONNX-only
+    model's file and its external data, or the weight files below a factory's directory (the
+    samples and calibration set aside); None where no such file can be seen from here (an installed
+    package, weights made in code)."""
+    m = cfg.model
+    if m.onnx:
+        path = cfg.resolve(m.onnx)
+        files = [p for p in (path, path.with_name(path.name + ".data")) if p.is_file()]
+    else:
+        target = m.factory.rpartition(":")[0]
+        factory = (cfg.root / target).resolve()
+        if not (target.endswith(".py") or "/" in target) or not factory.is_file():
+            return None
+        data = {cfg.resolve(rel) for rel in (m.samples, cfg.export.calibration) if rel}
+        try:
+            tree = _tree(factory.parent, {cfg.path.resolve(), *data}, cfg.root)
+        except Uncacheable:
+            return None
+        files = [p for p in tree if p.suffix.lower() in WEIGHT_SUFFIXES]
+    size = sum(p.stat().st_size for p in files)
+    return size or None
 
 
 def _tree(base: Path, exclude: Iterable[Path], root: Path) -> list[Path]:

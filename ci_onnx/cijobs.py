@@ -53,9 +53,9 @@ class CiSettings:
 def settings(config: Config, targets: Iterable[Target]) -> CiSettings:
     """The layout settings for ``targets`` of ``config``: its ``ci`` section, and each bundle's size
     from the files the export reads (export.cache.model_bytes), scaled by its precision."""
-    from ci_onnx.export import cache
+    from ci_onnx.export.files import model_bytes
 
-    model = cache.model_bytes(config)
+    model = model_bytes(config)
     sizes = matrix.estimate().precision_size
     bundle_mb = (
         {t.bundle_key: round(model / 1e6 * sizes.get(t.precision, 1.0), 3) for t in targets}

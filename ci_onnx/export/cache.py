@@ -33,7 +33,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,19 @@ from ci_onnx import __version__, serde
 from ci_onnx.bundle import MANIFEST, Manifest, read_manifest, sha256_of, write_manifest
 from ci_onnx.config import Config
 from ci_onnx.errors import BundleError
+from ci_onnx.export.files import (  # noqa: F401  (model_bytes: the plan's size of the bundles)
+    DATA_SUFFIXES,
+    MAX_DEPTH,
+    MAX_FILES,
+    RUN_MARK,
+    SKIP_DIRS,
+    SOURCE_SUFFIXES,
+    WEIGHT_SUFFIXES,
+    Uncacheable,
+    model_bytes,
+)
+from ci_onnx.export.files import name_of as _name
+from ci_onnx.export.files import tree as _tree
 from ci_onnx.export.runner import Job, Outcome, export_all
 from ci_onnx.results import CheckResult
 
@@ -50,25 +63,10 @@ ENTRY = "entry.json"
 EXPORTS = "exports"
 VERSIONED = ("torch", "onnx", "onnxscript", "onnxruntime")
 
-SOURCE_SUFFIXES = frozenset({".py", ".pyi"})
-WEIGHT_SUFFIXES = frozenset(
-    {".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".pkl", ".pickle", ".npz", ".npy", ".h5", ".msgpack"}
-)
-DATA_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".txt", ".model", ".vocab", ".cfg", ".toml"})
-"""Besides source and weights: model configs and tokenizer files a factory may read."""
-SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "dist-packages"})
-RUN_MARK = "plan.json"
-"""Found in the output directory of an ``onnx-gate run`` (results, junit, bundles): never hashed."""
-MAX_FILES = 5000
-MAX_DEPTH = 6
 KEEP = 64
 """Entries kept; storing one more removes the least recently used beyond this many."""
 
 Log = Callable[[str], None]
-
-
-class Uncacheable(Exception):
-    """What the export reads cannot be told from here; the job is exported, and not stored."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,71 +167,6 @@ def _factory_files(spec: str, root: Path, config_file: Path, exclude: Sequence[P
         base = Path(next(iter(found.submodule_search_locations))).resolve()
         return {_name(p, root): sha256_of(p) for p in _tree(base, {config_file, *exclude}, root)}
     return {_name(location, root): sha256_of(location)}
-
-
-def model_bytes(cfg: Config) -> int | None:
-    """The size of the model's weights as the files the export reads hold them: an ONNX-only
-    model's file and its external data, or the weight files below a factory's directory (the
-    samples and calibration set aside); None where no such file can be seen from here (an installed
-    package, weights made in code)."""
-    m = cfg.model
-    if m.onnx:
-        path = cfg.resolve(m.onnx)
-        files = [p for p in (path, path.with_name(path.name + ".data")) if p.is_file()]
-    else:
-        target = m.factory.rpartition(":")[0]
-        factory = (cfg.root / target).resolve()
-        if not (target.endswith(".py") or "/" in target) or not factory.is_file():
-            return None
-        data = {cfg.resolve(rel) for rel in (m.samples, cfg.export.calibration) if rel}
-        try:
-            tree = _tree(factory.parent, {cfg.path.resolve(), *data}, cfg.root)
-        except Uncacheable:
-            return None
-        files = [p for p in tree if p.suffix.lower() in WEIGHT_SUFFIXES]
-    size = sum(p.stat().st_size for p in files)
-    return size or None
-
-
-def _tree(base: Path, exclude: Iterable[Path], root: Path) -> list[Path]:
-    """The source, weights and model-data files below ``base``: not hidden ones, not virtual
-    environments, caches, bundles or an earlier run's output, not the config itself."""
-    skip = set(exclude)
-    found: list[Path] = []
-    for directory, dirs, files in os.walk(base):
-        here = Path(directory)
-        depth = len(here.relative_to(base).parts)
-        dirs[:] = sorted(
-            d
-            for d in dirs
-            if not d.startswith(".")
-            and d not in SKIP_DIRS
-            and depth < MAX_DEPTH
-            and (here / d).resolve() not in skip
-            and not (here / d / "pyvenv.cfg").exists()
-            and not (here / d / MANIFEST).exists()
-            and not (here / d / RUN_MARK).exists()
-        )
-        for name in sorted(files):
-            path = here / name
-            suffix = path.suffix.lower()
-            if name.startswith(".") or path.resolve() in skip:
-                continue
-            if suffix in SOURCE_SUFFIXES or suffix in WEIGHT_SUFFIXES or suffix in DATA_SUFFIXES:
-                found.append(path)
-        if len(found) > MAX_FILES:
-            raise Uncacheable(
-                f"more than {MAX_FILES} source and weights files below {_name(base, root)}; "
-                "set export.cache: false, or keep the model's files in a directory of their own"
-            )
-    return found
-
-
-def _name(path: Path, root: Path) -> str:
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return path.resolve().as_posix()
 
 
 def _version(package: str) -> str:

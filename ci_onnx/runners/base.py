@@ -5,7 +5,9 @@ with a timeout, and collects what it wrote: ``observation.json`` plus output Ten
 same files for every kind. A kind observes and never judges; comparison and verdicts live in
 ci_onnx.verify, the same for every kind.
 
-Adding a kind is one module that defines ``RUNNER`` plus a row in matrix/runners.toml. A
+Adding a kind is one module that defines ``RUNNER`` plus a row in matrix/runners.toml (and, for a
+kind whose cells need a CI job of their own, that job's table there: its set-up steps and how it
+verifies; the workflows are generated from it, ci_onnx/scaffold.py). A
 kind may also implement ``launch_many`` (:class:`BatchRunner`): several targets of one environment
 in one child, the interpreter and imports paid once; the others keep one child per target.
 """

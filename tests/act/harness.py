@@ -23,6 +23,8 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +149,21 @@ class Run:
     code: int
     log: str
     artifacts: Path
+    seen_at: tuple[float, ...] = ()
+    """When each line of ``log`` arrived (seconds from act's start)."""
+
+    def wall_times(self) -> dict[str, float]:
+        """Job (or matrix cell) name → seconds from its first log line to its 🏁 line."""
+        first: dict[str, float] = {}
+        out: dict[str, float] = {}
+        for line, at in zip(self.log.splitlines(), self.seen_at, strict=False):
+            if not line.startswith("[") or "]" not in line:
+                continue
+            name = line[1 : line.index("]")].split("/", 1)[-1].strip()
+            first.setdefault(name, at)
+            if "🏁" in line:
+                out[name] = at - first[name]
+        return out
 
     def jobs(self) -> dict[str, bool]:
         """Job (or matrix cell) name → whether act says it succeeded."""
@@ -218,7 +235,25 @@ def run_workflow(
     for key, value in (env or {}).items():
         argv += ["--env", f"{key}={value}"]
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_", "ACT"))}
-    done = subprocess.run(
-        argv, cwd=repo, capture_output=True, text=True, timeout=timeout_s, env=environ, check=False
+    lines: list[str] = []
+    seen_at: list[float] = []
+    started = time.monotonic()
+    child = subprocess.Popen(
+        argv, cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environ
     )
-    return Run(done.returncode, done.stdout + done.stderr, artifacts)
+
+    def read() -> None:
+        for line in child.stdout or ():
+            lines.append(line)
+            seen_at.append(time.monotonic() - started)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        code = child.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+        raise
+    reader.join()
+    return Run(code, "".join(lines), artifacts, tuple(seen_at))

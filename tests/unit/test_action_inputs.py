@@ -199,3 +199,14 @@ def test_the_composite_installs_from_its_own_checkout_with_a_pip_cache_and_no_im
     for step in steps:
         text = f"{step.get('uses', '')} {step.get('run', '')}"
         assert "docker" not in text.replace("docker/requirements", "") and "ghcr.io" not in text, step
+
+
+@pytest.mark.parametrize("path", ["action.yml", "slim/action.yml", "runner/action.yml"])
+@pytest.mark.parametrize("command", ["plan", "verify", "report"])
+def test_every_inputs_default_is_taken_by_every_command(path: str, command: str) -> None:
+    """GitHub hands a step every input, defaults included: a default is no value a command refuses."""
+    inputs = _load(ROOT / path)["inputs"]
+    env = {f"INPUT_{name.upper()}": str(spec.get("default", "")) for name, spec in inputs.items()}
+    env["INPUT_COMMAND"] = command
+    argv = action.to_argv(action.Inputs.from_env(env))
+    assert argv[0] == command

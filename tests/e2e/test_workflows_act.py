@@ -601,9 +601,10 @@ emulator (the stand-in fails) and, if: always(), still runs the results upload (
 
 
 def _main_steps(log: str, job: str) -> list[tuple[bool, str]]:
-    """The (succeeded, name) of each step act ran in ``job``, composite actions' inner steps included."""
+    """The (succeeded, name) of each step act ran in ``job``, composite actions' inner steps included
+    (act adds -N to a name several cells share, and pads every name to the longest)."""
     found = re.findall(
-        rf"^\[onnx-gate/{re.escape(job)}-\d+\]\s+(✅  Success|❌  Failure) - Main (.+?) \[", log, re.M
+        rf"^\[onnx-gate/{re.escape(job)}(?:-\d+)?\s*\]\s+(✅  Success|❌  Failure) - Main (.+?) \[", log, re.M
     )
     return [(mark.startswith("✅"), name) for mark, name in found]
 

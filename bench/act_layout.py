@@ -7,7 +7,9 @@ The scenario is tests/e2e/test_workflows_act.py's (the example's onnx-gate.yml, 
 pinned; act in host mode with the stand-ins of tests/act, two jobs at a time; the jobs whose
 target needs another runtime than this host's verify in the environment `onnx-gate run` builds).
 A job's wall time runs from its first line in act's log to its last; on this host a job has no
-runner to start and no image to pull, so these are the jobs' own steps, not GitHub's figures.
+runner to start and no image to pull, and the runtime environments are those an earlier run built
+(WORK/act-envs; a first run spends about half a minute per environment making them), so these are
+the jobs' own steps, not GitHub's figures.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=args.work) as tmp:
         run, _github, (local_code, local) = scenario._gate(Path(tmp), scenario.example_files(), env_cache)
+        ci = run.statuses()  # read from the run's artifacts, before they go
     took = time.perf_counter() - started
-    ci = run.statuses()
     walls = {name: s for name, s in run.wall_times().items() if name in run.jobs()}
     lines = [
         "# The example's gate under act: one verify job per environment",

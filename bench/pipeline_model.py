@@ -491,7 +491,7 @@ def _layout_cases(
     for name, (cfg, keys) in models.items():
         home = out / name
         bundles, cache = home / "bundles", home / "export-cache"
-        job = f"*-{keys[0]}"
+        job = keys[0]  # as the export job names it
         common.check_call([*_gate("export", "--config", str(cfg), "--out", str(bundles)).argv], env=OFFLINE)
         common.check_call(
             [
@@ -524,6 +524,10 @@ def _layout_cases(
 
         cases[f"{name} export job"] = harness.Command(
             _gate("export", "--config", str(cfg), "--only", job, "--out", str(home / "e")).argv, env=OFFLINE
+        )
+        cases[f"{name} export job, glob"] = harness.Command(
+            _gate("export", "--config", str(cfg), "--only", f"*-{job}", "--out", str(home / "g")).argv,
+            env=OFFLINE,
         )
         cases[f"{name} verify 1"] = verify(ids[:1])
         cases[f"{name} verify {len(ids)}"] = verify(ids)
@@ -562,6 +566,7 @@ def _layout_cases(
             name: ModelCosts(
                 name={"tinycnn": "DigitNet (the example)", "minilm": "all-MiniLM-L6-v2"}[name],
                 export_s=medians[f"{name} export job"],
+                export_before_s=medians[f"{name} export job, glob"],
                 verify_one_s=medians[f"{name} verify 1"],
                 verify_many_s=medians[f"{name} verify {len(keys)}"],
                 many=len(keys),

@@ -161,7 +161,7 @@ def export(config_path: Path, only: Sequence[str], out: Path, cache_dir: Path | 
     def plan_keys(patterns: Sequence[str]) -> Sequence[str]:
         return planning.select(planning.expand(cfg, package_index()), patterns).bundle_keys()
 
-    jobs = runner.select(runner.candidates(cfg, onnx_opset), only, plan_keys)
+    jobs = runner.select(runner.candidates(cfg, onnx_opset), only, plan_keys, cfg.export.precisions)
     if key_only:
         key = cache.combined_key(cfg, jobs, cache_root=cache_dir, out=out) if cfg.export.cache else "off"
         click.echo(key)

@@ -79,7 +79,15 @@ def test_the_rendered_table_names_every_assumption_and_target() -> None:
 from bench import pipeline_layout as pl  # noqa: E402
 
 COSTS = pl.ModelCosts(
-    "m", export_s=10.0, verify_one_s=3.0, verify_many_s=4.5, many=4, bundle_mb=1.0, key_s=1.0, restored_s=2.0
+    "m",
+    export_s=10.0,
+    export_before_s=10.0,
+    verify_one_s=3.0,
+    verify_many_s=4.5,
+    many=4,
+    bundle_mb=1.0,
+    key_s=1.0,
+    restored_s=2.0,
 )
 
 

@@ -139,6 +139,16 @@ def _bundle_edit(d: Path, source: Path, edit: str) -> tuple[str, ...]:
     elif kind == "symlink-model":
         shutil.move(b / bundle_mod.MODEL, outside / bundle_mod.MODEL)
         (b / bundle_mod.MODEL).symlink_to(outside / bundle_mod.MODEL)
+    elif kind == "symlink-unlisted":  # a file a runner opens, dropped from manifest.files, linked out
+        (outside / "secret").write_bytes((b / arg).read_bytes() if (b / arg).is_file() else b"not yours")
+        if (b / arg).exists():
+            (b / arg).unlink()
+        (b / arg).symlink_to(outside / "secret")
+        _manifest(b, lambda m: m["files"].pop(arg, None))
+    elif kind == "symlink-unlisted-dir":
+        shutil.move(b / arg, outside / arg)
+        (b / arg).symlink_to(outside / arg, target_is_directory=True)
+        _manifest(b, lambda m: [m["files"].pop(k) for k in list(m["files"]) if k.startswith(f"{arg}/")])
     elif kind == "target":
         return (arg,)
     elif kind == "manifest":
@@ -274,3 +284,20 @@ def test_case(case: Case, tmp_path: Path, good_bundle: Path) -> None:
     assert not outcome.traceback, detail
     assert not outcome.token_seen, f"the planted token reached {outcome.token_seen}"
     assert not outcome.problems, detail
+
+
+@pytest.mark.parametrize("runner", ["python", "node", "native", "web", "android"])
+def test_an_unlisted_file_linked_outside_is_refused_before_any_kind_runs(
+    runner: str, tmp_path: Path, good_bundle: Path
+) -> None:
+    """The one check every kind's verify passes through (verify.stage._prepare) covers files the
+    manifest does not list: each kind opens test_data_set_N/input_i.pb by its index."""
+    from ci_onnx.errors import BundleError
+    from ci_onnx.target import Target
+    from ci_onnx.verify import stage
+
+    _bundle_edit(tmp_path, good_bundle, "symlink-unlisted:test_data_set_0/input_0.pb")
+    provider = {"web": "wasm"}.get(runner, "cpu")
+    target = Target("1.32.0", provider, 17, "onnx", runner=runner, api_level=34 if runner == "android" else 0)
+    with pytest.raises(BundleError, match=r"input_0\.pb.*leads outside"):
+        stage._prepare(0, tmp_path / "bundle", target, tmp_path / "out")

@@ -78,6 +78,10 @@ class State:
         self.user_endpoint_allowed = False  # GITHUB_TOKEN is an installation token: GET /user is 403
         self.read_only = False
         self.checks_forbidden = False
+        self.list_lag = 0
+        """How many listings of a commit's check runs miss a run just created (GitHub's lists are read
+        from replicas: a new run can show up a moment late)."""
+        self.unlisted: dict[int, int] = {}
         self.list_barrier: threading.Barrier | None = None
         self.barrier_uses = 0
 
@@ -415,6 +419,10 @@ class FakeGitHub(ThreadingHTTPServer):
             for rid, run in sorted(s.check_runs.items())
             if run.get("head_sha") == sha and query.get("check_name", run["name"]) == run["name"]
         ]
+        late = [rid for rid in ids if s.unlisted.get(rid, 0) > 0]
+        for rid in late:
+            s.unlisted[rid] -= 1
+        ids = [rid for rid in ids if rid not in late]
         runs = [self._shaped_run(rid, "checks/list-for-ref", "200") for rid in ids]
         return 200, {"total_count": len(runs), "check_runs": runs}, {}
 
@@ -424,6 +432,7 @@ class FakeGitHub(ThreadingHTTPServer):
             rid = s.new_id()
             s.check_runs[rid] = dict(body)
             s.annotations[rid] = []
+            s.unlisted[rid] = s.list_lag
         else:
             rid = int(parts[4])
             if rid not in s.check_runs:

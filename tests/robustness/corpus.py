@@ -444,6 +444,8 @@ RESULT_EDITS: list[tuple[str, Mutation | bytes, tuple[str, ...]]] = [
     ("checks-not-list", _set("checks", {"a": 1}), ("checks",)),
     ("duration-string", _set("duration_s", "fast"), ("duration_s",)),
     ("a-list", lambda r: [r], ()),
+    ("empty-object", b"{}", ("empty JSON object",)),
+    ("empty-object-spaced", b" {\n}\n", ("empty JSON object",)),
 ]
 
 

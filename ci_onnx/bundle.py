@@ -199,6 +199,39 @@ def confine_tree(root: Path) -> None:
                 confined(root, path.relative_to(root).as_posix(), "file")
 
 
+def unencodable(manifest: Manifest) -> str:
+    """Where the manifest holds text that no UTF-8 file can carry (a lone surrogate, which JSON's
+    ``\\ud800`` escape can spell but no ONNX name can hold), as ``outputs[0].name``; '' if nowhere."""
+
+    def walk(value: Any, where: str) -> str:
+        if isinstance(value, str):
+            return "" if _encodable(value) else where
+        items: list[tuple[str, Any]] = []
+        if isinstance(value, dict):
+            for k, v in value.items():
+                key = str(k)
+                if not _encodable(key):
+                    return f"{where}[{key!a}]".lstrip(".")
+                items.append((f"{where}.{key}", v))
+        elif isinstance(value, (list, tuple)):
+            items = [(f"{where}[{i}]", v) for i, v in enumerate(value)]
+        for here, v in items:
+            found = walk(v, here)
+            if found:
+                return found.lstrip(".")
+        return ""
+
+    return walk(dataclasses.asdict(manifest), "")
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_tolerance(tol: Tolerance, where: str) -> None:
     for name in ("atol", "rtol"):
         value = getattr(tol, name)

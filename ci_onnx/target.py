@@ -55,6 +55,8 @@ _PARTS = {
 }
 """The grammar of each part of an id: what a plan, a result or a device may say is checked against it
 before it reaches a path, a shell or Markdown."""
+PART_MAX = 64
+"""The longest a part of an id may be."""
 _ID = re.compile(
     r"^(?:(?P<runner>[a-z][a-z0-9]*)-)?(?:api(?P<api_level>\d+)-)?"
     rf"ort(?P<runtime>{RELEASE})-(?P<provider>[a-z0-9]+)-op(?P<opset>\d+)"
@@ -92,7 +94,7 @@ class Target:
             raise ValueError(f"unknown precision {self.precision!r}; expected one of {PRECISIONS}")
         for name, grammar in _PARTS.items():
             value = getattr(self, name)
-            if not (isinstance(value, str) and grammar.match(value)):
+            if not (isinstance(value, str) and len(value) <= PART_MAX and grammar.match(value)):
                 raise ValueError(f"{name} {str(value)[:80]!r} is not of the form {grammar.pattern}")
         for name in ("opset", "api_level"):
             value = getattr(self, name)

@@ -251,3 +251,15 @@ def test_the_node_runners_webgpu_ep_runs_on_swiftshader(
     assert r.placement is not None and r.placement.source == "profile"
     assert r.placement.nodes_by_provider.get("WebGpuExecutionProvider", 0) > 0, r.placement
     assert r.placement.fallback_nodes == ()
+
+
+def test_the_cells_secret_is_written_nowhere(digitnet: tuple[Path, int, str]) -> None:
+    """The page's URL carries the cell's secret; no file the run wrote holds one (console log,
+    observation, timings, results, report)."""
+    import re
+
+    out, _, output = digitnet
+    secret = re.compile(rb"/s/[0-9a-f]{48}")
+    assert not secret.search(output.encode())
+    holding = [p for p in out.rglob("*") if p.is_file() and secret.search(p.read_bytes())]
+    assert holding == []

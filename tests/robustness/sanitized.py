@@ -194,6 +194,7 @@ class Findings:
 
 def session(work: Path, seconds: float, seed: int = 33, chunk: int = 2000) -> Findings:
     """Mutants of every seed for about ``seconds``, in chunks of ``chunk`` records per driver run."""
+    work.mkdir(parents=True, exist_ok=True)
     program = build(work)
     rng = random.Random(seed)
     tensors = list(tensor_seeds().items())

@@ -100,6 +100,8 @@ class Target:
             value = getattr(self, name)
             if not (isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10_000):
                 raise ValueError(f"{name} {str(value)[:80]!r} is not a small non-negative integer")
+        if not _ID.match(self.id):  # the parts fit; so must the whole, as from_id reads it back
+            raise ValueError(f"target id {self.id[:200]!r} does not parse back")
 
     @property
     def id(self) -> str:

@@ -120,7 +120,7 @@ def spawn(
 ) -> subprocess.Popen[str]:
     """A child with the allow-listed environment of ``env``, text pipes for stdout and stderr, in a
     process group of its own (so a timeout can kill all of it); one that cannot start is one line."""
-    with _LOCK:
+    with _LOCK, _spawning():
         if _STOPPING.is_set():
             raise EnvironmentProblem(f"{what}: not started, onnx-gate is stopping on a signal")
         for finished in [c for c in _LIVE if c.poll() is not None]:
@@ -145,8 +145,26 @@ def spawn(
 
 _LIVE: set[subprocess.Popen[str]] = set()
 _CLEANUPS: list[Callable[[], object]] = []
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()
 _STOPPING = threading.Event()
+_SPAWNING: set[int] = set()
+"""Threads between starting a child and knowing it: a signal handled there waits until it is known."""
+_DEFERRED: list[int] = []
+
+
+@contextlib.contextmanager
+def _spawning() -> Iterator[None]:
+    me = threading.get_ident()
+    _SPAWNING.add(me)
+    try:
+        yield
+    finally:
+        _SPAWNING.discard(me)
+        if _DEFERRED and _HANDLER is not None:  # a signal came while this thread started a child
+            _HANDLER(_DEFERRED.pop(), None)
+
+
+_HANDLER: Callable[[int, FrameType | None], None] | None = None
 
 
 @contextlib.contextmanager
@@ -181,15 +199,34 @@ def end_children_on_signals() -> None:
     """At the edge (main thread): on SIGTERM or SIGHUP end the children, then die of that signal; on
     SIGINT end them and raise KeyboardInterrupt as Python would."""
 
+    global _HANDLER
+
     def handler(signum: int, frame: FrameType | None) -> None:
+        if threading.get_ident() in _SPAWNING:  # the child just started is not known yet: end it too
+            _DEFERRED.append(signum)
+            return
         end_children()
         if signum == signal.SIGINT:
             raise KeyboardInterrupt
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 
+    _HANDLER = handler
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(sig, handler)
+    # The kernel may hand the signal to any thread, and Python runs the handler only once the main
+    # thread wakes, which a wait on a child it came to end can put off for the child's whole timeout.
+    # The wakeup fd hears every signal at once: a thread of its own ends the children from there (the
+    # main thread's wait then returns and its handler stops onnx-gate).
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    threading.Thread(target=_relay, args=(read_end,), name="onnx-gate-signals", daemon=True).start()
+
+
+def _relay(read_end: int) -> None:
+    while os.read(read_end, 64):
+        end_children()
 
 
 def run(

@@ -307,5 +307,8 @@ for _name, _help in COMMANDS.items():
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
+    from ci_onnx import proc
+
+    proc.end_children_on_signals()  # a signal to onnx-gate ends its runners, browsers and adb calls
     cli.main(args=list(argv) if argv is not None else None, prog_name="onnx-gate")
     sys.exit(EXIT_PASS)

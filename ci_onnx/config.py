@@ -241,6 +241,23 @@ def _per_output(declared: dict[str, Any], base: Tolerance) -> dict[str, Toleranc
     }
 
 
+def _check_range(spec: TensorSpec, integer: bool, where: str) -> None:
+    """``range`` is half-open, [low, high): it must hold a value (an integer one for integer inputs)."""
+    assert spec.value_range is not None
+    low, high = spec.value_range
+    shown = f"[{low:g}, {high:g}]"
+    if low >= high:
+        raise ConfigError(
+            f"{where}: model.inputs.{spec.name}.range: {shown} is empty (values are drawn from [low, high)); "
+            "give the lower bound first, e.g. [0, 100]"
+        )
+    if integer and int(low) >= int(high):
+        raise ConfigError(
+            f"{where}: model.inputs.{spec.name}.range: {shown} holds no integer for a {spec.dtype} input; "
+            "widen it, e.g. [0, 100]"
+        )
+
+
 def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
     m = plain["model"]
     inputs = tuple(
@@ -253,11 +270,15 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         for name, spec in m.get("inputs", {}).items()
     )
     for spec in inputs:
-        if spec.dtype.startswith(("int", "uint")) and spec.value_range is None:
+        integer = spec.dtype.startswith(("int", "uint"))
+        if integer and spec.value_range is None:
             raise ConfigError(
                 f"{path}:{guard.line_of(doc, ['model', 'inputs', spec.name])}: model.inputs.{spec.name}: "
                 f"integer input needs `range: [low, high]` for its random values (token ids: [0, vocab_size])"
             )
+        if spec.value_range is not None:
+            line = guard.line_of(doc, ["model", "inputs", spec.name, "range"])
+            _check_range(spec, integer, f"{path}:{line}")
     pre = m.get("preprocessing")
     name = m.get("name") or (m.get("factory", "").split(":")[-1] or Path(m.get("onnx", "model")).stem)
     model = ModelConfig(

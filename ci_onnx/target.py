@@ -45,9 +45,21 @@ DEFAULT_SESSION_OPTIONS = "default"
 DEFAULT_RUNNER = "python"
 """The runner kind whose ids carry no prefix (the ids onnx-gate wrote before runners were an axis)."""
 
+RELEASE = r"\d+\.\d+(?:\.\d+)?(?:[.+_a-zA-Z0-9]*?)?"
+"""A runtime release as ids carry it: 1.20.1, 1.25.0.dev20260101, 1.24.1+cu12."""
+_PARTS = {
+    "runtime": re.compile(rf"^{RELEASE}$"),
+    "provider": re.compile(r"^[a-z0-9]+$"),
+    "runner": re.compile(r"^[a-z][a-z0-9]*$"),
+    "session_options": re.compile(r"^[a-z][a-z0-9_]*$"),
+}
+"""The grammar of each part of an id: what a plan, a result or a device may say is checked against it
+before it reaches a path, a shell or Markdown."""
+PART_MAX = 64
+"""The longest a part of an id may be."""
 _ID = re.compile(
     r"^(?:(?P<runner>[a-z][a-z0-9]*)-)?(?:api(?P<api_level>\d+)-)?"
-    r"ort(?P<runtime>\d+\.\d+(?:\.\d+)?(?:[.+_a-zA-Z0-9]*?)?)-(?P<provider>[a-z0-9]+)-op(?P<opset>\d+)"
+    rf"ort(?P<runtime>{RELEASE})-(?P<provider>[a-z0-9]+)-op(?P<opset>\d+)"
     r"-(?P<exporter>[a-z]+)(?:-(?P<precision>fp16|int8-dynamic|int8-static))?"
     r"(?:-so-(?P<session>[a-z][a-z0-9_]*))?$"
 )
@@ -80,6 +92,16 @@ class Target:
             raise ValueError(f"unknown exporter {self.exporter!r}; expected one of {EXPORTERS}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"unknown precision {self.precision!r}; expected one of {PRECISIONS}")
+        for name, grammar in _PARTS.items():
+            value = getattr(self, name)
+            if not (isinstance(value, str) and len(value) <= PART_MAX and grammar.match(value)):
+                raise ValueError(f"{name} {str(value)[:80]!r} is not of the form {grammar.pattern}")
+        for name in ("opset", "api_level"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10_000):
+                raise ValueError(f"{name} {str(value)[:80]!r} is not a small non-negative integer")
+        if not _ID.match(self.id):  # the parts fit; so must the whole, as from_id reads it back
+            raise ValueError(f"target id {self.id[:200]!r} does not parse back")
 
     @property
     def id(self) -> str:

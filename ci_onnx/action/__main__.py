@@ -52,6 +52,9 @@ def run(environ: MutableMapping[str, str]) -> int:
 
 
 def main() -> None:
+    from ci_onnx import proc
+
+    proc.end_children_on_signals()  # a cancelled step ends its runners as `onnx-gate` does
     code = run(os.environ)
     github_output = os.environ.get("GITHUB_OUTPUT")
     if github_output:

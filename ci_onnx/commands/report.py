@@ -52,6 +52,7 @@ def report(
     publish: bool,
 ) -> None:
     """Aggregate target results into one report: PR comment, job summary, check, exit code."""
+    from ci_onnx import escape
     from ci_onnx.github import workflow
     from ci_onnx.github.context import from_env
     from ci_onnx.plan import read_plan
@@ -121,14 +122,14 @@ def report(
                 "report": str(report_file),
             },
         )
-    # Result text can come from a fork: one line each, so none of it can start a workflow command.
+    # Result text can come from a fork: one capped line each, so none of it can start a workflow command.
     for problem in [*collection.problems, *(junit.parse_errors if junit else ())][:20]:
-        click.echo("  💥 " + " ".join(str(problem).split()))
+        click.echo("  💥 " + escape.line(problem))
     for f in the_view.failures[:20]:
-        click.echo("  " + " ".join(f"{f.icon} {f.target}: {f.reason}".split()))
+        click.echo("  " + escape.line(f"{f.icon} {f.target}: {f.reason}"))
     if len(the_view.failures) > 20:
         click.echo(f"  … and {len(the_view.failures) - 20} more")
     mark = "❌" if the_view.blocks else "✅"
-    click.echo(" ".join(f"{mark} {the_view.headline}; the full report: {report_file}".split()))
+    click.echo(escape.line(f"{mark} {the_view.headline}; the full report: {report_file}"))
     if the_view.blocks:
         raise click.exceptions.Exit(EXIT_FAIL)

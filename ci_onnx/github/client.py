@@ -53,8 +53,9 @@ class BadToken(GitHubError):
     """The token cannot be sent at all (characters no token has); it is not shown."""
 
 
-RETRYABLE_POSTS = ("/statuses/",)
-"""POSTs that are idempotent (the latest commit status of a context wins): retried as any request."""
+RETRYABLE_POST = re.compile(r"/repos/[^/]+/[^/]+/statuses/[^/?]+$")
+"""POSTs that are idempotent (the latest commit status of a context wins): retried as any request.
+Matched on the whole path, so a repository named ``statuses`` does not make its check runs retried."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,7 +139,7 @@ class Client:
                 f"not sending {what}: GitHub has been too slow "
                 f"({self._retry.budget_s:.0f} s spent on this report already)"
             )
-        once = method == "POST" and not any(p in url for p in RETRYABLE_POSTS)
+        once = method == "POST" and not RETRYABLE_POST.search(url.split("?")[0])
         start = time.monotonic()
         for attempt in range(1, self._retry.attempts + 1):
             last = attempt == self._retry.attempts or time.monotonic() - start > self._retry.total_s
@@ -182,6 +183,10 @@ class Client:
             m = _NEXT.search(r.headers.get("Link", ""))
             url, query = (m.group(1), None) if m else (None, None)
         self._log(f"stopped after {max_pages} pages of {path}")
+
+    def pause(self, attempt: int, why: str) -> None:
+        """Wait as before retry number ``attempt`` (the policy's backoff, logged)."""
+        self._wait(self._backoff(attempt), why, attempt)
 
     def _backoff(self, attempt: int) -> float:
         return min(self._retry.backoff_s * 2 ** (attempt - 1), self._retry.max_wait_s)

@@ -60,6 +60,8 @@ def _classify(path: Path) -> str:
         return f"is not valid JSON (truncated or corrupted? {str(exc)[:120]})"
     if not isinstance(data, dict):
         return "other"
+    if not data:  # what a job that died while writing its result can leave
+        return "is an empty JSON object, not a TargetResult"
     if "target" in data or "status" in data or ("schema_version" in data and "targets" not in data):
         return "result"
     return "other"

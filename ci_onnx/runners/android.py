@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shutil
 import tempfile
 import urllib.error
@@ -58,6 +59,9 @@ TRIPLES = {
     "x86": "i686-linux-android",
 }
 """Android ABI → the NDK's clang target triple."""
+_MODEL_CHARS = re.compile(r"[^A-Za-z0-9 ._+()-]")
+MODEL_MAX = 64
+"""A device's model name, as shown: letters, digits and a little punctuation, at most 64 characters."""
 DEVICE_FILE = "device.json"
 DOWNLOAD_TIMEOUT_S = 300.0
 READY = "onnx-gate-env.txt"
@@ -87,11 +91,17 @@ class Device:
 
     @classmethod
     def probe(cls, adb: Adb) -> Device:
+        """What the device says, each value checked against its grammar before it reaches a path (the
+        ABI names the library cache), a shell or the report: a device is not trusted."""
         abi = adb.getprop("ro.product.cpu.abi")
         sdk = adb.getprop("ro.build.version.sdk")
-        if not abi or not sdk.isdigit():
+        if not abi or not (sdk.isascii() and sdk.isdigit() and len(sdk) <= 4):
             raise EnvironmentProblem(f"adb: {adb.device} reports no ABI or API level (getprop failed)")
-        model = adb.getprop("ro.product.model") or "unknown model"
+        if abi not in TRIPLES:
+            raise EnvironmentProblem(
+                f"adb: {adb.device} reports ABI {abi[:40]!r}, not one of {', '.join(TRIPLES)}"
+            )
+        model = _MODEL_CHARS.sub("_", adb.getprop("ro.product.model"))[:MODEL_MAX] or "unknown model"
         return cls(abi, int(sdk), model, adb.getprop("ro.kernel.qemu") == "1")
 
     @property

@@ -170,7 +170,8 @@ def fresh_profile() -> Iterator[Path]:
     """A new, empty ``--user-data-dir``; its browser is swept and the folder removed on exit."""
     profile = Path(tempfile.mkdtemp(prefix="onnx-gate-chromium-"))
     try:
-        yield profile
+        with proc.cleanup(lambda: sweep(profile)):  # the browser leaves the driver's group
+            yield profile
     finally:
         sweep(profile)
         shutil.rmtree(profile, ignore_errors=True)

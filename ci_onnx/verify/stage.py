@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ci_onnx import matrix, proc
-from ci_onnx.bundle import MODEL, Manifest, confined, read_manifest
+from ci_onnx.bundle import MANIFEST, MODEL, Manifest, confined, read_manifest, unencodable
 from ci_onnx.config import Config
 from ci_onnx.errors import BundleError, UsageError
 from ci_onnx.results import CheckResult, TargetResult, write_result
@@ -174,7 +174,15 @@ def _prepare(index: int, bundle_dir: Path, target: Target, out_dir: Path) -> _Pr
     _check_bundle_matches(target, manifest, bundle_dir)
     reproduce = f"onnx-gate verify --bundle {bundle_dir} --target {target.id}"
     p = _Prepared(index, bundle_dir, target, manifest, started, 0.0, reproduce)
-    if manifest.export_failed or not (bundle_dir / MODEL).is_file():
+    bad_text = unencodable(manifest)
+    if bad_text:
+        p.result = _bundle_error(
+            target,
+            manifest,
+            f"{bundle_dir / MANIFEST}: {bad_text} holds a lone surrogate, which no ONNX name (UTF-8) can "
+            "hold; re-run `onnx-gate export`",
+        )
+    elif manifest.export_failed or not (bundle_dir / MODEL).is_file():
         p.result = _export_failed(target, manifest)
     else:
         p.expected = target.expected_skip or matrix.caps_for(target.runtime).cannot_load(
@@ -214,6 +222,13 @@ def _check_bundle_matches(target: Target, manifest: Manifest, bundle_dir: Path) 
             f"op{manifest.requested_opset}-{manifest.exporter} ({manifest.precision}); "
             "pass the matching --bundle"
         )
+
+
+def _bundle_error(target: Target, manifest: Manifest, why: str) -> TargetResult:
+    """The target's error when its bundle cannot be judged at all (nothing of it is run)."""
+    from ci_onnx.verify import judge
+
+    return judge.result(target, manifest, [CheckResult("bundle", Status.ERROR, why)])
 
 
 def _export_failed(target: Target, manifest: Manifest) -> TargetResult:

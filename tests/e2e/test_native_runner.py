@@ -254,6 +254,53 @@ def test_a_truncated_input_file_is_a_one_line_run_error_naming_it(
     assert "test_data_set_1" in obs.outputs  # the other sets still ran
 
 
+def test_the_observer_built_with_the_sanitizers_refuses_hostile_inputs_with_no_report(
+    env_cache: Path, tmp_path: Path
+) -> None:
+    """The whole observer under ASan and UBSan, on the real 1.29.0 library: a real bundle observed
+    clean, then each hostile file of the fuzz suite as its first data set's input, a run error naming
+    the file while the other set still runs. No sanitizer report (the library's own leaks aside)."""
+    from tests import bundles
+    from tests.robustness import sanitized
+
+    how = base.Provisioning(env_cache, proc.child_environment(os.environ))
+    lib = native.library("1.29.0", how)
+    program = native.build(
+        tmp_path / "build", cc=native.compiler(how.environ), include_dir=native.headers(how),
+        flags=list(sanitized.SANITIZE), environ=how.environ,
+    )  # fmt: skip
+    supp = tmp_path / "lsan.supp"
+    supp.write_text("leak:libonnxruntime.so\n")  # the library's own allocations, never observe.c's
+    asan = sanitized.SAN_ENV["ASAN_OPTIONS"].replace(
+        f"max_allocation_size_mb={sanitized.MAX_ALLOCATION_MB}", "max_allocation_size_mb=4096"
+    )
+    env = {
+        **os.environ,
+        **sanitized.SAN_ENV,
+        "ASAN_OPTIONS": asan,
+        "LSAN_OPTIONS": f"exitcode=88:suppressions={supp}",
+    }
+    source = bundles.mlp_bundle(tmp_path / "mlp")
+    for name in ("none", "count-wraps-to-zero", "complex64-odd-floats", "complex128-2^30-no-data"):
+        bundle = tmp_path / name
+        shutil.copytree(source, bundle)
+        pb = bundle / "test_data_set_0" / "input_0.pb"
+        if name != "none":
+            pb.write_bytes(sanitized.HOSTILE[name])
+        obs_dir = tmp_path / f"obs-{name}"
+        done = subprocess.run(
+            _argv(program, lib, bundle, obs_dir, "cpu"), capture_output=True, text=True, timeout=600, env=env
+        )
+        assert not any(m in done.stderr for m in sanitized.REPORT_MARKS), done.stderr[-4000:]
+        assert done.returncode == 0, (name, done.stderr[-2000:])
+        obs = native.collect(obs_dir)
+        assert "test_data_set_1" in obs.outputs, name
+        if name == "none":
+            assert not obs.run_errors and obs.batch_outputs and obs.latency
+        else:
+            assert f"{pb}: not a TensorProto (" in obs.run_errors["test_data_set_0"], name
+
+
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_the_observer_runs_the_example_under_valgrind_with_no_error_or_leak(
     both: tuple[Path, int, str], parts: tuple[Path, Path], tmp_path: Path

@@ -251,3 +251,49 @@ def test_the_node_runners_webgpu_ep_runs_on_swiftshader(
     assert r.placement is not None and r.placement.source == "profile"
     assert r.placement.nodes_by_provider.get("WebGpuExecutionProvider", 0) > 0, r.placement
     assert r.placement.fallback_nodes == ()
+
+
+def test_the_cells_secret_is_written_nowhere(digitnet: tuple[Path, int, str]) -> None:
+    """The page's URL carries the cell's secret; no file the run wrote holds one (console log,
+    observation, timings, results, report)."""
+    import re
+
+    out, _, output = digitnet
+    secret = re.compile(rb"/s/[0-9a-f]{48}")
+    assert not secret.search(output.encode())
+    holding = [p for p in out.rglob("*") if p.is_file() and secret.search(p.read_bytes())]
+    assert holding == []
+
+
+def test_a_signal_to_verify_leaves_no_browser(env_cache: Path, tmp_path: Path) -> None:
+    """SIGTERM to `onnx-gate verify` of a web cell whose page hangs: the driver's group dies, and the
+    browser, which playwright starts in a group of its own, is swept before onnx-gate exits."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests import bundles
+
+    bundle = bundles.mlp_bundle(tmp_path / "mlp")
+    target = "web-ort1.29.0-wasm-op17-onnx"
+    env = {**os.environ, "ONNX_GATE_CACHE": str(env_cache), "ONNX_GATE_TEST_RUNNER_DIE": "hang"}
+    argv = [sys.executable, "-m", "ci_onnx", "verify", "--bundle", str(bundle), "--target", target,
+            "--out", str(tmp_path / "out"), "--timeout", "600"]  # fmt: skip
+    gate = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not browsers_left() and time.monotonic() < deadline and gate.poll() is None:
+            time.sleep(0.2)
+        assert browsers_left(), "no browser started"
+        time.sleep(2)  # the page is up and hanging
+        gate.send_signal(signal.SIGTERM)
+        gate.communicate(timeout=60)
+    finally:
+        if gate.poll() is None:
+            gate.kill()
+    assert gate.returncode == -signal.SIGTERM
+    deadline = time.monotonic() + 10
+    while browsers_left() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert browsers_left() == []

@@ -81,6 +81,10 @@ class State:
         self.refs: dict[str, str] = {}
         """Git refs (``tags/v1``) → commit, for the release's moving tags."""
         self.releases: dict[int, dict[str, Any]] = {}
+        self.list_lag = 0
+        """How many listings of a commit's check runs miss a run just created (GitHub's lists are read
+        from replicas: a new run can show up a moment late)."""
+        self.unlisted: dict[int, int] = {}
         self.list_barrier: threading.Barrier | None = None
         self.barrier_uses = 0
 
@@ -494,6 +498,10 @@ class FakeGitHub(ThreadingHTTPServer):
             for rid, run in sorted(s.check_runs.items())
             if run.get("head_sha") == sha and query.get("check_name", run["name"]) == run["name"]
         ]
+        late = [rid for rid in ids if s.unlisted.get(rid, 0) > 0]
+        for rid in late:
+            s.unlisted[rid] -= 1
+        ids = [rid for rid in ids if rid not in late]
         runs = [self._shaped_run(rid, "checks/list-for-ref", "200") for rid in ids]
         return 200, {"total_count": len(runs), "check_runs": runs}, {}
 
@@ -503,6 +511,7 @@ class FakeGitHub(ThreadingHTTPServer):
             rid = s.new_id()
             s.check_runs[rid] = dict(body)
             s.annotations[rid] = []
+            s.unlisted[rid] = s.list_lag
         else:
             rid = int(parts[4])
             if rid not in s.check_runs:

@@ -50,6 +50,7 @@ def published(fake: FakeGitHub, fault: GitHubFault) -> tuple[list[str], list[str
     for _ in range(fault.existing_comments):
         fake.state.add_comment(PR, f"{MARKER}\nan earlier report", server.ACTIONS_BOT)
     fake.state.faults.extend(fault.faults)
+    fake.state.list_lag = fault.list_lag
     client = Client(
         server.TOKEN,
         fake.url,

@@ -75,7 +75,12 @@ def test_build_compiles_with_the_strict_flags_and_caches_by_hash(tmp_path: Path)
     for flag in ("-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-ldl"):
         assert flag in args
     assert args[args.index("-I") + 1] == str(inc)
-    assert {Path(a).name for a in args if a.endswith(".c")} == {"observe.c", "tensorproto.c"}
+    assert {Path(a).name for a in args if a.endswith(".c")} == {
+        "observe.c",
+        "tensorproto.c",
+        "json.c",
+        "manifest.c",
+    }
     again = native.build(tmp_path / "out", cc=str(cc), include_dir=inc, environ={"PATH": "/usr/bin:/bin"})
     assert again == first and len((tmp_path / "cc-calls").read_text().splitlines()) == 1  # cached
     flagged = native.build(
@@ -156,7 +161,9 @@ def test_the_package_data_ships_the_observer_sources() -> None:
         "ci_onnx"
     ]
     sources = [p.relative_to(ROOT / "ci_onnx").as_posix() for p in native._sources()]
-    assert {Path(s).name for s in sources} == {"observe.c", "tensorproto.c", "tensorproto.h"}
+    assert {Path(s).name for s in sources} == {
+        *("observe.c", "tensorproto.c", "tensorproto.h", "json.c", "json.h", "manifest.c", "manifest.h")
+    }
     assert all(any(fnmatch.fnmatchcase(s, g) for g in globs) for s in sources), sources
 
 

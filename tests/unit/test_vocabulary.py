@@ -72,3 +72,27 @@ def test_missing_is_a_status_that_blocks_like_failed_and_error(status: Status) -
 def test_the_two_shapes_are_gone() -> None:
     assert not hasattr(bundle, "Finding")
     assert not hasattr(collect, "Outcome")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("runtime", "1.20.1\n## ✅ onnx-gate: all 9 targets passed"),
+        ("runtime", "1.20.1</details><script>alert(1)</script>"),
+        ("runtime", "../../etc"),
+        ("runtime", "latest"),
+        ("provider", "cpu\n<!-- onnx-gate:report -->"),
+        ("provider", "CPU"),
+        ("runner", "web;rm"),
+        ("session_options", "x y"),
+        ("opset", -1),
+        ("api_level", True),
+    ],
+)
+def test_a_target_part_outside_its_grammar_is_refused(field: str, value: object) -> None:
+    """What a plan, a result or a fork supplies becomes a Target only if every part fits the id."""
+    from ci_onnx.target import Target
+
+    parts: dict[str, object] = {"runtime": "1.20.1", "provider": "cpu", "opset": 17, "exporter": "dynamo"}
+    with pytest.raises(ValueError, match=field):
+        Target(**{**parts, field: value})  # type: ignore[arg-type]

@@ -1,12 +1,13 @@
 // The onnxruntime-web runner's page: observe one bundle on one EP in the browser, draw no verdict.
 //
 // Served by drive.mjs with COOP/COEP (so crossOriginIsolated holds and wasm threads are real). It
-// reads /config.json, the bundle under /bundle/ with the node runner's TensorProto codec, runs the
-// cell's EP, POSTs every output file to /out/<path> and the Observation to /observation. A failure
-// the page cannot report is POSTed to /fatal; an uncaught one reaches the driver as a page error.
+// reads config.json, the bundle under bundle/ with the node runner's TensorProto codec, runs the
+// cell's EP, POSTs every output file to out/<path> and the Observation to observation. A failure
+// the page cannot report is POSTed to fatal; an uncaught one reaches the driver as a page error.
+// Every URL is relative to the page's, which carries the cell's secret (drive.mjs refuses the rest).
 
 import './buffer.mjs'; // before the codec: it needs Buffer
-import { readTensor, writeTensor } from '/codec/tensorproto.mjs';
+import { readTensor, writeTensor } from '../codec/tensorproto.mjs';
 
 const WARMUP_RUNS = 3;
 const MEMORY_WAIT_MS = 2000; // it answers within 0.2 s when it answers at all (bench/WEB.md)
@@ -30,7 +31,7 @@ async function post(url, body) {
 async function readInputs(ort, manifest, dir) {
   const feeds = {};
   for (const [i, spec] of manifest.inputs.entries()) {
-    const t = readTensor(await fetchBytes(`/bundle/${dir}/input_${i}.pb`));
+    const t = readTensor(await fetchBytes(`bundle/${dir}/input_${i}.pb`));
     feeds[spec.name] = new ort.Tensor(t.type, t.data, t.dims);
   }
   return feeds;
@@ -76,7 +77,7 @@ async function save(dir, manifest, got) {
     if (!t) continue;
     const rel = `${dir}/output_${i}.pb`;
     const c = await cpuData(t);
-    await post(`/out/${rel}`, writeTensor({ name: spec.name, type: c.type, dims: c.dims, data: c.data }));
+    await post(`out/${rel}`, writeTensor({ name: spec.name, type: c.type, dims: c.dims, data: c.data }));
     files[spec.name] = rel;
   }
   return files;
@@ -128,12 +129,12 @@ async function memory() {
 
 async function observe(cfg) {
   const t0 = performance.now();
-  const ort = await import(`/ort/${cfg.ortFile}`);
+  const ort = await import(new URL(`../ort/${cfg.ortFile}`, import.meta.url).href);
   const importMs = performance.now() - t0;
-  ort.env.wasm.wasmPaths = '/ort/';
+  ort.env.wasm.wasmPaths = new URL('../ort/', import.meta.url).href;
   ort.env.wasm.numThreads = cfg.threads;
   ort.env.wasm.proxy = false;
-  const manifest = JSON.parse(new TextDecoder().decode(await fetchBytes('/bundle/manifest.json')));
+  const manifest = JSON.parse(new TextDecoder().decode(await fetchBytes('bundle/manifest.json')));
   const epName = EP_NAMES[cfg.ep] ?? cfg.ep;
   const eps = cfg.ep === 'wasm' ? ['wasm'] : [cfg.ep, 'wasm'];
   const requested = cfg.ep === 'wasm' ? [epName] : [epName, EP_NAMES.wasm];
@@ -152,7 +153,7 @@ async function observe(cfg) {
     notes: [`wasm threads: ${cfg.threads} (crossOriginIsolated: ${self.crossOriginIsolated})`],
   };
   const timings = { import_ms: round(importMs, 3) };
-  const model = await fetchBytes('/bundle/model.onnx');
+  const model = await fetchBytes('bundle/model.onnx');
 
   // The verbose log of one session (its "Node placements" lines reach the console, which the driver
   // keeps), then the session that is observed, created quietly so its timing is not the log's.
@@ -252,11 +253,11 @@ async function observe(cfg) {
 }
 
 try {
-  const cfg = JSON.parse(new TextDecoder().decode(await fetchBytes('/config.json')));
+  const cfg = JSON.parse(new TextDecoder().decode(await fetchBytes('config.json')));
   const { obs, timings } = await observe(cfg);
-  await post('/timings', JSON.stringify(timings));
-  await post('/observation', JSON.stringify(obs));
+  await post('timings', JSON.stringify(timings));
+  await post('observation', JSON.stringify(obs));
 } catch (e) {
-  await post('/fatal', message(e)).catch(() => {});
+  await post('fatal', message(e)).catch(() => {});
   throw e;
 }

@@ -41,23 +41,39 @@ COMMANDS = {
 """``onnx-gate --help`` lists the commands once, in the order a run goes through them."""
 
 
+class _Interrupted(BaseException):
+    """A KeyboardInterrupt on its way out of click, which would turn it into exit code 1."""
+
+
 class GateGroup(click.Group):
-    """Turns GateErrors into one line on stderr and their exit code; anything else is a bug."""
+    """Turns GateErrors into one line on stderr and their exit code; anything else is a bug.
+
+    Ctrl-C ends every child process at once and stays a KeyboardInterrupt for whoever called the
+    command: :func:`main` turns it into exit code 130; a caller in the same process (a test through
+    click's CliRunner, the action's entry point) is interrupted too instead of reading an exit code."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(self.commands, key=lambda name: list(COMMANDS).index(name) if name in COMMANDS else 99)
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def main(self, *args: Any, **kwargs: Any) -> Any:
         try:
-            return super().invoke(ctx)
+            return super().main(*args, **kwargs)
+        except _Interrupted:
+            raise KeyboardInterrupt from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from ci_onnx import proc
+
+        try:
+            with proc.interruptible():
+                return super().invoke(ctx)
         except GateError as exc:
             click.echo(f"onnx-gate: error: {exc.message}", err=True)
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except KeyboardInterrupt:
-            click.echo("onnx-gate: interrupted", err=True)
-            ctx.exit(EXIT_INTERRUPTED)
+            raise _Interrupted from None
         except Exception:
             traceback.print_exc()
             click.echo(
@@ -301,5 +317,9 @@ for _name, _help in COMMANDS.items():
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    cli.main(args=list(argv) if argv is not None else None, prog_name="onnx-gate")
+    try:
+        cli.main(args=list(argv) if argv is not None else None, prog_name="onnx-gate")
+    except KeyboardInterrupt:
+        click.echo("onnx-gate: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     sys.exit(EXIT_PASS)

@@ -10,13 +10,15 @@ factory) and third-party runtimes; no token of any name reaches them.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from ci_onnx.errors import EnvironmentProblem
@@ -112,8 +114,10 @@ def spawn(
 ) -> subprocess.Popen[str]:
     """A child with the allow-listed environment of ``env``, text pipes for stdout and stderr, in a
     process group of its own (so a timeout can kill all of it); one that cannot start is one line."""
+    if _ENDING.is_set():
+        raise EnvironmentProblem(f"{what}: not started, the command is being interrupted")
     try:
-        return subprocess.Popen(
+        child = subprocess.Popen(
             list(argv),
             cwd=cwd,
             env=child_environment(env),
@@ -126,6 +130,60 @@ def spawn(
         )
     except OSError as exc:
         raise EnvironmentProblem(f"{what}: cannot start {argv[0]} ({exc.strerror})") from None
+    with _LIVE_LOCK:
+        _LIVE.difference_update([c for c in _LIVE if c.returncode is not None])  # waited for already
+        _LIVE.add(child)
+    return child
+
+
+_LIVE: set[subprocess.Popen[str]] = set()
+_LIVE_LOCK = threading.Lock()
+"""Every child :func:`spawn` started. Each runs in a session of its own, so a Ctrl-C at the terminal
+(SIGINT to the foreground process group) never reaches it: :func:`end_children` does."""
+
+
+_ENDING = threading.Event()
+"""Set while an interrupt ends the children: threads still at work start no new ones."""
+
+
+def end_children() -> int:
+    """Kill the process group of every child still running, and start no new one until
+    :func:`interruptible` returns; returns how many were running."""
+    _ENDING.set()
+    with _LIVE_LOCK:
+        live = [c for c in _LIVE if c.poll() is None]
+        _LIVE.clear()
+    for child in live:
+        _kill_group(child)
+    return len(live)
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """Ctrl-C ends the children at once, then raises KeyboardInterrupt where the main thread is.
+
+    Without it a KeyboardInterrupt would wait for the threads that wait on children (an executor's
+    shutdown joins them), and those children, in sessions of their own, never see the terminal's
+    SIGINT. A SIGINT handler is the main thread's; elsewhere, or where SIGINT is ignored (a job run
+    with nohup), nothing changes."""
+    previous = signal.getsignal(signal.SIGINT)
+    install = threading.current_thread() is threading.main_thread() and previous is signal.default_int_handler
+
+    def interrupted(signum: int, frame: object) -> None:
+        end_children()
+        raise KeyboardInterrupt
+
+    if install:
+        signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    except KeyboardInterrupt:
+        end_children()
+        raise
+    finally:
+        if install:
+            signal.signal(signal.SIGINT, previous)
+        _ENDING.clear()
 
 
 def run(
@@ -154,6 +212,12 @@ def run(
         _kill_group(proc)
         out, err = _drain(proc)
         timed_out = True
+    except BaseException:  # an interrupt: the child is in its own session, so end it here
+        _kill_group(proc)
+        raise
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
     done = Completed(argv, proc.returncode, out, err, time.monotonic() - start, timed_out)
     if check and not done.ok:
         raise EnvironmentProblem(f"{what or argv[0]} failed, {done.describe_failure()}")

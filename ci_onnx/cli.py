@@ -26,7 +26,7 @@ from ci_onnx.commands.options import (
 )
 from ci_onnx.commands.report import report
 from ci_onnx.commands.run import run
-from ci_onnx.errors import EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_PASS, GateError
+from ci_onnx.errors import EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_PASS, EXIT_USAGE, GateError
 from ci_onnx.scaffold import DEFAULT_ACTION
 
 COMMANDS = {
@@ -84,8 +84,20 @@ class GateGroup(click.Group):
             ctx.exit(EXIT_INTERNAL)
 
 
+EXIT_CODES = (
+    (EXIT_PASS, "the gate passed"),
+    (EXIT_FAIL, "the gate failed (a check failed, a target errored or is missing)"),
+    (EXIT_USAGE, "bad usage or configuration (one line naming the file, line and key)"),
+    (EXIT_INTERNAL, "an internal or environment error (a package index, a venv, a bug)"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C); every child process is ended"),
+)
+"""What every command exits with, shown by ``--help`` (and the README's command table)."""
+
+
 @click.group(
-    cls=GateGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110}
+    cls=GateGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
+    epilog="\b\nExit codes:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES),
 )
 @click.version_option(__version__, prog_name="onnx-gate")
 def cli() -> None:
@@ -109,9 +121,11 @@ def plan(config_path: Path, only: Sequence[str], fmt: str, out: Path | None) -> 
     """Expand the declared matrix into targets (expected skips keep their reason)."""
     from ci_onnx import config
     from ci_onnx import plan as planning
+    from ci_onnx.export import factory
     from ci_onnx.resolve import PipIndex
 
     cfg = config.load(config_path)
+    factory.check(cfg)  # a factory that is not there fails here, not at export
     index = PipIndex(extra_index_urls=[cfg.targets.nightly_index] if cfg.targets.nightly_index else [])
     the_plan = planning.select(planning.expand(cfg, index), only)
     if out:

@@ -126,6 +126,18 @@ def load(path: Path) -> Config:
     return parse(guard.read_text(path), path)
 
 
+def key_location(cfg: Config, *keys: str) -> str:
+    """``path:line: a.b`` for a key of ``cfg``'s file, for a problem found after it was read (a
+    factory that is not there); the path alone where the file cannot be read again."""
+    from ruamel.yaml import YAML
+
+    try:
+        doc = YAML(typ="rt").load(io.StringIO(guard.read_text(cfg.path).removeprefix("\ufeff")))
+    except Exception:  # changed or gone since it was read: the key without its line
+        return f"{cfg.path}: {'.'.join(keys)}"
+    return f"{cfg.path}:{guard.line_of(doc, list(keys))}: {'.'.join(keys)}"
+
+
 def parse(text: str, path: Path) -> Config:
     """The Config in ``text``; every problem, whatever its kind, is a ConfigError naming ``path``."""
     from ruamel.yaml import YAML
@@ -204,6 +216,11 @@ def _describe(error: Any, doc: Any, path: Path) -> str:
         )
     if error.validator == "required":
         return f"{path}:{line}: {where}: {error.message}"
+    if error.validator == "enum" and keys[-1:] == ["dtype"] and str(error.instance) in TORCH_DTYPES:
+        meant = TORCH_DTYPES[str(error.instance)]
+        return (
+            f"{path}:{line}: {where}: {error.instance!r} is torch's name for {meant}; write `dtype: {meant}`"
+        )
     if error.validator == "enum":
         suggestion = difflib.get_close_matches(
             str(error.instance), [str(v) for v in error.validator_value], n=1
@@ -211,12 +228,59 @@ def _describe(error: Any, doc: Any, path: Path) -> str:
         hint = f"; did you mean {suggestion[0]!r}?" if suggestion else ""
         choices = ", ".join(str(v) for v in error.validator_value)
         return f"{path}:{line}: {where}: {error.instance!r} is not one of: {choices}{hint}"
+    if error.validator == "type" and _wants_string(error) and isinstance(error.instance, (int, float)):
+        written = _as_written(_node_at(doc, keys), error.instance)
+        return (
+            f"{path}:{line}: {where}: YAML reads {written} as the number {error.instance!r}; "
+            f'quote it: "{written}"'
+        )
+    if error.validator == "pattern" and keys == ["model", "factory"]:
+        return (
+            f"{path}:{line}: {where}: {error.instance!r} names no callable; write the file and the "
+            f"function that returns the model, e.g. `{str(error.instance).rstrip(':')}:build` "
+            "(path/to/file.py:callable or package.module:callable)"
+        )
     if error.validator == "pattern" and keys[:2] == ["targets", "runtimes"]:
         return (
             f"{path}:{line}: {where}: {error.instance!r} is not a runtime spec; use an exact version "
             "(1.20.1), a wildcard (1.24.*), latest, latest-N or nightly"
         )
     return f"{path}:{line}: {where}: {error.message}"
+
+
+TORCH_DTYPES = {
+    "float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32",
+    "torch.float": "float32", "torch.float32": "float32", "torch.double": "float64",
+    "torch.float64": "float64", "torch.half": "float16", "torch.float16": "float16",
+    "torch.long": "int64", "torch.int64": "int64", "torch.int": "int32", "torch.int32": "int32",
+    "torch.int8": "int8", "torch.uint8": "uint8", "torch.bool": "bool",
+}  # fmt: skip
+"""torch's dtype names (``torch.float`` is float32, not float64) → the name model.inputs takes."""
+
+
+def _wants_string(error: Any) -> bool:
+    wanted = error.validator_value
+    return wanted == "string" or (isinstance(wanted, list) and "string" in wanted)
+
+
+def _node_at(doc: Any, keys: list[str]) -> Any:
+    node = doc
+    for key in keys:
+        if isinstance(node, dict):
+            node = next((v for k, v in node.items() if str(k) == key), None)
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return None
+    return node
+
+
+def _as_written(node: Any, value: float) -> str:
+    """A number as the file writes it: ``1.20``, which YAML reads as 1.2 (ruamel keeps the width)."""
+    width, prec = getattr(node, "_width", None), getattr(node, "_prec", None)
+    if isinstance(value, float) and width and prec is not None and getattr(node, "_exp", None) is None:
+        return f"{value:.{max(width - prec - 1, 0)}f}"
+    return str(value)
 
 
 def _defaults(*keys: str) -> dict[str, Any]:
@@ -256,7 +320,8 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         if spec.dtype.startswith(("int", "uint")) and spec.value_range is None:
             raise ConfigError(
                 f"{path}:{guard.line_of(doc, ['model', 'inputs', spec.name])}: model.inputs.{spec.name}: "
-                f"integer input needs `range: [low, high]` for its random values (token ids: [0, vocab_size])"
+                f"integer input needs `range: [low, high)` for its random values, high excluded "
+                "(token ids: [0, vocab_size))"
             )
     pre = m.get("preprocessing")
     name = m.get("name") or (m.get("factory", "").split(":")[-1] or Path(m.get("onnx", "model")).stem)

@@ -67,6 +67,9 @@ class RunSummary:
 
 
 def run(cfg: Config, resolver: Resolver, options: RunOptions, echo: Callable[[str], None]) -> RunSummary:
+    from ci_onnx.export import factory
+
+    factory.check(cfg)  # before any environment is made for a model that cannot be built
     out = options.out
     out.mkdir(parents=True, exist_ok=True)
     the_plan = planning.select(planning.expand(cfg, resolver), options.only)

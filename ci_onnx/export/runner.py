@@ -78,7 +78,7 @@ def preflight(cfg: Config) -> None:
         return
     from ci_onnx.export import factory, inputs
 
-    factory.check_path(cfg.model.factory, cfg.root)
+    factory.check(cfg)
     if cfg.model.samples:
         from ci_onnx.verify import accuracy
 

@@ -37,6 +37,9 @@ def test_init_then_plan(empty: Path) -> None:
         ".gitignore",
         "onnx-gate.yml",
     ]
+    unpointed = runner.invoke(cli, ["plan"])  # model.factory still names the placeholder
+    assert unpointed.exit_code == 2 and "model.factory: model.py does not exist" in unpointed.output
+    (empty / "model.py").write_text("def build():\n    ...\n")
     planned = runner.invoke(cli, ["plan"])
     assert planned.exit_code == 0, planned.output
     assert "ort1.20.1-cpu-op17-dynamo" in planned.output
@@ -104,7 +107,8 @@ def test_init_for_an_onnx_file_writes_an_onnx_only_config(empty: Path) -> None:
 
 def test_help_lists_each_command_once_in_pipeline_order() -> None:
     text = CliRunner().invoke(cli, ["--help"]).output
-    listed = [line.split()[0] for line in text.split("Commands:")[1].splitlines() if line.startswith("  ")]
+    commands = text.split("Commands:")[1].split("Exit codes:")[0]
+    listed = [line.split()[0] for line in commands.splitlines() if line.startswith("  ") and line.strip()]
     listed = [name for name in listed if name.isalpha()]
     assert listed == ["plan", "export", "verify", "report", "nightly", "run", "init"]
     for name in listed:

@@ -305,7 +305,13 @@ def init(directory: Path, action: str, fork_safe: bool, onnx_file: str, android:
     With --fork-safe, onnx-gate.yml posts nothing and onnx-gate-comment.yml comments from workflow_run.
     """
     from ci_onnx import scaffold
+    from ci_onnx.errors import UsageError
 
+    if onnx_file and not (directory / onnx_file).is_file():
+        raise UsageError(
+            f"--onnx {onnx_file}: no such file in {directory} (onnx-gate.yml names it relative to "
+            "its own directory)"
+        )
     settings = scaffold.Settings(action=action, android=android)
     files = scaffold.starter_files(settings, fork_safe=fork_safe, onnx=onnx_file)
     for path in scaffold.write(directory, files, force=force):
@@ -315,7 +321,7 @@ def init(directory: Path, action: str, fork_safe: bool, onnx_file: str, android:
         click.echo(f"added {scaffold.IGNORED} to {ignored}")
     click.echo(
         (
-            "next: put your test data under test_data/"
+            "next: optionally put test data under test_data/ (see model.test_data)"
             if onnx_file
             else "next: point model.factory in onnx-gate.yml at your model"
         )

@@ -244,7 +244,13 @@ def verify(
         timeout_s=timeout_s,
     )
     base_env = proc.child_environment(os.environ)
-    if target.runner == "python":  # in this interpreter's onnxruntime, or --python's (as CI does)
+    if python is not None and target.runner != "python":
+        raise UsageError(f"--python: target {target.id} runs on the {target.runner} runner, not Python")
+    # how the results say to reproduce it: `onnx-gate run` where the config is known, else verify
+    known = the_plan.config if the_plan is not None else str(config_path or "")
+    reproduce = known or None
+    if target.runner == "python" and (python is not None or _holds_here(target, base_env)):
+        # --python's environment (as CI does), or this interpreter's, where it holds the release
         written = stage.verify(
             bundle_dir,
             target,
@@ -252,19 +258,28 @@ def verify(
             options,
             python=str(python) if python else sys.executable,
             base_env=base_env,
+            run_config=reproduce,
         )
-    else:  # another runner kind: its own cached environment, as `onnx-gate run` provisions it
+    else:  # its own cached environment, as `onnx-gate run` provisions it
         from ci_onnx.commands.options import default_cache_dir
         from ci_onnx.runners.base import Provisioning
 
-        if python is not None:
-            raise UsageError(f"--python: target {target.id} runs on the {target.runner} runner, not Python")
         how = Provisioning(default_cache_dir(), base_env)
-        written = stage.verify_target(bundle_dir, target, out, options, how)
+        written = stage.verify_target(bundle_dir, target, out, options, how, run_config=reproduce)
     r = written.result
     click.echo(f"{target.id}: {r.status.value}{f' ({r.summary})' if r.summary else ''}")
     click.echo(f"  {written.result_path}\n  {written.junit_path}")
     click.get_current_context().exit(EXIT_FAIL if r.status.blocks else EXIT_PASS)
+
+
+def _holds_here(target: Any, environ: dict[str, str]) -> bool:
+    """This interpreter holds the target's onnxruntime: verify in it; else make its environment,
+    so that `onnx-gate verify --bundle B --target ID` works as printed for any release."""
+    from ci_onnx.runners.python import holds
+    from ci_onnx.verify import stage
+
+    stage.provider_of(target)  # an unknown provider is a usage error before anything runs
+    return holds(sys.executable, target, environ)
 
 
 @cli.command()

@@ -83,6 +83,7 @@ def run(
         uv=find_uv(),
         env=localrun.child_env(os.environ),
         export_cache=not no_cache,
+        config_arg=None if config_path is not None else "",  # the demo plans without a config
     )
     index = PipIndex(extra_index_urls=[cfg.targets.nightly_index] if cfg.targets.nightly_index else [])
     summary = localrun.run(cfg, index, options, click.echo)

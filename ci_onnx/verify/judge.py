@@ -79,7 +79,8 @@ def judge(
                 f"the target asks for {package} {target.runtime}, the environment holds "
                 f"{env.runtime_version}; "
                 + (
-                    f"pass --python of an environment with {package}=={target.runtime}"
+                    f"verify without --python (onnx-gate makes that environment), or pass --python of "
+                    f"one with {package}=={target.runtime}"
                     if target.runner == "python"
                     else f"clear the {target.runner} runner's cached install of {target.runtime}"
                 ),

@@ -192,7 +192,9 @@ def export(config_path: Path, only: Sequence[str], out: Path) -> None:
     required=True,
     help="A bundle written by `onnx-gate export`.",
 )
-@click.option("--target", "target_id", required=True, help="The target id, as `onnx-gate plan` lists it.")
+@click.option(
+    "--target", "target_id", required=True, metavar="ID", help="The target id, as `onnx-gate plan` lists it."
+)
 @out_dir_option("Writes results/<id>.json and junit/<id>.xml here.")
 @click.option(
     "--config",
@@ -210,7 +212,9 @@ def export(config_path: Path, only: Sequence[str], out: Path) -> None:
     "--python",
     "python",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="The interpreter of the environment to verify in (default: this one).",
+    metavar="PYTHON",
+    help="The interpreter of the environment to verify in (default: this one where it holds the "
+    "target's release, else the target's cached environment, made as `onnx-gate run` makes it).",
 )
 @click.option(
     "--timeout",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ci_onnx import config_guard as guard
+from ci_onnx import config_hints as hints
 from ci_onnx.bundle import Decision, Preprocessing, TensorSpec, Tolerance
 from ci_onnx.errors import ConfigError
 from ci_onnx.serde import load_schema
@@ -216,8 +217,8 @@ def _describe(error: Any, doc: Any, path: Path) -> str:
         )
     if error.validator == "required":
         return f"{path}:{line}: {where}: {error.message}"
-    if error.validator == "enum" and keys[-1:] == ["dtype"] and str(error.instance) in TORCH_DTYPES:
-        meant = TORCH_DTYPES[str(error.instance)]
+    if error.validator == "enum" and keys[-1:] == ["dtype"] and str(error.instance) in hints.TORCH_DTYPES:
+        meant = hints.TORCH_DTYPES[str(error.instance)]
         return (
             f"{path}:{line}: {where}: {error.instance!r} is torch's name for {meant}; write `dtype: {meant}`"
         )
@@ -228,8 +229,8 @@ def _describe(error: Any, doc: Any, path: Path) -> str:
         hint = f"; did you mean {suggestion[0]!r}?" if suggestion else ""
         choices = ", ".join(str(v) for v in error.validator_value)
         return f"{path}:{line}: {where}: {error.instance!r} is not one of: {choices}{hint}"
-    if error.validator == "type" and _wants_string(error) and isinstance(error.instance, (int, float)):
-        written = _as_written(_node_at(doc, keys), error.instance)
+    if error.validator == "type" and hints.wants_string(error) and isinstance(error.instance, (int, float)):
+        written = hints.as_written(hints.node_at(doc, keys), error.instance)
         return (
             f"{path}:{line}: {where}: YAML reads {written} as the number {error.instance!r}; "
             f'quote it: "{written}"'
@@ -246,41 +247,6 @@ def _describe(error: Any, doc: Any, path: Path) -> str:
             "(1.20.1), a wildcard (1.24.*), latest, latest-N or nightly"
         )
     return f"{path}:{line}: {where}: {error.message}"
-
-
-TORCH_DTYPES = {
-    "float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32",
-    "torch.float": "float32", "torch.float32": "float32", "torch.double": "float64",
-    "torch.float64": "float64", "torch.half": "float16", "torch.float16": "float16",
-    "torch.long": "int64", "torch.int64": "int64", "torch.int": "int32", "torch.int32": "int32",
-    "torch.int8": "int8", "torch.uint8": "uint8", "torch.bool": "bool",
-}  # fmt: skip
-"""torch's dtype names (``torch.float`` is float32, not float64) → the name model.inputs takes."""
-
-
-def _wants_string(error: Any) -> bool:
-    wanted = error.validator_value
-    return wanted == "string" or (isinstance(wanted, list) and "string" in wanted)
-
-
-def _node_at(doc: Any, keys: list[str]) -> Any:
-    node = doc
-    for key in keys:
-        if isinstance(node, dict):
-            node = next((v for k, v in node.items() if str(k) == key), None)
-        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
-            node = node[int(key)]
-        else:
-            return None
-    return node
-
-
-def _as_written(node: Any, value: float) -> str:
-    """A number as the file writes it: ``1.20``, which YAML reads as 1.2 (ruamel keeps the width)."""
-    width, prec = getattr(node, "_width", None), getattr(node, "_prec", None)
-    if isinstance(value, float) and width and prec is not None and getattr(node, "_exp", None) is None:
-        return f"{value:.{max(width - prec - 1, 0)}f}"
-    return str(value)
 
 
 def _defaults(*keys: str) -> dict[str, Any]:

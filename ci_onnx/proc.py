@@ -116,6 +116,9 @@ def spawn(
     process group of its own (so a timeout can kill all of it); one that cannot start is one line."""
     if _ENDING.is_set():
         raise EnvironmentProblem(f"{what}: not started, the command is being interrupted")
+    main = threading.current_thread() is threading.main_thread()
+    if main:
+        _MAIN.spawning = True  # a Ctrl-C now waits until the child is registered (interruptible)
     try:
         child = subprocess.Popen(
             list(argv),
@@ -129,15 +132,44 @@ def spawn(
             start_new_session=True,
         )
     except OSError as exc:
+        _interrupt_if_pending(main)
         raise EnvironmentProblem(f"{what}: cannot start {argv[0]} ({exc.strerror})") from None
+    finally:
+        if main:
+            _MAIN.spawning = False
     with _LIVE_LOCK:
         _LIVE.difference_update([c for c in _LIVE if c.returncode is not None])  # waited for already
-        _LIVE.add(child)
+        ending = _ENDING.is_set()  # an interrupt came while it started: end_children missed it
+        if not ending:
+            _LIVE.add(child)
+    if ending:
+        _kill_group(child)
+    _interrupt_if_pending(main)
+    if ending:
+        raise EnvironmentProblem(f"{what}: ended as it started, the command is being interrupted")
     return child
 
 
+@dataclasses.dataclass
+class _MainThread:
+    spawning: bool = False
+    """Inside ``Popen`` in the main thread: its child may run before it can be registered."""
+    interrupted: bool = False
+    """A Ctrl-C came meanwhile; :func:`spawn` raises it once the child is registered."""
+
+
+_MAIN = _MainThread()
+
+
+def _interrupt_if_pending(main: bool) -> None:
+    if main and _MAIN.interrupted:
+        _MAIN.interrupted = False
+        end_children()
+        raise KeyboardInterrupt
+
+
 _LIVE: set[subprocess.Popen[str]] = set()
-_LIVE_LOCK = threading.Lock()
+_LIVE_LOCK = threading.RLock()  # re-entrant: the SIGINT handler may run while its thread holds it
 """Every child :func:`spawn` started. Each runs in a session of its own, so a Ctrl-C at the terminal
 (SIGINT to the foreground process group) never reaches it: :func:`end_children` does."""
 
@@ -170,6 +202,10 @@ def interruptible() -> Iterator[None]:
     install = threading.current_thread() is threading.main_thread() and previous is signal.default_int_handler
 
     def interrupted(signum: int, frame: object) -> None:
+        if _MAIN.spawning:  # its child is not registered yet: spawn raises this once it is
+            _ENDING.set()
+            _MAIN.interrupted = True
+            return
         end_children()
         raise KeyboardInterrupt
 

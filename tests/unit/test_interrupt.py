@@ -115,6 +115,8 @@ def test_ctrl_c_ends_the_run_and_everything_it_started(tmp_path: Path, scenario:
     while any(_alive(p) for p in started) and time.monotonic() < deadline:
         time.sleep(0.1)
     left = [p for p in started if _alive(p)]
+    listed = ["ps", "-o", "pid,ppid,pgid,sid,stat,etime,cmd", "-p", ",".join(map(str, left)) or "1"]
+    seen = subprocess.run(listed, capture_output=True, text=True, check=False).stdout
     for p in left:
         os.kill(p, signal.SIGKILL)
-    assert not left, f"processes left running after Ctrl-C: {left}"
+    assert not left, f"processes left running after Ctrl-C: {left}\n{seen}\n{output}"

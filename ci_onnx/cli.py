@@ -27,7 +27,7 @@ from ci_onnx.commands.options import (
 )
 from ci_onnx.commands.report import report
 from ci_onnx.commands.run import run
-from ci_onnx.errors import EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_PASS, GateError
+from ci_onnx.errors import EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_PASS, EXIT_USAGE, GateError
 from ci_onnx.scaffold import DEFAULT_ACTION
 
 COMMANDS = {
@@ -42,23 +42,39 @@ COMMANDS = {
 """``onnx-gate --help`` lists the commands once, in the order a run goes through them."""
 
 
+class _Interrupted(BaseException):
+    """A KeyboardInterrupt on its way out of click, which would turn it into exit code 1."""
+
+
 class GateGroup(click.Group):
-    """Turns GateErrors into one line on stderr and their exit code; anything else is a bug."""
+    """Turns GateErrors into one line on stderr and their exit code; anything else is a bug.
+
+    Ctrl-C ends every child process at once and stays a KeyboardInterrupt for whoever called the
+    command: :func:`main` turns it into exit code 130; a caller in the same process (a test through
+    click's CliRunner, the action's entry point) is interrupted too instead of reading an exit code."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(self.commands, key=lambda name: list(COMMANDS).index(name) if name in COMMANDS else 99)
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def main(self, *args: Any, **kwargs: Any) -> Any:
         try:
-            return super().invoke(ctx)
+            return super().main(*args, **kwargs)
+        except _Interrupted:
+            raise KeyboardInterrupt from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from ci_onnx import proc
+
+        try:
+            with proc.interruptible():
+                return super().invoke(ctx)
         except GateError as exc:
             click.echo(f"onnx-gate: error: {exc.message}", err=True)
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except KeyboardInterrupt:
-            click.echo("onnx-gate: interrupted", err=True)
-            ctx.exit(EXIT_INTERRUPTED)
+            raise _Interrupted from None
         except Exception:
             traceback.print_exc()
             click.echo(
@@ -69,8 +85,20 @@ class GateGroup(click.Group):
             ctx.exit(EXIT_INTERNAL)
 
 
+EXIT_CODES = (
+    (EXIT_PASS, "the gate passed"),
+    (EXIT_FAIL, "the gate failed (a check failed, a target errored or is missing)"),
+    (EXIT_USAGE, "bad usage or configuration (one line naming the file, line and key)"),
+    (EXIT_INTERNAL, "an internal or environment error (a package index, a venv, a bug)"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C); every child process is ended"),
+)
+"""What every command exits with, shown by ``--help`` (and the README's command table)."""
+
+
 @click.group(
-    cls=GateGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110}
+    cls=GateGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
+    epilog="\b\nExit codes:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES),
 )
 @click.version_option(__version__, prog_name="onnx-gate")
 def cli() -> None:
@@ -94,8 +122,10 @@ def plan(config_path: Path, only: Sequence[str], fmt: str, out: Path | None) -> 
     """Expand the declared matrix into targets (expected skips keep their reason)."""
     from ci_onnx import config
     from ci_onnx import plan as planning
+    from ci_onnx.export import factory
 
     cfg = config.load(config_path)
+    factory.check(cfg)  # a factory that is not there fails here, not at export
     index = package_index(cfg.targets.nightly_index)
     the_plan = planning.select(planning.expand(cfg, index), only)
     if out:
@@ -160,7 +190,9 @@ def export(config_path: Path, only: Sequence[str], out: Path) -> None:
     required=True,
     help="A bundle written by `onnx-gate export`.",
 )
-@click.option("--target", "target_id", required=True, help="The target id, as `onnx-gate plan` lists it.")
+@click.option(
+    "--target", "target_id", required=True, metavar="ID", help="The target id, as `onnx-gate plan` lists it."
+)
 @out_dir_option("Writes results/<id>.json and junit/<id>.xml here.")
 @click.option(
     "--config",
@@ -178,7 +210,9 @@ def export(config_path: Path, only: Sequence[str], out: Path) -> None:
     "--python",
     "python",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="The interpreter of the environment to verify in (default: this one).",
+    metavar="PYTHON",
+    help="The interpreter of the environment to verify in (default: this one where it holds the "
+    "target's release, else the target's cached environment, made as `onnx-gate run` makes it).",
 )
 @click.option(
     "--timeout",
@@ -212,7 +246,13 @@ def verify(
         timeout_s=timeout_s,
     )
     base_env = proc.child_environment(os.environ)
-    if target.runner == "python":  # in this interpreter's onnxruntime, or --python's (as CI does)
+    if python is not None and target.runner != "python":
+        raise UsageError(f"--python: target {target.id} runs on the {target.runner} runner, not Python")
+    # how the results say to reproduce it: `onnx-gate run` where the config is known, else verify
+    known = the_plan.config if the_plan is not None else str(config_path or "")
+    reproduce = known or None
+    if target.runner == "python" and (python is not None or _holds_here(target, base_env)):
+        # --python's environment (as CI does), or this interpreter's, where it holds the release
         written = stage.verify(
             bundle_dir,
             target,
@@ -220,19 +260,28 @@ def verify(
             options,
             python=str(python) if python else sys.executable,
             base_env=base_env,
+            run_config=reproduce,
         )
-    else:  # another runner kind: its own cached environment, as `onnx-gate run` provisions it
+    else:  # its own cached environment, as `onnx-gate run` provisions it
         from ci_onnx.commands.options import default_cache_dir
         from ci_onnx.runners.base import Provisioning
 
-        if python is not None:
-            raise UsageError(f"--python: target {target.id} runs on the {target.runner} runner, not Python")
         how = Provisioning(default_cache_dir(), base_env)
-        written = stage.verify_target(bundle_dir, target, out, options, how)
+        written = stage.verify_target(bundle_dir, target, out, options, how, run_config=reproduce)
     r = written.result
     click.echo(f"{target.id}: {r.status.value}{f' ({r.summary})' if r.summary else ''}")
     click.echo(f"  {written.result_path}\n  {written.junit_path}")
     click.get_current_context().exit(EXIT_FAIL if r.status.blocks else EXIT_PASS)
+
+
+def _holds_here(target: Any, environ: dict[str, str]) -> bool:
+    """This interpreter holds the target's onnxruntime: verify in it; else make its environment,
+    so that `onnx-gate verify --bundle B --target ID` works as printed for any release."""
+    from ci_onnx.runners.python import holds
+    from ci_onnx.verify import stage
+
+    stage.provider_of(target)  # an unknown provider is a usage error before anything runs
+    return holds(sys.executable, target, environ)
 
 
 @cli.command()
@@ -281,7 +330,13 @@ def init(
     With --fork-safe, onnx-gate.yml posts nothing and onnx-gate-comment.yml comments from workflow_run.
     """
     from ci_onnx import scaffold
+    from ci_onnx.errors import UsageError
 
+    if onnx_file and not (directory / onnx_file).is_file():
+        raise UsageError(
+            f"--onnx {onnx_file}: no such file in {directory} (onnx-gate.yml names it relative to "
+            "its own directory)"
+        )
     settings = scaffold.Settings(action=action, android=android, composite=composite)
     files = scaffold.starter_files(settings, fork_safe=fork_safe, onnx=onnx_file)
     for path in scaffold.write(directory, files, force=force):
@@ -291,7 +346,7 @@ def init(
         click.echo(f"added {scaffold.IGNORED} to {ignored}")
     click.echo(
         (
-            "next: put your test data under test_data/"
+            "next: optionally put test data under test_data/ (see model.test_data)"
             if onnx_file
             else "next: point model.factory in onnx-gate.yml at your model"
         )
@@ -310,5 +365,9 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     from ci_onnx import proc
 
     proc.end_children_on_signals()  # a signal to onnx-gate ends its runners, browsers and adb calls
-    cli.main(args=list(argv) if argv is not None else None, prog_name="onnx-gate")
+    try:
+        cli.main(args=list(argv) if argv is not None else None, prog_name="onnx-gate")
+    except KeyboardInterrupt:
+        click.echo("onnx-gate: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     sys.exit(EXIT_PASS)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ci_onnx import config_guard as guard
+from ci_onnx import config_hints as hints
 from ci_onnx.bundle import Decision, Preprocessing, TensorSpec, Tolerance
 from ci_onnx.errors import ConfigError
 from ci_onnx.serde import load_schema
@@ -126,6 +127,18 @@ def load(path: Path) -> Config:
     return parse(guard.read_text(path), path)
 
 
+def key_location(cfg: Config, *keys: str) -> str:
+    """``path:line: a.b`` for a key of ``cfg``'s file, for a problem found after it was read (a
+    factory that is not there); the path alone where the file cannot be read again."""
+    from ruamel.yaml import YAML
+
+    try:
+        doc = YAML(typ="rt").load(io.StringIO(guard.read_text(cfg.path).removeprefix("\ufeff")))
+    except Exception:  # changed or gone since it was read: the key without its line
+        return f"{cfg.path}: {'.'.join(keys)}"
+    return f"{cfg.path}:{guard.line_of(doc, list(keys))}: {'.'.join(keys)}"
+
+
 def parse(text: str, path: Path) -> Config:
     """The Config in ``text``; every problem, whatever its kind, is a ConfigError naming ``path``."""
     from ruamel.yaml import YAML
@@ -204,6 +217,11 @@ def _describe(error: Any, doc: Any, path: Path) -> str:
         )
     if error.validator == "required":
         return f"{path}:{line}: {where}: {error.message}"
+    if error.validator == "enum" and keys[-1:] == ["dtype"] and str(error.instance) in hints.TORCH_DTYPES:
+        meant = hints.TORCH_DTYPES[str(error.instance)]
+        return (
+            f"{path}:{line}: {where}: {error.instance!r} is torch's name for {meant}; write `dtype: {meant}`"
+        )
     if error.validator == "enum":
         suggestion = difflib.get_close_matches(
             str(error.instance), [str(v) for v in error.validator_value], n=1
@@ -211,6 +229,18 @@ def _describe(error: Any, doc: Any, path: Path) -> str:
         hint = f"; did you mean {suggestion[0]!r}?" if suggestion else ""
         choices = ", ".join(str(v) for v in error.validator_value)
         return f"{path}:{line}: {where}: {error.instance!r} is not one of: {choices}{hint}"
+    if error.validator == "type" and hints.wants_string(error) and isinstance(error.instance, (int, float)):
+        written = hints.as_written(hints.node_at(doc, keys), error.instance)
+        return (
+            f"{path}:{line}: {where}: YAML reads {written} as the number {error.instance!r}; "
+            f'quote it: "{written}"'
+        )
+    if error.validator == "pattern" and keys == ["model", "factory"]:
+        return (
+            f"{path}:{line}: {where}: {error.instance!r} names no callable; write the file and the "
+            f"function that returns the model, e.g. `{str(error.instance).rstrip(':')}:build` "
+            "(path/to/file.py:callable or package.module:callable)"
+        )
     if error.validator == "pattern" and keys[:2] == ["targets", "runtimes"]:
         return (
             f"{path}:{line}: {where}: {error.instance!r} is not a runtime spec; use an exact version "
@@ -274,7 +304,8 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         if integer and spec.value_range is None:
             raise ConfigError(
                 f"{path}:{guard.line_of(doc, ['model', 'inputs', spec.name])}: model.inputs.{spec.name}: "
-                f"integer input needs `range: [low, high]` for its random values (token ids: [0, vocab_size])"
+                f"integer input needs `range: [low, high)` for its random values, high excluded "
+                "(token ids: [0, vocab_size))"
             )
         if spec.value_range is not None:
             line = guard.line_of(doc, ["model", "inputs", spec.name, "range"])

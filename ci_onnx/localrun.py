@@ -50,6 +50,12 @@ class RunOptions:
     """The process environment for child processes (read once, by the CLI)."""
     export_cache: bool = True
     """Reuse cached bundles (ci_onnx/export/cache.py); ``--no-cache`` turns it off."""
+    config_arg: str | None = None
+    """What the reproduce commands pass as ``--config``: None for the config's path, "" for none (the
+    demo matrix, which `onnx-gate run` plans without a config)."""
+
+    def run_config(self, cfg: Config) -> str:
+        return str(cfg.path) if self.config_arg is None else self.config_arg
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +73,9 @@ class RunSummary:
 
 
 def run(cfg: Config, resolver: Resolver, options: RunOptions, echo: Callable[[str], None]) -> RunSummary:
+    from ci_onnx.export import factory
+
+    factory.check(cfg)  # before any environment is made for a model that cannot be built
     out = options.out
     out.mkdir(parents=True, exist_ok=True)
     the_plan = planning.select(planning.expand(cfg, resolver), options.only)
@@ -216,7 +225,12 @@ def _verify_group(
             record(
                 targets[0],
                 stage.verify(
-                    *items[0], options.out, stage.options_from(cfg), base_env=options.env, environment=env
+                    *items[0],
+                    options.out,
+                    stage.options_from(cfg),
+                    base_env=options.env,
+                    environment=env,
+                    run_config=options.run_config(cfg),
                 ),
             )
         else:
@@ -227,6 +241,7 @@ def _verify_group(
                 base_env=options.env,
                 environment=env,
                 on_written=lambda i, found: record(targets[i], found),
+                run_config=options.run_config(cfg),
             )
     except Exception as exc:  # a target's trouble, or a runner that cannot start: never the run's
         for t in targets:
@@ -248,7 +263,7 @@ def _error_result(target: Target, cfg: Config, options: RunOptions, exc: Excepti
     check = CheckResult("environment", Status.ERROR, message)
     result = dataclasses.replace(
         judge.result(target, None, [check]),
-        reproduce=f"onnx-gate run --config {cfg.path} --only '{target.id}'",
+        reproduce=stage.reproduce_command(target, options.out / BUNDLES, options.run_config(cfg)),
     )
     write_result(options.out / stage.RESULTS, result)
     junit.write(options.out / stage.JUNIT, result)

@@ -145,8 +145,9 @@ def spawn(
 
 _LIVE: set[subprocess.Popen[str]] = set()
 _CLEANUPS: list[Callable[[], object]] = []
-_LOCK = threading.RLock()
+_LOCK = threading.RLock()  # re-entrant: a signal handler may run while its thread holds it
 _STOPPING = threading.Event()
+"""Set once a signal ends the children: threads still at work start no new ones."""
 _SPAWNING: set[int] = set()
 """Threads between starting a child and knowing it: a signal handled there waits until it is known."""
 _DEFERRED: list[int] = []
@@ -160,11 +161,8 @@ def _spawning() -> Iterator[None]:
         yield
     finally:
         _SPAWNING.discard(me)
-        if _DEFERRED and _HANDLER is not None:  # a signal came while this thread started a child
-            _HANDLER(_DEFERRED.pop(), None)
-
-
-_HANDLER: Callable[[int, FrameType | None], None] | None = None
+        if _DEFERRED:  # a signal came while this thread started a child: handle it now it is known
+            _on_signal(_DEFERRED.pop(), None)
 
 
 @contextlib.contextmanager
@@ -182,7 +180,7 @@ def cleanup(fn: Callable[[], object]) -> Iterator[None]:
 
 def end_children() -> int:
     """Kill the process group of every live child and run the registered clean-ups; no child starts
-    after this. How many children were still running."""
+    after this (until :func:`interruptible` returns). How many children were still running."""
     with _LOCK:
         _STOPPING.set()
         live = [c for c in _LIVE if c.poll() is None]
@@ -195,25 +193,23 @@ def end_children() -> int:
     return len(live)
 
 
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    """End the children; then SIGINT raises KeyboardInterrupt where the main thread is, as Python
+    would, and any other signal kills this process as it would have without the handler."""
+    if threading.get_ident() in _SPAWNING:  # the child just started is not known yet: end it too
+        _DEFERRED.append(signum)
+        return
+    end_children()
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
 def end_children_on_signals() -> None:
-    """At the edge (main thread): on SIGTERM or SIGHUP end the children, then die of that signal; on
-    SIGINT end them and raise KeyboardInterrupt as Python would."""
-
-    global _HANDLER
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        if threading.get_ident() in _SPAWNING:  # the child just started is not known yet: end it too
-            _DEFERRED.append(signum)
-            return
-        end_children()
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-
-    _HANDLER = handler
+    """At the process's edge (main thread): SIGTERM, SIGHUP and SIGINT end the children first."""
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        signal.signal(sig, handler)
+        signal.signal(sig, _on_signal)
     # The kernel may hand the signal to any thread, and Python runs the handler only once the main
     # thread wakes, which a wait on a child it came to end can put off for the child's whole timeout.
     # The wakeup fd hears every signal at once: a thread of its own ends the children from there (the
@@ -222,6 +218,31 @@ def end_children_on_signals() -> None:
     os.set_blocking(write_end, False)
     signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
     threading.Thread(target=_relay, args=(read_end,), name="onnx-gate-signals", daemon=True).start()
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """Ctrl-C ends the children at once, then raises KeyboardInterrupt where the main thread is, also
+    where onnx-gate runs inside another program (a test through click's CliRunner, the test session).
+
+    Without it a KeyboardInterrupt would wait for the threads that wait on children (an executor's
+    shutdown joins them), and those children, in sessions of their own, never see the terminal's
+    SIGINT. Where a handler is set already (:func:`end_children_on_signals`), or SIGINT is ignored (a
+    job run with nohup), or this is not the main thread, nothing is installed. On the way out children
+    may start again: the process lives on."""
+    previous = signal.getsignal(signal.SIGINT)
+    install = threading.current_thread() is threading.main_thread() and previous is signal.default_int_handler
+    if install:
+        signal.signal(signal.SIGINT, _on_signal)
+    try:
+        yield
+    except KeyboardInterrupt:
+        end_children()
+        raise
+    finally:
+        if install:
+            signal.signal(signal.SIGINT, previous)
+            _STOPPING.clear()
 
 
 def _relay(read_end: int) -> None:
@@ -255,6 +276,12 @@ def run(
         _kill_group(proc)
         out, err = _drain(proc)
         timed_out = True
+    except BaseException:  # an interrupt: the child is in its own session, so end it here
+        _kill_group(proc)
+        raise
+    finally:
+        with _LOCK:
+            _LIVE.discard(proc)
     done = Completed(argv, proc.returncode, out, err, time.monotonic() - start, timed_out)
     if check and not done.ok:
         raise EnvironmentProblem(f"{what or argv[0]} failed, {done.describe_failure()}")

@@ -15,7 +15,7 @@ import click
 
 from ci_onnx import action
 from ci_onnx.action import pr_context, runtime
-from ci_onnx.errors import EXIT_INTERNAL, EXIT_PASS, GateError
+from ci_onnx.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_PASS, GateError
 from ci_onnx.github import workflow
 
 
@@ -48,6 +48,9 @@ def run(environ: MutableMapping[str, str]) -> int:
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (EXIT_PASS if exc.code is None else EXIT_INTERNAL)
         return code
+    except KeyboardInterrupt:  # the job was cancelled: its children are ended already
+        click.echo("onnx-gate: interrupted", err=True)
+        return EXIT_INTERRUPTED
     return EXIT_PASS
 
 

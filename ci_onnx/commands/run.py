@@ -82,6 +82,7 @@ def run(
         uv=find_uv(),
         env=localrun.child_env(os.environ),
         export_cache=not no_cache,
+        config_arg=None if config_path is not None else "",  # the demo plans without a config
     )
     index = package_index(cfg.targets.nightly_index)
     summary = localrun.run(cfg, index, options, click.echo)

@@ -41,7 +41,7 @@ from ci_onnx import __version__, serde
 from ci_onnx.bundle import MANIFEST, Manifest, read_manifest, sha256_of, write_manifest
 from ci_onnx.config import Config
 from ci_onnx.errors import BundleError
-from ci_onnx.export.runner import Job, Outcome, export_all
+from ci_onnx.export.runner import Job, Outcome, binding_lines, export_all
 from ci_onnx.results import CheckResult
 
 FORMAT = 1
@@ -327,6 +327,9 @@ def _log_reused(restored: Sequence[Outcome], key: Key, log: Callable[[str], None
     inherited = len(fp32[0].warnings) if fp32 else 0  # the export's own, not the conversion's
     for o in restored:
         log(f"{o.directory.name}: reused from cache {key.short}, nothing exported")
+        if o.manifest.precision == "fp32":
+            for line in binding_lines(o.manifest):
+                log(f"{o.directory.name}: {line}")
         if o.manifest.precision != "fp32" and o.manifest.findings:
             for warning in o.manifest.findings[0].warnings[inherited:]:
                 log(f"{o.directory.name}: warning: {warning}")

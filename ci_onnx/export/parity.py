@@ -66,6 +66,7 @@ def reference_parity(
     names = [o.name for o in session.get_outputs()]
     figures: dict[str, Any] = {"onnxruntime": ort.__version__}
     failures: list[str] = []
+    noise: list[bool | None] = []  # per failing output: its error is float32 noise (None: not numeric)
     for directory, feeds, expected in sets:
         try:
             got = run_chunked(session, feeds)
@@ -77,6 +78,7 @@ def reference_parity(
                 continue
             tol = per_output.get(name, tolerance)
             stats = parity(name, np.asarray(value), np.asarray(expected[name]), tol)
+            noise.append(_within_noise(stats, np.asarray(expected[name])))
             figures[f"{directory}/{name}"] = {
                 k: v for k, v in dataclasses.asdict(stats).items() if k not in ("output", "atol", "rtol")
             }
@@ -84,12 +86,25 @@ def reference_parity(
                 failures.append(f"{directory}/{name}: {stats.shape_mismatch}")
             elif not stats.passed:
                 failures.append(f"{directory}/{name}: {describe(stats)}")
+    failing = [n for n in noise if n is not None]  # each output failure, not a run that failed
+    if failures and len(failing) == len(failures) and all(failing):
+        figures["float32_noise"] = True
+        return CheckResult(
+            "reference-parity",
+            Status.FAILED,
+            f"onnxruntime CPU and {reference} agree to within {NOISE:g} of each output's largest value, "
+            "the error float32 arithmetic in another order makes, and the tolerance is too tight to "
+            "absorb it: loosen verify.tolerance (this says nothing against the model): "
+            + "; ".join(failures[:4]),
+            figures,
+        )
     if failures:
         return CheckResult(
             "reference-parity",
             Status.FAILED,
-            f"onnxruntime CPU disagrees with {reference} on the bundle's inputs, so the model itself is "
-            "wrong (not the runtime under test): " + "; ".join(failures[:4]),
+            f"onnxruntime CPU disagrees with {reference} on the bundle's inputs by more than float32 "
+            "arithmetic explains, so the exported graph is wrong (not the runtime under test): "
+            + "; ".join(failures[:4]),
             figures,
         )
     return CheckResult(
@@ -98,6 +113,23 @@ def reference_parity(
         f"onnxruntime {ort.__version__} CPU matches {reference} on {len(sets)} test data set(s)",
         figures,
     )
+
+
+NOISE = 1e-4
+"""The error of float32 arithmetic done in another order, relative to an output's largest magnitude:
+a few ulps (1.2e-7 each) grown through a deep graph reach 1e-6 … 1e-5; a wrong graph (a dropout left
+in train mode, a frozen branch) is off by a share of the values themselves."""
+
+
+def _within_noise(stats: Any, ref: np.ndarray) -> bool | None:
+    """Whether a failing output's error is within :data:`NOISE` (None for one that passed)."""
+    if stats.passed:
+        return None
+    if stats.shape_mismatch or stats.nonfinite_mismatches or ref.dtype.kind not in "fc" or not ref.size:
+        return False
+    finite = np.abs(ref[np.isfinite(ref)])
+    scale = float(finite.max()) if finite.size else 0.0
+    return bool(stats.max_abs <= NOISE * scale)
 
 
 def _line(exc: BaseException) -> str:

@@ -137,16 +137,20 @@ def export_finding(
         "external_data": outcome.external_data,
     }
     call = ""
+    renamed: list[str] = []
     if binding is not None:
         figures["call"] = binding.describe()
         call = "" if binding.obvious else f"; inputs bound as {binding.describe()}"
+        if binding.by_position():
+            figures["by_position"] = dict(binding.by_position())
+        renamed = signature.renamed_warnings(dict(binding.by_position()))
     if outcome.ok:
         return CheckResult(
             "export",
             Status.PASSED,
             f"exported with {exporter} at opset {opset} in {outcome.duration_s:.1f} s{call}",
             figures,
-            warnings=outcome.warnings,
+            warnings=(*renamed, *outcome.warnings),
         )
     if outcome.unsupported_op:
         message = (

@@ -57,11 +57,42 @@ class Binding:
         parts += [f"{k}={_show(n)}" for k, n in self.keywords]
         return f"forward({', '.join(parts)})"
 
+    def by_position(self) -> tuple[tuple[str, str], ...]:
+        """(input, the parameter it fills) for each input passed by position under another name:
+        ``("image", "x")`` for ``forward(x)``, ``("ids", "*args")`` for ``forward(*args)``."""
+        return tuple(
+            (n.name, p)
+            for p, n in zip(self.parameters, self.positional, strict=True)
+            if isinstance(n, Leaf) and n.name != p
+        )
+
     @property
     def obvious(self) -> bool:
         """Each input is a plain positional parameter of the same name: nothing worth showing."""
         pairs = [*zip(self.parameters, self.positional, strict=True), *self.keywords]
         return all(isinstance(n, Leaf) and n.name == p for p, n in pairs)
+
+
+def renamed_warnings(by_position: Mapping[str, str]) -> list[str]:
+    """A warning per input that fills a parameter of another name (``*args`` has none to differ)."""
+    return [
+        f"model.inputs.{name} is passed by position as forward's parameter {param!r} (no parameter "
+        f"is named {name!r}); check that it is that parameter, or name the input {param!r}"
+        for name, param in by_position.items()
+        if not param.startswith("*")
+    ]
+
+
+def shown(figures: Mapping[str, Any]) -> list[str]:
+    """What the terminal and the report say of an export finding's binding (its ``call`` and
+    ``by_position`` figures): nothing where each input is the parameter of its name."""
+    by_position = figures.get("by_position")
+    if not isinstance(by_position, Mapping) or not by_position:
+        return []
+    return [
+        f"inputs bound as {figures.get('call', '?')}",
+        *(f"warning: {w}" for w in renamed_warnings(by_position)),
+    ]
 
 
 def bind(forward: Any, names: Sequence[str]) -> Binding:

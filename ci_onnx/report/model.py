@@ -111,6 +111,19 @@ class ServingRow:
 
 
 @dataclasses.dataclass(frozen=True)
+class AccuracyRow:
+    """Top-1 of one target on the labelled samples, beside PyTorch's (ci_onnx/verify/accuracy.py)."""
+
+    target: str
+    output: str
+    samples: int
+    top1: str
+    pytorch: str
+    change: str
+    verdict: str
+
+
+@dataclasses.dataclass(frozen=True)
 class FailedCheck:
     name: str
     status: str
@@ -192,3 +205,7 @@ class ReportView:
     """Cold start, first run against warm runs, sizes on disk: one row per target that has them."""
     reused: tuple[str, ...] = ()
     """Bundles this run took from the export cache instead of exporting ("op17-dynamo (key …)")."""
+    bindings: tuple[str, ...] = ()
+    """Per bundle whose inputs are not each forward's parameter of their name: how they are bound."""
+    accuracy: tuple[AccuracyRow, ...] = ()
+    """Top-1 on the labelled samples, one row per target with an accuracy check."""

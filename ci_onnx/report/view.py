@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from ci_onnx.report import precisions
+from ci_onnx.report import accuracy, precisions
 from ci_onnx.report.collect import Collection, Entry
 from ci_onnx.report.junit_reader import JUnitSummary
 from ci_onnx.report.model import (
@@ -210,6 +210,19 @@ def _mb(n: int | None) -> str:
     return "—" if n is None else f"{n / (1 << 20):.1f}" if n >= 1 << 20 else f"{n / (1 << 20):.3f}"
 
 
+def _bindings(entries: Sequence[Entry]) -> tuple[str, ...]:
+    """Per bundle, how its inputs reach forward where not each by its own name (export/signature)."""
+    from ci_onnx.export.signature import shown
+
+    found: dict[str, str] = {}
+    for e in entries:
+        check = e.result.check("export") if e.result else None
+        lines = shown(check.figures) if check is not None else []
+        if lines:
+            found[e.target.bundle_key] = "; ".join(line.replace("warning: ", "⚠️ ") for line in lines)
+    return tuple(f"`{k}`: {found[k]}" for k in sorted(found))
+
+
 def _reused(entries: Sequence[Entry]) -> tuple[str, ...]:
     found: dict[str, str] = {}
     for e in entries:
@@ -345,16 +358,15 @@ def failing_kinds(entries: Sequence[Entry]) -> list[str]:
 def headline(counts: Counts, problems: int, junit_failed: int, kinds: Sequence[str] = ()) -> str:
     if counts.judged == 0 and not problems:
         return "no targets reported"
+    targets = "target" if counts.judged == 1 else "targets"
     if counts.blocking:
-        text = f"{counts.blocking} of {counts.judged} targets failed"
+        text = f"{counts.blocking} of {counts.judged} {targets} failed"
         if kinds:
             text += f" ({', '.join(kinds)})"
+    elif counts.passed == counts.judged:
+        text = "the 1 target passed" if counts.judged == 1 else f"all {counts.passed} targets passed"
     else:
-        text = (
-            f"all {counts.passed} targets passed"
-            if counts.passed == counts.judged
-            else (f"{counts.passed} of {counts.judged} targets passed, none failed")
-        )
+        text = f"{counts.passed} of {counts.judged} {targets} passed, none failed"
     if problems:
         text += f"; {problems} problem(s) reading the results"
     if junit_failed:
@@ -398,4 +410,6 @@ def build(
         precisions=precisions.rows(judged),
         serving=_serving(judged),
         reused=_reused(entries),
+        bindings=_bindings(entries),
+        accuracy=accuracy.rows(entries),
     )

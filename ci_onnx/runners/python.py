@@ -31,6 +31,16 @@ def from_interpreter(python: str) -> RunnerEnv:
     return RunnerEnv(KIND, "", Path(python).parent.parent, python)
 
 
+def holds(python: str, target: Target, environ: Mapping[str, str]) -> bool:
+    """Whether ``python``'s environment holds the onnxruntime package and release ``target`` asks
+    for: read from its installed metadata in a child (nothing is imported), not from this process,
+    which may run in another environment."""
+    package = matrix.runners()[KIND].package_for(target.provider)
+    probe = f"import importlib.metadata as m; print(m.version({package!r}))"
+    done = proc.run([python, "-c", probe], timeout=60, env=environ, what=f"{python}: {package}'s version")
+    return done.ok and done.stdout.strip() == target.runtime
+
+
 class PythonRunner:
     kind = KIND
 

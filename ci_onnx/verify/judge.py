@@ -23,7 +23,7 @@ from ci_onnx.results import (
     TargetResult,
 )
 from ci_onnx.runners.values import element_names
-from ci_onnx.shorten import fit
+from ci_onnx.shorten import fit, runtime_words
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import accuracy, budgets, cache_check, compare, decode, serving
 from ci_onnx.verify.evidence import Evidence, value
@@ -79,7 +79,8 @@ def judge(
                 f"the target asks for {package} {target.runtime}, the environment holds "
                 f"{env.runtime_version}; "
                 + (
-                    f"pass --python of an environment with {package}=={target.runtime}"
+                    f"verify without --python (onnx-gate makes that environment), or pass --python of "
+                    f"one with {package}=={target.runtime}"
                     if target.runner == "python"
                     else f"clear the {target.runner} runner's cached install of {target.runtime}"
                 ),
@@ -90,7 +91,11 @@ def judge(
     if obs.load_error:
         if expected_skip:
             checks.append(
-                CheckResult("load", Status.EXPECTED, f"{expected_skip}; the runtime says: {obs.load_error}")
+                CheckResult(
+                    "load",
+                    Status.EXPECTED,
+                    f"{expected_skip}; the runtime says: {runtime_words(obs.load_error)}",
+                )
             )
         else:
             checks.append(CheckResult("load", Status.FAILED, obs.load_error))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import importlib
+import shlex
 import shutil
 import threading
 import time
@@ -56,9 +57,10 @@ def verify(
     python: str | None = None,
     base_env: Mapping[str, str],
     environment: base.RunnerEnv | None = None,
+    run_config: str | None = None,
 ) -> Written:
     """Verify ``target`` on ``bundle_dir`` in ``environment`` (for a Python target, or in ``python``'s
-    onnxruntime); write results/ and junit/."""
+    onnxruntime); write results/ and junit/. ``run_config``: see :func:`reproduce_command`."""
     if environment is None:
         if target.runner != "python" or python is None:
             raise UsageError(
@@ -68,7 +70,14 @@ def verify(
         from ci_onnx.runners.python import from_interpreter
 
         environment = from_interpreter(python)
-    found = verify_many([(bundle_dir, target)], out_dir, options, base_env=base_env, environment=environment)
+    found = verify_many(
+        [(bundle_dir, target)],
+        out_dir,
+        options,
+        base_env=base_env,
+        environment=environment,
+        run_config=run_config,
+    )
     if isinstance(found[0], Exception):
         raise found[0]
     return found[0]
@@ -82,6 +91,7 @@ def verify_many(
     base_env: Mapping[str, str],
     environment: base.RunnerEnv,
     on_written: Callable[[int, Written | Exception], None] | None = None,
+    run_config: str | None = None,
 ) -> list[Written | Exception]:
     """Verify several targets that share ``environment``: one runner child for all of them where the
     kind batches (base.launch_many: a crash or hang is its target's error, the rest still run), each
@@ -101,7 +111,7 @@ def verify_many(
     with base.early_child(runner, environment, base_env=base_env, count=len(items)) as early:
         for i, (bundle_dir, target) in enumerate(items):
             try:
-                prepared = _prepare(i, bundle_dir, target, out_dir)
+                prepared = _prepare(i, bundle_dir, target, out_dir, run_config)
                 if prepared.result is not None:
                     settle(i, _write(prepared, prepared.result, out_dir))
                 else:
@@ -159,20 +169,41 @@ class _Prepared:
     """Known without running anything (the export failed upstream)."""
 
 
-def _prepare(index: int, bundle_dir: Path, target: Target, out_dir: Path) -> _Prepared:
-    started = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
-    t0 = time.monotonic()
-    if not bundle_dir.is_dir():
-        raise BundleError(f"{bundle_dir}: no such bundle directory; run `onnx-gate export` first")
+def reproduce_command(target: Target, bundle_dir: Path, run_config: str | None = None) -> str:
+    """The command that verifies ``target`` again, as printed. With the config known (``run_config``,
+    "" for the demo matrix, which `onnx-gate run` plans without one), `onnx-gate run --only` (it makes
+    the environment and exports the bundle, from its cache); else `onnx-gate verify` on the bundle,
+    which makes the target's environment where this interpreter does not hold its release."""
+    only = f"--only {shlex.quote(target.id)}"
+    if run_config is None:
+        return f"onnx-gate verify --bundle {shlex.quote(str(bundle_dir))} --target {shlex.quote(target.id)}"
+    return (
+        f"onnx-gate run --config {shlex.quote(run_config)} {only}" if run_config else f"onnx-gate run {only}"
+    )
+
+
+def provider_of(target: Target) -> matrix.ProviderInfo:
+    """The target's row of the provider table; an unknown provider is a usage error."""
     provider = matrix.providers().get(target.provider)
     if provider is None:
         raise UsageError(
             f"target {target.id!r}: unknown provider {target.provider!r}; "
             f"known: {', '.join(matrix.providers())}"
         )
+    return provider
+
+
+def _prepare(
+    index: int, bundle_dir: Path, target: Target, out_dir: Path, run_config: str | None = None
+) -> _Prepared:
+    started = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+    t0 = time.monotonic()
+    if not bundle_dir.is_dir():
+        raise BundleError(f"{bundle_dir}: no such bundle directory; run `onnx-gate export` first")
+    provider = provider_of(target)
     manifest = read_manifest(bundle_dir)
     _check_bundle_matches(target, manifest, bundle_dir)
-    reproduce = f"onnx-gate verify --bundle {bundle_dir} --target {target.id}"
+    reproduce = reproduce_command(target, bundle_dir, run_config)
     p = _Prepared(index, bundle_dir, target, manifest, started, 0.0, reproduce)
     bad_text = unencodable(manifest)
     if bad_text:
@@ -251,10 +282,20 @@ def verify_target(
     out_dir: Path,
     options: VerifyOptions,
     how: base.Provisioning,
+    *,
+    run_config: str | None = None,
 ) -> Written:
     """Provision ``target``'s environment (cached) with its runner kind, then :func:`verify` in it."""
     environment = base.provision(target, how)
-    return verify(bundle_dir, target, out_dir, options, base_env=how.environ, environment=environment)
+    return verify(
+        bundle_dir,
+        target,
+        out_dir,
+        options,
+        base_env=how.environ,
+        environment=environment,
+        run_config=run_config,
+    )
 
 
 def _judge_launched(

@@ -31,6 +31,7 @@ from ruamel.yaml import YAML
 from ci_onnx import scaffold
 from tests.act import twin as twin_module
 from tests.conftest import REPO
+from tests.support import tree
 
 STANDINS = Path(__file__).resolve().parent / "standins"
 ACTION = "onnx-gate/onnx-gate@v1"
@@ -218,7 +219,6 @@ def run_workflow(
     for key, value in (env or {}).items():
         argv += ["--env", f"{key}={value}"]
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_", "ACT"))}
-    done = subprocess.run(
-        argv, cwd=repo, capture_output=True, text=True, timeout=timeout_s, env=environ, check=False
-    )
+    # Ctrl-C ends act with every step it started (tree.run), and goes on to pytest
+    done = tree.run(argv, cwd=repo, timeout=timeout_s, env=environ)
     return Run(done.returncode, done.stdout + done.stderr, artifacts)

@@ -284,7 +284,7 @@ def test_a_reused_derived_bundle_says_its_conversion_warnings_again() -> None:
     from types import SimpleNamespace as NS
 
     def outcome(name: str, precision: str, warnings: tuple[str, ...]) -> Any:
-        finding = NS(warnings=warnings)
+        finding = NS(name="export", warnings=warnings, figures={})
         return NS(directory=Path(name), manifest=NS(precision=precision, findings=[finding]))
 
     exported = ("a branch froze",)

@@ -399,7 +399,7 @@ def test_an_environment_that_cannot_be_made_is_every_one_of_its_targets_error(
     assert statuses == dict.fromkeys((t.id for t in targets), Status.ERROR)
     for t in targets:
         r = read_result(options.out / "results" / f"{t.id}.json")
-        assert "no wheel for this platform" in r.summary and f"--only '{t.id}'" in r.reproduce
+        assert "no wheel for this platform" in r.summary and f"--only {t.id}" in r.reproduce
 
 
 def test_a_runner_that_fails_mid_group_leaves_no_target_without_a_result(
@@ -410,7 +410,7 @@ def test_a_runner_that_fails_mid_group_leaves_no_target_without_a_result(
     monkeypatch.setattr(base, "provision", lambda target, how: env)
     seen: list[list[str]] = []
 
-    def verify_many(items, out_dir, opts, *, base_env, environment, on_written):  # type: ignore[no-untyped-def]
+    def verify_many(items, out_dir, opts, *, base_env, environment, on_written, run_config):  # type: ignore[no-untyped-def]
         seen.append([t.id for _, t in items])
         on_written(0, UsageError("target ort1.32.0-cpu-op17-dynamo verifies bundle op17-dynamo, but …"))
         raise EnvironmentProblem("python runner: cannot start python (No such file or directory)")

@@ -448,7 +448,7 @@ class FakeGitHub(ThreadingHTTPServer):
                 s.barrier_uses += 1
                 barrier = s.list_barrier
         if barrier is not None:
-            barrier.wait(timeout=10)
+            barrier.wait(timeout=60)  # generous: on a loaded machine the other reporter can take a while to list
         with s.lock:
             items = sorted((c for c in s.comments.values() if c["issue"] == issue), key=lambda c: c["id"])
         per_page = min(int(query.get("per_page", 30)), 100)

@@ -234,7 +234,7 @@ def verify(
     r = written.result
     click.echo(f"{target.id}: {r.status.value}{f' ({r.summary})' if r.summary else ''}")
     click.echo(f"  {written.result_path}\n  {written.junit_path}")
-    click.get_current_context().exit(EXIT_FAIL if r.status.blocks else EXIT_PASS)
+    click.get_current_context().exit(EXIT_FAIL if r.status.failing else EXIT_PASS)
 
 
 @cli.command()

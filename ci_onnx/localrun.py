@@ -61,10 +61,6 @@ class RunSummary:
     envs_created: int
     bundles_reused: int = 0
 
-    @property
-    def failed(self) -> bool:
-        return any(s.blocks for s in self.statuses.values())
-
 
 def run(cfg: Config, resolver: Resolver, options: RunOptions, echo: Callable[[str], None]) -> RunSummary:
     out = options.out

@@ -55,7 +55,7 @@ def report(
     from ci_onnx.github import workflow
     from ci_onnx.github.context import from_env
     from ci_onnx.plan import read_plan
-    from ci_onnx.report import junit_reader, limits, render, view
+    from ci_onnx.report import gate, junit_reader, limits, render, view
     from ci_onnx.report.collect import collect
 
     ctx = from_env(os.environ, token=github_token, pr_number=pr_number)
@@ -63,8 +63,19 @@ def report(
     collection = collect(results_dirs, the_plan)
     junit = junit_reader.read(junit_paths) if junit_paths else None
     report_file = out / "report.md"
+    mode, why = gate.choose(
+        the_plan.gate.mode if the_plan else "", baseline=False, pull_request=ctx.pr_number is not None
+    )
+    decided = gate.decide(
+        collection,
+        the_plan,
+        mode=mode,
+        why=why,
+        junit_failed=junit.failed + junit.errors if junit else 0,
+    )
     the_view = view.build(
         collection,
+        decided,
         commit=view.Commit(ctx.sha, ctx.commit_url),
         run_url=ctx.run_url,
         junit=junit,
@@ -116,8 +127,8 @@ def report(
         workflow.set_outputs(
             ctx.output,
             {
-                "verdict": "fail" if the_view.blocks else "pass",
-                "failed": str(the_view.counts.blocking),
+                "verdict": "fail" if decided.blocks else "pass",
+                "failed": str(len(decided.blocking)),
                 "report": str(report_file),
             },
         )
@@ -128,7 +139,10 @@ def report(
         click.echo("  " + " ".join(f"{f.icon} {f.target}: {f.reason}".split()))
     if len(the_view.failures) > 20:
         click.echo(f"  … and {len(the_view.failures) - 20} more")
-    mark = "❌" if the_view.blocks else "✅"
+    for line in the_view.ledger[:20]:
+        click.echo("  " + " ".join(line.split()))
+    mark = "❌" if decided.blocks else "✅"
+    click.echo(f"onnx-gate: {the_view.judged_by}")
     click.echo(" ".join(f"{mark} {the_view.headline}; the full report: {report_file}".split()))
-    if the_view.blocks:
+    if decided.blocks:
         raise click.exceptions.Exit(EXIT_FAIL)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ci_onnx.report import limits, render, view
-from ci_onnx.report.collect import merge
+from ci_onnx.report import gate, limits, render, view
+from ci_onnx.report.collect import Collection, merge
 from ci_onnx.report.junit_reader import JUnitCase, JUnitSummary
 from tests.golden import scenarios
 
@@ -14,9 +14,17 @@ COMMIT = view.Commit(
 RUN_URL = "https://github.com/acme/digits/actions/runs/7001"
 
 
+def _view(
+    collection: Collection, *, junit: JUnitSummary | None = None, commit: view.Commit, run_url: str
+) -> view.ReportView:
+    """The view as `onnx-gate report` builds it: the gate decides, the view shows."""
+    decided = gate.decide(collection, junit_failed=junit.failed + junit.errors if junit else 0)
+    return view.build(collection, decided, junit=junit, commit=commit, run_url=run_url)
+
+
 def tinycnn_view() -> view.ReportView:
     plan, results = scenarios.tinycnn()
-    return view.build(merge({r.target.id: r for r in results}, plan), commit=COMMIT, run_url=RUN_URL)
+    return _view(merge({r.target.id: r for r in results}, plan), commit=COMMIT, run_url=RUN_URL)
 
 
 def missing_view() -> view.ReportView:
@@ -38,12 +46,12 @@ def missing_view() -> view.ReportView:
             ),
         ),
     )
-    return view.build(merge({r.target.id: r for r in results}, plan), commit=COMMIT, run_url="", junit=junit)
+    return _view(merge({r.target.id: r for r in results}, plan), junit=junit, commit=COMMIT, run_url="")
 
 
 def passing_view() -> view.ReportView:
     plan, results = scenarios.all_passing()
-    return view.build(merge({r.target.id: r for r in results}, plan), commit=COMMIT, run_url=RUN_URL)
+    return _view(merge({r.target.id: r for r in results}, plan), commit=COMMIT, run_url=RUN_URL)
 
 
 def export_failed_view() -> view.ReportView:
@@ -68,6 +76,7 @@ def export_failed_view() -> view.ReportView:
                 r,
                 status=Status.FAILED,
                 summary="export failed upstream: opset: asked for opset 17 but the file is at opset 18",
+                export_failed=True,
                 checks=(CheckResult("export", Status.PASSED), opset),
                 parity=(),
                 latency=(),
@@ -96,12 +105,12 @@ def export_failed_view() -> view.ReportView:
         for t in plan.targets
     )
     plan = dataclasses.replace(plan, targets=skips)
-    return view.build(merge({r.target.id: r for r in changed}, plan), commit=COMMIT, run_url=RUN_URL)
+    return _view(merge({r.target.id: r for r in changed}, plan), commit=COMMIT, run_url=RUN_URL)
 
 
 def many_view(n: int = 256) -> view.ReportView:
     plan, results = scenarios.many(n)
-    return view.build(merge({r.target.id: r for r in results}, plan), commit=COMMIT, run_url=RUN_URL)
+    return _view(merge({r.target.id: r for r in results}, plan), commit=COMMIT, run_url=RUN_URL)
 
 
 def rendered() -> dict[str, str]:

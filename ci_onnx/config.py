@@ -135,6 +135,7 @@ def parse(text: str, path: Path) -> Config:
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     yaml = YAML(typ="rt")
+    yaml.Constructor = _constructor()
     guard.check_flow_depth(text, path)
     try:
         doc = yaml.load(io.StringIO(text.removeprefix("\ufeff")))
@@ -158,6 +159,20 @@ def parse(text: str, path: Path) -> Config:
             f"{path}: cannot be read as an onnx-gate config "
             f"({type(exc).__name__}: {guard.one_line(str(exc))})"
         ) from None
+
+
+@functools.cache
+def _constructor() -> Any:
+    """ruamel's round-trip constructor, except that a date stays the text it was: an impossible
+    one (``until: 2026-13-01``) then reaches validation, which names its key and line, instead of
+    failing the YAML parse with neither."""
+    from ruamel.yaml.constructor import RoundTripConstructor
+
+    class Constructor(RoundTripConstructor):
+        pass
+
+    Constructor.add_constructor("tag:yaml.org,2002:timestamp", lambda c, node: c.construct_scalar(node))
+    return Constructor
 
 
 def _validate(plain: Any, doc: Any, path: Path) -> None:

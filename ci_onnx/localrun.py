@@ -50,6 +50,9 @@ class RunOptions:
     """The process environment for child processes (read once, by the CLI)."""
     export_cache: bool = True
     """Reuse cached bundles (ci_onnx/export/cache.py); ``--no-cache`` turns it off."""
+    paired_bundles: Path | None = None
+    """The base commit's bundles (``--baseline``, ``--baseline-ref``): each target's base bundle is
+    timed beside its own where the runner kind can."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -206,20 +209,21 @@ def _verify_group(
         return statuses
     for t in targets:
         progress.update(t.id, "running", f"{env.package} {env.release}")
+    verify_options = dataclasses.replace(
+        stage.options_from(cfg), paired_bundles=str(options.paired_bundles or "")
+    )
     items = [(options.out / BUNDLES / t.bundle_key, t) for t in targets]
     try:
         if len(targets) == 1:
             record(
                 targets[0],
-                stage.verify(
-                    *items[0], options.out, stage.options_from(cfg), base_env=options.env, environment=env
-                ),
+                stage.verify(*items[0], options.out, verify_options, base_env=options.env, environment=env),
             )
         else:
             stage.verify_many(
                 items,
                 options.out,
-                stage.options_from(cfg),
+                verify_options,
                 base_env=options.env,
                 environment=env,
                 on_written=lambda i, found: record(targets[i], found),

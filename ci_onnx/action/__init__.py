@@ -34,6 +34,7 @@ OPTIONS: dict[str, dict[str, str]] = {
         "junit": "--junit",
         "check-name": "--check-name",
         "comment-key": "--comment-key",
+        "baseline": "--baseline",
     },
     "nightly": {
         "results": "--results",

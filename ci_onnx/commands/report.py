@@ -40,6 +40,13 @@ from ci_onnx.report import CHECK_NAME
     show_default=True,
     help="Comment and set the check on GitHub when a token and repository are known.",
 )
+@click.option(
+    "--baseline",
+    "baseline_dir",
+    metavar="DIR|github",
+    help="The base commit's results, to judge what changed: the --out of an earlier run, or `github`: "
+    "the onnx-gate-baseline artifact of the run of the pull request's base commit (needs actions: read).",
+)
 def report(
     results_dirs: Sequence[Path],
     plan_path: Path | None,
@@ -50,12 +57,18 @@ def report(
     check_name: str,
     comment_key: str,
     publish: bool,
+    baseline_dir: str | Path | None = None,
+    baseline_source: str = "",
+    commit: str = "",
 ) -> None:
-    """Aggregate target results into one report: PR comment, job summary, check, exit code."""
+    """Aggregate target results into one report: PR comment, job summary, check, exit code.
+
+    ``baseline_source`` and ``commit`` are for `onnx-gate run` (what the baseline is, and the commit
+    of these results), not options."""
     from ci_onnx.github import workflow
     from ci_onnx.github.context import from_env
     from ci_onnx.plan import read_plan
-    from ci_onnx.report import gate, junit_reader, limits, render, view
+    from ci_onnx.report import baseline, gate, junit_reader, limits, render, view
     from ci_onnx.report.collect import collect
 
     ctx = from_env(os.environ, token=github_token, pr_number=pr_number)
@@ -63,12 +76,16 @@ def report(
     collection = collect(results_dirs, the_plan)
     junit = junit_reader.read(junit_paths) if junit_paths else None
     report_file = out / "report.md"
+    base = baseline.load(Path(baseline_dir), source=baseline_source) if baseline_dir else None
     mode, why = gate.choose(
-        the_plan.gate.mode if the_plan else "", baseline=False, pull_request=ctx.pr_number is not None
+        the_plan.gate.mode if the_plan else "",
+        baseline=base is not None,
+        pull_request=ctx.pr_number is not None,
     )
     decided = gate.decide(
         collection,
         the_plan,
+        base,
         mode=mode,
         why=why,
         junit_failed=junit.failed + junit.errors if junit else 0,
@@ -83,6 +100,8 @@ def report(
     )
     out.mkdir(parents=True, exist_ok=True)
     report_file.write_text(render.render(the_view))
+    if commit or ctx.sha:  # what a later run compares with: these results' commit and bundles
+        baseline.write_meta(out, commit or ctx.sha, baseline.bundles_of(collection))
     summary = render.render_within(the_view, limits.JOB_SUMMARY)
     (out / "summary.md").write_text(summary)
     if ctx.step_summary:

@@ -13,10 +13,14 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ci_onnx import serde
 from ci_onnx.errors import UsageError
 from ci_onnx.results import TargetResult
+
+if TYPE_CHECKING:
+    from ci_onnx.report.collect import Collection
 
 META = "baseline.json"
 SCHEMA_VERSION = 1
@@ -42,6 +46,8 @@ class Baseline:
     results: dict[str, TargetResult]
     planned: tuple[str, ...] = ()
     """The ids the base plan held, so that a base target without a result counts as missing there."""
+    skipped: tuple[str, ...] = ()
+    """The base plan's expected skips (no result is due from them)."""
     bundles: Path | None = None
     """The base bundles on disk, where at hand (a local run): they can be timed beside the head's."""
     note: str = ""
@@ -53,6 +59,15 @@ class Baseline:
     @property
     def short(self) -> str:
         return self.commit[:7] if self.commit else "(unknown commit)"
+
+
+def bundles_of(collection: Collection) -> dict[str, str]:
+    """Bundle key → the sha256 of its model, as the results recorded it."""
+    return {
+        e.target.bundle_key: e.result.bundle
+        for e in collection.entries
+        if e.result is not None and e.result.bundle
+    }
 
 
 def write_meta(out: Path, commit: str, bundles: dict[str, str]) -> Path:
@@ -76,19 +91,20 @@ def read_meta(directory: Path) -> Meta:
 
 
 def load(directory: Path, *, source: str = "", commit: str = "", note: str = "") -> Baseline:
-    """The baseline in ``directory`` (an earlier ``--out``, or an unpacked baseline artifact).
+    """The baseline in ``directory``: an earlier ``--out`` (its ``results/``), or an unpacked
+    baseline artifact (results anywhere below it).
 
     A directory without results is a usage error naming it; a result file that cannot be read is a
     problem of the baseline, shown in the report, never a reason to fail the head."""
     from ci_onnx.plan import read_plan
-    from ci_onnx.report.collect import collect
+    from ci_onnx.report.collect import collect, find_result_files
 
     if not directory.is_dir():
         raise UsageError(f"--baseline {directory}: no such directory; give the --out of an earlier run")
-    results_dir = directory / "results"
-    if not results_dir.is_dir():
+    results_dir = directory / "results" if (directory / "results").is_dir() else directory
+    if not find_result_files([results_dir]):
         raise UsageError(
-            f"--baseline {directory}: holds no results/; give the --out of an earlier `onnx-gate run`"
+            f"--baseline {directory}: holds no results; give the --out of an earlier `onnx-gate run`"
         )
     plan_file = directory / "plan.json"
     plan = read_plan(plan_file) if plan_file.is_file() else None
@@ -100,6 +116,7 @@ def load(directory: Path, *, source: str = "", commit: str = "", note: str = "")
         source=source or f"--baseline {directory}",
         results={e.target.id: e.result for e in collection.entries if e.result is not None},
         planned=tuple(t.id for t in plan.targets) if plan else (),
+        skipped=tuple(t.id for t in plan.targets if t.expected_skip) if plan else (),
         bundles=bundles if bundles.is_dir() else None,
         note=note,
         problems=collection.problems,

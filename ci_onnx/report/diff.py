@@ -24,6 +24,7 @@ PLACEMENT = "placement"
 CPU_EP = "CPUExecutionProvider"
 SIDE_BY_SIDE = "side by side"
 STORED = "against the base's stored figures"
+SEPARATE = "separate runs"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,7 +186,7 @@ def _serving(head: TargetResult, base: TargetResult, rules: dict[str, ServingRul
         threshold = rules[key].threshold
         v = noise.relative(hv, bv, threshold=threshold, what="one measurement a side")
         back = noise.relative(bv, hv, threshold=threshold, what="one measurement a side")
-        yield _finding(head, what, f"{bv:.4g} {unit}", f"{hv:.4g} {unit}", v, back, "separate runs")
+        yield _finding(head, what, f"{bv:.4g} {unit}", f"{hv:.4g} {unit}", v, back, SEPARATE)
 
 
 def _mib(n: int | None) -> float | None:

@@ -117,6 +117,8 @@ class Gate:
     """Ledger entries that matched no failure: "remove it"."""
     reasons: tuple[str, ...] = ()
     """Why it blocks, one line each (empty when it passes)."""
+    settings: GateSettings = dataclasses.field(default_factory=GateSettings)
+    """The thresholds it judged by (the report says which test was used)."""
 
     @property
     def blocking(self) -> tuple[Cell, ...]:
@@ -167,9 +169,13 @@ def _failing(entry: Entry) -> tuple[str, ...]:
     return names or ((entry.outcome.value,) if entry.outcome.failing else ())
 
 
-def _base_failing(result: TargetResult | None, planned: bool) -> tuple[Status | None, frozenset[str]]:
+def _base_failing(base: Baseline, target_id: str) -> tuple[Status | None, frozenset[str]]:
+    """The base's outcome for ``target_id`` and its failing checks (None: the base had no such cell)."""
+    result = base.results.get(target_id)
     if result is None:
-        return (Status.MISSING, frozenset({"missing"})) if planned else (None, frozenset())
+        if target_id in base.skipped:
+            return Status.EXPECTED, frozenset()
+        return (Status.MISSING, frozenset({"missing"})) if target_id in base.planned else (None, frozenset())
     names = frozenset(c.name for c in result.checks if c.status.failing)
     return result.status, names or (
         frozenset({result.status.value}) if result.status.failing else frozenset()
@@ -178,7 +184,7 @@ def _base_failing(result: TargetResult | None, planned: bool) -> tuple[Status | 
 
 def _change(entry: Entry, failing: tuple[str, ...], base: Baseline) -> tuple[Change, Status | None]:
     tid = entry.target.id
-    base_status, base_failing = _base_failing(base.results.get(tid), tid in base.planned)
+    base_status, base_failing = _base_failing(base, tid)
     if base_status is None:
         return Change.NEW, None
     if failing:
@@ -217,7 +223,7 @@ def _judge(
         return dataclasses.replace(cell, why=f"known: it fails the same checks on the base {baseline.short}")
     if change is Change.NEW:
         return dataclasses.replace(cell, blocks=True, why="a new cell that fails")
-    added = [c for c in failing if c not in _base_failing(baseline.results.get(entry.target.id), True)[1]]
+    added = [c for c in failing if c not in _base_failing(baseline, entry.target.id)[1]]
     return dataclasses.replace(
         cell,
         blocks=True,
@@ -253,9 +259,7 @@ def decide(
         findings = tuple(
             dataclasses.replace(f, blocks=f.regression and mode is Mode.REGRESSION)
             for e in results.entries
-            if e.result is not None
-            and not e.outcome.failing
-            and (base := baseline.results.get(e.target.id)) is not None
+            if e.result is not None and (base := baseline.results.get(e.target.id)) is not None
             for f in diff.compare(e.result, base, settings)
         )
     used = [entry for c in cells for entry in c.expected]
@@ -278,4 +282,5 @@ def decide(
         junit_failed=junit_failed,
         stale=ledger.stale(expected, used),
         reasons=tuple(reasons),
+        settings=settings,
     )

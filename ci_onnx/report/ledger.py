@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import fnmatch
+import functools
+import re
 from collections.abc import Iterable, Sequence
 
 from ci_onnx.report.settings import ExpectedFailure
@@ -33,8 +34,19 @@ class Cover:
         return bool(self.entries) and not self.uncovered and not self.expired
 
 
+@functools.cache
+def _glob(pattern: str) -> re.Pattern[str]:
+    """``*`` and ``?`` are wildcards; everything else is literal, brackets included: check names
+    hold them (``parity[*]`` is every output's parity check, not a character class)."""
+    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern))
+
+
+def matches(pattern: str, text: str) -> bool:
+    return _glob(pattern).fullmatch(text) is not None
+
+
 def _matches(entry: ExpectedFailure, target_id: str, check: str) -> bool:
-    return fnmatch.fnmatchcase(target_id, entry.select) and fnmatch.fnmatchcase(check, entry.check)
+    return matches(entry.select, target_id) and matches(entry.check, check)
 
 
 def cover(

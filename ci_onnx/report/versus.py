@@ -158,11 +158,40 @@ def _row(f: diff.Finding) -> DiffRow:
     return DiffRow(f.target, f.what, f.base, f.head, f.figure, verdict, f.test)
 
 
+def _pct(x: float | None) -> str:
+    return f"{100 * (x or 0):.0f} %"
+
+
+def _tests(gate: Gate, used: set[str]) -> list[str]:
+    """How the serving figures were compared, in words, for the contexts this comparison used."""
+    rules = gate.settings.serving
+    p50, tail = rules["p50"], rules["tail"]
+    out = []
+    if diff.SIDE_BY_SIDE in used:
+        out.append(
+            "latency side by side (the base bundle timed interleaved with the head's in one process) by "
+            f"a one-sided Mann-Whitney test at p < {p50.p:g} and a threshold of {_pct(p50.threshold)} "
+            f"(median) and {_pct(tail.threshold)} (tail)"
+        )
+    if diff.STORED in used:
+        out.append(
+            "latency against the base's stored figures (another run, maybe another machine) with the "
+            f"wider thresholds of {_pct(p50.stored_threshold)} (median) and {_pct(tail.stored_threshold)} "
+            "(tail)"
+        )
+    if diff.SEPARATE in used:
+        alone = ", ".join(_pct(rules[k].threshold) for k in ("cold_start", "peak_rss", "model_size"))
+        out.append(
+            f"cold start, peak RSS and model size by their thresholds alone ({alone}: one measurement a side)"
+        )
+    return out
+
+
 def comparison(gate: Gate) -> Comparison | None:
     if gate.baseline is None:
         return None
     serving = [f for f in gate.findings if f.kind == diff.SERVING]
-    tests = sorted({f.test.split(";")[0] for f in serving})
+    tests = _tests(gate, {f.test.split(";")[0] for f in serving})
     return Comparison(
         regressions=tuple(_regressions(gate)),
         fixed=tuple(c.target.id for c in gate.cells if c.change is Change.FIXED),

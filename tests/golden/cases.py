@@ -113,6 +113,65 @@ def many_view(n: int = 256) -> view.ReportView:
     return _view(merge({r.target.id: r for r in results}, plan), commit=COMMIT, run_url=RUN_URL)
 
 
+BASE = "9e8d7c6b5a49382716f5e4d3c2b1a09f8e7d6c5b"
+
+
+def versus_view() -> view.ReportView:
+    """A pull request against its base: the parity failure is new, the fallback failure was there
+    already (known), one cell is fixed, one model got slower (side by side) and fell back more."""
+    import dataclasses
+    import random
+
+    from ci_onnx.report.baseline import Baseline
+    from ci_onnx.results import LatencyStat, PairedLatency, PlacedNode
+
+    plan, head = scenarios.tinycnn()
+    _, base = scenarios.tinycnn(seed=3)
+    fixed = "ort1.32.0-cpu-op17-dynamo"
+    slower = "ort1.32.0-cpu-op18-dynamo"
+    rng = random.Random(7)
+
+    def timed(median: float) -> LatencyStat:
+        values = tuple(round(median * (1 + rng.gauss(0, 0.03)), 4) for _ in range(20))
+        ordered = sorted(values)
+        return LatencyStat(8, ordered[10], ordered[18], ordered[19], 20, values)
+
+    by_id = {r.target.id: r for r in base}
+    by_id[scenarios.PARITY_FAIL] = next(
+        r for r in scenarios.all_passing()[1] if r.target.id == scenarios.PARITY_FAIL
+    )
+    by_id[fixed] = scenarios.errored(
+        by_id[fixed], "onnxruntime crashed with SIGSEGV while creating the session"
+    )
+    moved = []
+    for r in head:
+        if r.target.id == slower:
+            r = dataclasses.replace(
+                r,
+                bundle="head-sha",
+                paired=PairedLatency(by_id[slower].bundle, (timed(0.9),), (timed(0.45),)),
+            )
+        if r.target.id == scenarios.FALLBACK_FAIL and r.placement is not None:
+            nodes = (*r.placement.fallback_nodes, PlacedNode("/head/IsNaN", "IsNaN", scenarios.CPU))
+            r = dataclasses.replace(r, placement=dataclasses.replace(r.placement, fallback_nodes=nodes))
+        moved.append(r)
+    by_id[slower] = dataclasses.replace(by_id[slower], bundle="base-sha")
+    moved = [
+        dataclasses.replace(r, paired=dataclasses.replace(r.paired, base_bundle="base-sha"))
+        if r.paired
+        else r
+        for r in moved
+    ]
+    baseline = Baseline(
+        BASE, "the artifact of run 6990 on main", by_id, planned=tuple(t.id for t in plan.targets),
+        skipped=tuple(t.id for t in plan.targets if t.expected_skip),
+    )  # fmt: skip
+    collection = merge({r.target.id: r for r in moved}, plan)
+    mode, why = gate.choose("", baseline=True, pull_request=True)
+    decided = gate.decide(collection, plan, baseline, mode=mode, why=why)
+    return view.build(collection, decided, commit=COMMIT, run_url=RUN_URL)
+
+
 def rendered() -> dict[str, str]:
     return {
         "tinycnn-comment.md": render.render_within(tinycnn_view(), limits.COMMENT, marker=render.MARKER),
@@ -120,4 +179,5 @@ def rendered() -> dict[str, str]:
         "all-passed.md": render.render_within(passing_view(), limits.COMMENT),
         "export-failed.md": render.render_within(export_failed_view(), limits.COMMENT),
         "many-256-comment.md": render.render_within(many_view(), limits.COMMENT, marker=render.MARKER),
+        "versus-base-comment.md": render.render_within(versus_view(), limits.COMMENT, marker=render.MARKER),
     }

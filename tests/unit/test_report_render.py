@@ -121,9 +121,16 @@ def test_a_failure_message_with_pipes_stays_in_its_cell() -> None:
 
 
 def test_a_baseline_adds_a_column_to_every_table() -> None:
-    v = dataclasses.replace(cases.tinycnn_view(), baseline="0123456789abcdef")
+    v = cases.versus_view()
     text = render.render(v)
-    assert text.count("| vs base |") == 3
+    assert text.count("| vs base |") == 3  # parity, fallback, latency (these results have no serving rows)
+    assert "| `ort1.20.1-cpu-op18-torchscript` | logits |" in text
+    row = next(r for r in v.parity if r.target == "ort1.20.1-cpu-op18-torchscript")
+    assert row.delta == "❌ was within tolerance (worst 3 %)"
+    slower = next(r for r in v.latency.rows if r.target == "ort1.32.0-cpu-op18-dynamo")
+    assert slower.delta.startswith("❌ p50 latency, batch 8 +99 %")
+    assert not any(r.delta == "" for r in (*v.parity, *v.fallback, *v.latency.rows))
+    assert "compared with `9e8d7c6` (the artifact of run 6990 on main)" in text
 
 
 def test_long_tables_fold_passing_rows_into_details() -> None:

@@ -410,6 +410,7 @@ def _gate(plain: dict[str, Any], doc: Any, path: Path) -> GateSettings:
         expected_failures=tuple(entries),
         parity_drift=float(g["parity_drift"]),
         serving=serving,
+        stored_figures=str(g["stored_figures"]),
     )
 
 

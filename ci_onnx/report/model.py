@@ -93,6 +93,7 @@ class PrecisionRow:
     vs_fp32: str
     vs_pytorch: str
     failed: bool
+    delta: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -239,6 +240,7 @@ class ReportView:
     """The mode and the baseline, in one line: "regression mode (a pull request with a baseline),
     compared with 4f1d2c3 (the artifact of run 7001 on main)"."""
     ledger: tuple[str, ...] = ()
-    """Expired and stale expected_failures entries, one line each."""
+    """Expired and stale expected_failures entries, and base result files that could not be read
+    (they do not block the head), one line each."""
     comparison: Comparison | None = None
     """With a baseline: what changed."""

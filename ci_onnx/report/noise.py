@@ -1,10 +1,14 @@
 """Is a timed figure slower on the head than on the base, beyond noise? (standard library only)
 
-Two tests must agree before a latency counts as regressed: the head's samples tend to be larger than
-the base's (a one-sided Mann-Whitney U test, normal approximation with tie and continuity
-corrections, at level ``p``), and the ratio of the medians is past a relative threshold. The rank
-test keeps a large ratio of two noisy sample sets from counting; the threshold keeps a tiny but
-consistent difference (a few percent, which shared runners show between any two runs) from counting.
+Side by side (base and head timed in turns in one process), run i of the head and run i of the base
+shared the machine's moment, so their ratio is what is judged: a one-sided Wilcoxon signed-rank
+test that the pairs' log ratio exceeds log(1 + threshold), at level ``p``, and the median of the
+pair ratios past the threshold. Against stored figures (two processes, maybe two machines), two
+tests must agree: the head's samples tend to be larger than the base's (a one-sided Mann-Whitney U
+test) and the ratio of the medians is past the (wider) threshold. Both tests use the normal
+approximation with tie and continuity corrections. The rank test keeps a large ratio of two noisy
+sample sets from counting; the threshold keeps a tiny but consistent difference (a few percent,
+which shared runners show between any two runs) from counting.
 """
 
 from __future__ import annotations
@@ -65,6 +69,45 @@ def mann_whitney_greater(head: Sequence[float], base: Sequence[float]) -> float:
         return 1.0  # every value equal: no evidence either way
     z = (u - n1 * n2 / 2 - 0.5) / math.sqrt(var)
     return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def wilcoxon_greater(d: Sequence[float]) -> float:
+    """One-sided p-value of "the differences ``d`` tend to be positive" (signed-rank test)."""
+    nonzero = [x for x in d if x != 0]
+    n = len(nonzero)
+    if n == 0:
+        return 1.0
+    r = ranks([abs(x) for x in nonzero])
+    w = sum(ri for ri, x in zip(r, nonzero, strict=True) if x > 0)
+    counts: dict[float, int] = {}
+    for x in nonzero:
+        counts[abs(x)] = counts.get(abs(x), 0) + 1
+    var = n * (n + 1) * (2 * n + 1) / 24 - sum(t**3 - t for t in counts.values()) / 48
+    if var <= 0:
+        return 1.0
+    z = (w - n * (n + 1) / 4 - 0.5) / math.sqrt(var)
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def paired(head: Sequence[float], base: Sequence[float], *, threshold: float, p: float) -> Verdict:
+    """Run i of the head against run i of the base, timed in turns: slower by more than
+    ``threshold``, with evidence at level ``p``."""
+    pairs = [(h, b) for h, b in zip(head, base, strict=False) if h > 0 and b > 0]
+    ratio = statistics.median(h / b for h, b in pairs) if pairs else 1.0
+    past = ratio > 1 + threshold
+    if len(pairs) < MIN_SAMPLES:
+        return Verdict(
+            ratio, None, past, f"threshold {_pct(threshold)} alone ({len(pairs)} pairs are too few)"
+        )
+    margin = math.log1p(threshold)
+    pv = wilcoxon_greater([math.log(h / b) - margin for h, b in pairs])
+    return Verdict(
+        ratio,
+        pv,
+        past and pv < p,
+        f"Wilcoxon signed-rank p = {pv:.1g} that the {len(pairs)} pairs are over {_pct(threshold)} slower "
+        f"(level {p:g})",
+    )
 
 
 def tail(samples: Sequence[float]) -> tuple[float, str]:

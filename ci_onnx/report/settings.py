@@ -92,3 +92,5 @@ class GateSettings:
     """A passing output whose worst element's share of its tolerance grew by more than this (in
     shares: 0.25 is a quarter of the tolerance) is a warning."""
     serving: dict[str, ServingRule] = dataclasses.field(default_factory=default_rules)
+    stored_figures: str = dataclasses.field(default_factory=lambda: str(defaults.of("gate.stored_figures")))
+    """``warn`` or ``block``: what a latency past its threshold against stored figures does."""

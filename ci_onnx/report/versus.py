@@ -15,6 +15,7 @@ from ci_onnx.report.model import (
     FallbackRow,
     LatencyTable,
     ParityRow,
+    PrecisionRow,
     Regression,
     ServingRow,
 )
@@ -102,13 +103,45 @@ def _serving_delta(gate: Gate, target: str, latency: bool) -> str:
     return "; ".join(f"{'❌' if f.regression else '✅'} {f.what} {f.figure}" for f in moved)
 
 
+def _precision_deltas(gate: Gate, rows: Sequence[PrecisionRow]) -> tuple[PrecisionRow, ...]:
+    """Size and accuracy against the same precision of the same cell on the base (latency has its
+    own comparison, with a noise rule, in the serving diff)."""
+    from ci_onnx.report import precisions
+    from ci_onnx.report.collect import Entry
+
+    b = gate.baseline
+    results = b.results.values() if b is not None else ()
+    before = {r.target: r for r in precisions.rows([Entry(x.target, x.status, x) for x in results])}
+    out = []
+    for r in rows:
+        was = before.get(r.target)
+        if was is None:
+            delta = "—"
+        else:
+            moved = [
+                f"{what} {a} → {h}"
+                for what, a, h in (("size", was.size, r.size), ("top-1", was.accuracy, r.accuracy))
+                if a != h
+            ]
+            delta = "; ".join(moved) or "="
+        out.append(dataclasses.replace(r, delta=delta))
+    return tuple(out)
+
+
 def with_deltas(
     gate: Gate,
     parity: Sequence[ParityRow],
     fallback: Sequence[FallbackRow],
     latency: LatencyTable,
     serving: Sequence[ServingRow],
-) -> tuple[tuple[ParityRow, ...], tuple[FallbackRow, ...], LatencyTable, tuple[ServingRow, ...]]:
+    precision: Sequence[PrecisionRow] = (),
+) -> tuple[
+    tuple[ParityRow, ...],
+    tuple[FallbackRow, ...],
+    LatencyTable,
+    tuple[ServingRow, ...],
+    tuple[PrecisionRow, ...],
+]:
     return (
         tuple(dataclasses.replace(r, delta=_parity_delta(gate, r)) for r in parity),
         tuple(dataclasses.replace(r, delta=_fallback_delta(gate, r)) for r in fallback),
@@ -117,6 +150,7 @@ def with_deltas(
             tuple(dataclasses.replace(r, delta=_serving_delta(gate, r.target, True)) for r in latency.rows),
         ),
         tuple(dataclasses.replace(r, delta=_serving_delta(gate, r.target, False)) for r in serving),
+        _precision_deltas(gate, precision),
     )
 
 
@@ -151,6 +185,8 @@ def _row(f: diff.Finding) -> DiffRow:
         verdict = "⚠️ warning"
     elif f.regression:
         verdict = "❌ regression" + ("" if f.blocks else " (not blocking: absolute mode)")
+    elif f.warning:
+        verdict = "⚠️ past its threshold, not blocking"
     elif f.improved:
         verdict = "✅ improved"
     else:
@@ -169,20 +205,25 @@ def _tests(gate: Gate, used: set[str]) -> list[str]:
     out = []
     if diff.SIDE_BY_SIDE in used:
         out.append(
-            "latency side by side (the base bundle timed interleaved with the head's in one process) by "
-            f"a one-sided Mann-Whitney test at p < {p50.p:g} and a threshold of {_pct(p50.threshold)} "
-            f"(median) and {_pct(tail.threshold)} (tail)"
+            "latency side by side (the base bundle timed in turns with the head's in one process): the "
+            f"pairs of turns by a one-sided Wilcoxon signed-rank test at p < {p50.p:g} that they are over "
+            f"{_pct(p50.threshold)} slower (median); the tail ({_pct(tail.threshold)}) of fewer than 100 "
+            "runs warns only"
         )
     if diff.STORED in used:
+        warn = (
+            "" if gate.settings.stored_figures == "block" else ", warnings only (gate.stored_figures: warn)"
+        )
         out.append(
             "latency against the base's stored figures (another run, maybe another machine) with the "
             f"wider thresholds of {_pct(p50.stored_threshold)} (median) and {_pct(tail.stored_threshold)} "
-            "(tail)"
+            f"(tail){warn}"
         )
     if diff.SEPARATE in used:
-        alone = ", ".join(_pct(rules[k].threshold) for k in ("cold_start", "peak_rss", "model_size"))
+        alone = ", ".join(_pct(rules[k].threshold) for k in ("peak_rss", "model_size"))
         out.append(
-            f"cold start, peak RSS and model size by their thresholds alone ({alone}: one measurement a side)"
+            f"peak RSS and model size by their thresholds alone ({alone}: one measurement a side); a cold "
+            f"start past {_pct(rules['cold_start'].threshold)} warns only"
         )
     return out
 
@@ -198,8 +239,8 @@ def comparison(gate: Gate) -> Comparison | None:
         new=tuple(c.target.id for c in gate.cells if c.change is Change.NEW),
         removed=gate.removed,
         placement=tuple(_row(f) for f in gate.findings if f.kind == diff.PLACEMENT),
-        serving=tuple(_row(f) for f in serving if f.regression or f.improved),
-        serving_unchanged=sum(1 for f in serving if not (f.regression or f.improved)),
+        serving=tuple(_row(f) for f in serving if f.regression or f.improved or f.warning),
+        serving_unchanged=sum(1 for f in serving if not (f.regression or f.improved or f.warning)),
         drift=tuple(_row(f) for f in gate.findings if f.kind == diff.DRIFT),
         tests=tuple(tests),
     )

@@ -280,8 +280,11 @@ def build(
     parity = tuple(row for e in judged if e.result for row in _parity_rows(e, e.result))
     latency = _latency(judged)
     serving = _serving(judged)
+    by_precision = precisions.rows(judged)
     if gate.baseline is not None:
-        parity, fallback, latency, serving = versus.with_deltas(gate, parity, fallback, latency, serving)
+        parity, fallback, latency, serving, by_precision = versus.with_deltas(
+            gate, parity, fallback, latency, serving, by_precision
+        )
     return ReportView(
         title=title,
         headline=headline(gate, failing_kinds(gate)),
@@ -301,11 +304,15 @@ def build(
         baseline=gate.baseline.commit or "(unknown commit)" if gate.baseline is not None else "",
         report_file=report_file,
         overview=_overview(entries),
-        precisions=precisions.rows(judged),
+        precisions=by_precision,
         serving=serving,
         reused=_reused(entries),
         known=failures.failures(entries, gate, collection.config_path, blocking=False),
         judged_by=versus.judged_by(gate),
-        ledger=(*(f"⏰ {c.target.id}: {c.why}" for c in gate.cells if c.expired), *gate.stale),
+        ledger=(
+            *(f"⏰ {c.target.id}: {c.why}" for c in gate.cells if c.expired),
+            *gate.stale,
+            *(f"the baseline's {p}" for p in (gate.baseline.problems if gate.baseline else ())),
+        ),
         comparison=versus.comparison(gate),
     )

@@ -14,6 +14,12 @@ import numpy as np
 from ci_onnx.results import LatencyStat
 
 WARMUP_RUNS = 3
+PAIRED_WARMUP = 10
+"""Warm-up turns of each fresh session before the pairs are timed (its arena grows in the first runs)."""
+PAIRED_RUNS = 60
+"""Timed turns of each side when a base bundle is timed beside the head's (at least; more where
+verify.latency_runs asks): a rank test of 60 pairs tells twice the work from a no-op on a shared,
+busy machine where 20 could not (bench/NOISE.md)."""
 
 
 def _timed(run: Callable[[], object]) -> float:
@@ -43,7 +49,7 @@ def interleaved(
 ) -> tuple[LatencyStat, LatencyStat]:
     """Head and base timed in turns, the order swapped every run, so that whatever the machine
     does meanwhile (another job, a frequency change) falls on both alike."""
-    for _ in range(WARMUP_RUNS):
+    for _ in range(PAIRED_WARMUP):
         head()
         base()
     h: list[float] = []

@@ -127,9 +127,9 @@ def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observ
             rss_before_mb=round(before, 2) if before is not None else None,
             memory_threads=options.memory_threads,
         )
-    if options.paired_bundle and feeds_by_n:  # after the memory figure, which one session must make alone
-        obs = _paired(ort, sess, Path(options.paired_bundle), providers, preset, feeds_by_n, options, obs)
     del sess  # nothing below uses it, and its threads would only compete with what is timed there
+    if options.paired_bundle and feeds_by_n:  # after the memory figure, which one session must make alone
+        obs = _paired(ort, model, Path(options.paired_bundle), providers, preset, feeds_by_n, options, obs)
     if options.opt_cache:  # after every figure above, so the extra sessions are in none of them
         run_sets = functools.partial(_cached_runs, manifest=manifest, bundle=bundle, out=out, obs=obs)
         sha = manifest.files.get(MODEL, "")
@@ -141,7 +141,7 @@ def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observ
 
 def _paired(
     ort: Any,
-    sess: Any,
+    model: str,
     base: Path,
     providers: list[str],
     preset: dict[str, Any],
@@ -149,22 +149,28 @@ def _paired(
     options: Options,
     obs: Observation,
 ) -> Observation:
-    """The base bundle timed beside this one, run for run, on the same inputs; why not, if it cannot be."""
+    """The base bundle timed beside this one, run for run, on the same inputs; why not, if it cannot be.
+
+    Both sides get a fresh session made alike, one after the other (the observation's own session
+    was profiled and served the memory figure's threads: timing it against a fresh one measured a
+    30 % difference between two copies of one model), with thread spinning off: two sessions' pools
+    spinning in turns on a 2-core runner took the cores from each other's runs."""
     try:
         sha = read_manifest(base, verify_hashes=False).files.get(MODEL, "")
-        base_sess = _session(ort, str(base / MODEL), providers, preset=preset)
+        head_sess = _session(ort, model, providers, preset=preset, spinning=False)
+        base_sess = _session(ort, str(base / MODEL), providers, preset=preset, spinning=False)
         pairs = [
             measure.interleaved(
                 n,
-                functools.partial(feeds.run, sess, inputs),
+                functools.partial(feeds.run, head_sess, inputs),
                 functools.partial(feeds.run, base_sess, inputs),
-                options.latency_runs,
+                max(options.latency_runs, measure.PAIRED_RUNS),
             )
             for n, inputs in sorted(feeds_by_n.items())
         ]
     except Exception as exc:  # another input signature, a model the runtime refuses: say so
         return dataclasses.replace(obs, paired_error=f"the base bundle {base} was not timed: {_message(exc)}")
-    del base_sess
+    del head_sess, base_sess
     head, paired_base = zip(*pairs, strict=True)
     return dataclasses.replace(obs, paired=PairedLatency(sha, tuple(head), tuple(paired_base)))
 
@@ -181,9 +187,12 @@ def _session(
     strict: bool = False,
     profile: str = "",
     preset: dict[str, Any] | None = None,
+    spinning: bool = True,
 ) -> Any:
     so = session.apply(ort, ort.SessionOptions(), preset or {})
     so.log_severity_level = 3
+    if not spinning:  # idle pool threads would spin on the cores the other session's run needs
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     if strict:
         so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
     if profile:

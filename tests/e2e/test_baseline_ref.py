@@ -125,7 +125,8 @@ def test_the_head_is_judged_against_its_base_commit_run_in_a_worktree(
     for cell in (MORE_WORK, FIXED, KNOWN):
         assert f"| `{cell}` | `p50 latency, batch 8` |" in regressions, regressions
     assert (
-        "side by side; Mann-Whitney" in regressions and "against the base's stored figures" not in regressions
+        "side by side; Wilcoxon signed-rank" in regressions
+        and "against the base's stored figures" not in regressions
     )
     assert f"✅ fixed: `{FIXED}`" in report
     known = report.split("known or expected failure(s), not blocking</summary>")[1]

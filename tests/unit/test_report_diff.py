@@ -122,8 +122,12 @@ def test_stored_figures_use_the_wider_threshold_and_say_so() -> None:
     slower = with_latency(base, stat(8, samples(1.2, seed=2)))  # +20 %: past 10 %, within 25 %
     found = serving(diff.compare(slower, b, SETTINGS))["p50 latency, batch 8"]
     assert not found.regression and found.test.startswith(diff.STORED) and "threshold 25 %" in found.test
+    assert not found.warning  # within its threshold: nothing to say
     much = with_latency(base, stat(8, samples(2.0, seed=2)))
-    assert serving(diff.compare(much, b, SETTINGS))["p50 latency, batch 8"].regression
+    warned = serving(diff.compare(much, b, SETTINGS))["p50 latency, batch 8"]
+    assert warned.warning and not warned.regression and "a warning only (gate.stored_figures)" in warned.test
+    blocking = dataclasses.replace(SETTINGS, stored_figures="block")
+    assert serving(diff.compare(much, b, blocking))["p50 latency, batch 8"].regression
 
 
 def test_side_by_side_figures_use_the_tighter_threshold_when_the_pair_is_of_this_base() -> None:
@@ -148,7 +152,7 @@ def test_single_figures_use_their_threshold_and_an_improvement_is_said() -> None
         base, latency=(), peak_rss_mb=100.0, serving=ServingFigures(cold_start_ms=300.0, model_bytes=1 << 20)
     )
     h = dataclasses.replace(
-        b, peak_rss_mb=130.0, serving=ServingFigures(cold_start_ms=150.0, model_bytes=(1 << 20) + 1000)
+        b, peak_rss_mb=130.0, serving=ServingFigures(cold_start_ms=100.0, model_bytes=(1 << 20) + 1000)
     )
     found = serving(diff.compare(h, b, SETTINGS))
     assert found["peak RSS"].regression and found["peak RSS"].figure == "+30 %"
@@ -160,7 +164,30 @@ def test_single_figures_use_their_threshold_and_an_improvement_is_said() -> None
 def test_results_of_a_runner_without_samples_are_compared_on_their_percentiles(figure: str) -> None:
     base, _ = pair()
     b = with_latency(base, LatencyStat(8, 1.0, 1.1, 1.2, 20))
-    h = with_latency(base, LatencyStat(8, 2.0, 2.2, 2.4, 20))
-    found = serving(diff.compare(h, b, SETTINGS))
+    h = with_latency(base, LatencyStat(8, 2.0, 2.2, 2.6, 20))
+    found = serving(diff.compare(h, b, dataclasses.replace(SETTINGS, stored_figures="block")))
     name = figure if figure.startswith("p50") else "p99 latency, batch 8"
     assert found[name].regression and "no timed samples recorded" in found[name].test
+
+
+def test_side_by_side_pairs_are_judged_run_for_run_against_the_threshold() -> None:
+    rng = random.Random(3)
+    # a busy machine: each moment slows both sides alike, by up to 5×
+    moments = [rng.choice([1.0, 1.0, 1.8, 5.0]) for _ in range(60)]
+    base = [m * rng.gauss(1.0, 0.02) for m in moments]
+    noop = [m * rng.gauss(1.0, 0.02) for m in moments]
+    doubled = [2 * m * rng.gauss(1.0, 0.02) for m in moments]
+    assert not noise.paired(noop, base, threshold=0.1, p=0.01).regression
+    v = noise.paired(doubled, base, threshold=0.1, p=0.01)
+    assert v.regression and 1.9 < v.ratio < 2.1 and "60 pairs are over 10 % slower" in v.test
+    slightly = [1.05 * x for x in base]  # consistently slower, but under the threshold
+    assert not noise.paired(slightly, base, threshold=0.1, p=0.01).regression
+    assert noise.wilcoxon_greater([1.0] * 10) < 0.01 and noise.wilcoxon_greater([-1.0] * 10) > 0.99
+
+
+def test_a_cold_start_past_its_threshold_is_a_warning_never_a_block() -> None:
+    base, _ = pair()
+    b = dataclasses.replace(base, latency=(), serving=ServingFigures(cold_start_ms=300.0))
+    h = dataclasses.replace(b, serving=ServingFigures(cold_start_ms=1200.0))
+    found = serving(diff.compare(h, b, SETTINGS))["cold start"]
+    assert found.warning and not found.regression and "a warning only" in found.test

@@ -128,7 +128,7 @@ def test_a_baseline_adds_a_column_to_every_table() -> None:
     row = next(r for r in v.parity if r.target == "ort1.20.1-cpu-op18-torchscript")
     assert row.delta == "❌ was within tolerance (worst 3 %)"
     slower = next(r for r in v.latency.rows if r.target == "ort1.32.0-cpu-op18-dynamo")
-    assert slower.delta.startswith("❌ p50 latency, batch 8 +99 %")
+    assert slower.delta.startswith("❌ p50 latency, batch 8 +97 %")
     assert not any(r.delta == "" for r in (*v.parity, *v.fallback, *v.latency.rows))
     assert "compared with `9e8d7c6` (the artifact of run 6990 on main)" in text
 

@@ -27,7 +27,7 @@ def test_every_timed_run_is_recorded_with_its_percentiles() -> None:
 def test_interleaved_timing_alternates_which_side_runs_first() -> None:
     order: list[str] = []
     head, base = measure.interleaved(1, lambda: order.append("h"), lambda: order.append("b"), 4)
-    timed = order[2 * measure.WARMUP_RUNS :]
+    timed = order[2 * measure.PAIRED_WARMUP :]
     assert timed == ["h", "b", "b", "h", "h", "b", "b", "h"]
     assert head.runs == base.runs == 4 and len(head.samples_ms) == len(base.samples_ms) == 4
 
@@ -41,7 +41,7 @@ def test_the_observer_times_the_base_bundle_beside_its_own(tmp_path: Path) -> No
     assert obs.paired is not None and obs.paired_error == ""
     assert obs.paired.base_bundle == bundle.read_manifest(base).files[bundle.MODEL]
     assert [s.batch_size for s in obs.paired.head] == [s.batch_size for s in obs.paired.base] == [1, 8]
-    assert all(len(s.samples_ms) == 10 for s in (*obs.paired.head, *obs.paired.base))
+    assert all(len(s.samples_ms) == measure.PAIRED_RUNS for s in (*obs.paired.head, *obs.paired.base))
     assert all(len(s.samples_ms) == 10 for s in obs.latency)  # the head's own figures are unchanged
 
 

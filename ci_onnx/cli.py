@@ -7,6 +7,7 @@ onnxruntime: every command imports what it needs when it runs.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import traceback
@@ -189,6 +190,16 @@ def export(config_path: Path, only: Sequence[str], out: Path) -> None:
     callback=finite,
     help="Seconds before the runner is stopped (at most a week).",
 )
+@click.option(
+    "--baseline",
+    metavar="DIR|github",
+    help="The base commit's bundles, timed beside this one in the same process: a directory holding "
+    "<bundle>/ (an earlier run's OUT/bundles), or `github`: the bundle artifact of the run of the pull "
+    "request's base commit (needs actions: read).",
+)
+@click.option(
+    "--github-token", envvar="GITHUB_TOKEN", default="", help="For --baseline github [env: GITHUB_TOKEN]."
+)
 def verify(
     bundle_dir: Path,
     target_id: str,
@@ -197,6 +208,8 @@ def verify(
     plan_path: Path | None,
     python: Path | None,
     timeout_s: float | None,
+    baseline: str | None,
+    github_token: str,
 ) -> None:
     """Verify one target: provider, parity, decisions, batch sizes, placement, latency, memory."""
     from ci_onnx import config, proc
@@ -213,7 +226,12 @@ def verify(
         the_plan,
         timeout_s=timeout_s,
     )
-    base_env = proc.child_environment(os.environ)
+    if baseline:
+        from ci_onnx.commands.paired import bundles_dir
+
+        paired = bundles_dir(baseline, target, out, github_token, lambda m: click.echo(f"onnx-gate: {m}"))
+        options = dataclasses.replace(options, paired_bundles=paired)
+    base_env = proc.child_environment(os.environ)  # no token of any name reaches the runner
     if target.runner == "python":  # in this interpreter's onnxruntime, or --python's (as CI does)
         written = stage.verify(
             bundle_dir,

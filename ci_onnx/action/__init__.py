@@ -25,6 +25,8 @@ OPTIONS: dict[str, dict[str, str]] = {
         "config": "--config",
         "plan": "--plan",
         "timeout": "--timeout",
+        "baseline": "--baseline",
+        "github-token": "--github-token",
     },
     "report": {
         "results": "--results",

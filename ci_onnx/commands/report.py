@@ -3,14 +3,48 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ci_onnx.commands.options import out_dir_option, plan_option, results_option
 from ci_onnx.errors import EXIT_FAIL
 from ci_onnx.report import CHECK_NAME
+
+if TYPE_CHECKING:
+    from ci_onnx.github.context import GitHubContext
+    from ci_onnx.report.baseline import Baseline
+
+
+GITHUB = "github"
+"""``--baseline github``: the base commit's onnx-gate-baseline artifact, through the REST API."""
+
+
+def _from_github(ctx: GitHubContext, dest: Path, info: Callable[[str], None]) -> tuple[Baseline | None, str]:
+    """The pull request's baseline, or None and why there is none (said in the report)."""
+    from ci_onnx.report import baseline
+
+    if ctx.pr_number is None or not ctx.base_sha:
+        return None, ""  # not a pull request: absolute, and choose() says so
+    if not ctx.can_publish:
+        return None, "no baseline: no GITHUB_TOKEN to read the base commit's artifacts with"
+    from ci_onnx.github import artifacts
+    from ci_onnx.github.client import Client, GitHubError
+
+    assert ctx.repo is not None
+    try:
+        client = Client(ctx.token, ctx.api_url, log=info)
+    except GitHubError as exc:
+        return None, f"no baseline: {exc.message}"
+    found = artifacts.find(
+        client, ctx.repo, base_sha=ctx.base_sha, base_ref=ctx.base_ref, dest=dest, info=info
+    )
+    if found.directory is None:
+        return None, found.note
+    info(f"baseline: {found.source}, commit {found.commit[:7]}" + (f" ({found.note})" if found.note else ""))
+    return baseline.load(found.directory, source=found.source, commit=found.commit, note=found.note), ""
 
 
 @click.command()
@@ -76,12 +110,21 @@ def report(
     collection = collect(results_dirs, the_plan)
     junit = junit_reader.read(junit_paths) if junit_paths else None
     report_file = out / "report.md"
-    base = baseline.load(Path(baseline_dir), source=baseline_source) if baseline_dir else None
+
+    def info(msg: str) -> None:
+        click.echo(f"onnx-gate: {msg}")
+
+    missing = ""
+    if baseline_dir == GITHUB:
+        base, missing = _from_github(ctx, out / "baseline", info)
+    else:
+        base = baseline.load(Path(baseline_dir), source=baseline_source) if baseline_dir else None
     mode, why = gate.choose(
         the_plan.gate.mode if the_plan else "",
         baseline=base is not None,
         pull_request=ctx.pr_number is not None,
     )
+    why = missing or why
     decided = gate.decide(
         collection,
         the_plan,
@@ -106,9 +149,6 @@ def report(
     (out / "summary.md").write_text(summary)
     if ctx.step_summary:
         workflow.append_summary(ctx.step_summary, summary)
-
-    def info(msg: str) -> None:
-        click.echo(f"onnx-gate: {msg}")
 
     def warn(msg: str) -> None:
         click.echo(

@@ -31,6 +31,10 @@ OPERATIONS = (
     "issues/update",
     # the fork-safe pair's trusted job checks the pull request's head before it posts
     "pulls/get",
+    # a pull request's baseline: the run of its base commit, that run's artifacts, the zip
+    "actions/list-workflow-runs-for-repo",
+    "actions/list-workflow-run-artifacts",
+    "actions/download-artifact",
 )
 DROP = {"description", "examples", "example", "externalDocs", "x-github", "x-octokit", "summary", "title"}
 OUT = Path(__file__).parent.parent / "data" / "github-openapi-subset.json"

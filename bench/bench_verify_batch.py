@@ -114,7 +114,7 @@ def drive(argv: list[str]) -> int:
     bad = [
         w if isinstance(w, Exception) else w.result.summary
         for w in found
-        if isinstance(w, Exception) or w.result.status.blocks
+        if isinstance(w, Exception) or w.result.status.failing
     ]
     for b in bad:
         print(b, file=sys.stderr)

@@ -110,7 +110,7 @@ class Manifest:
 
     @property
     def export_failed(self) -> bool:
-        return any(f.status.blocks for f in self.findings)
+        return any(f.status.failing for f in self.findings)
 
 
 def sha256_of(path: Path) -> str:

@@ -7,6 +7,7 @@ onnxruntime: every command imports what it needs when it runs.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import traceback
@@ -221,6 +222,16 @@ def export(config_path: Path, only: Sequence[str], out: Path) -> None:
     callback=finite,
     help="Seconds before the runner is stopped (at most a week).",
 )
+@click.option(
+    "--baseline",
+    metavar="DIR|github",
+    help="The base commit's bundles, timed beside this one in the same process: a directory holding "
+    "<bundle>/ (an earlier run's OUT/bundles), or `github`: the bundle artifact of the run of the pull "
+    "request's base commit (needs actions: read).",
+)
+@click.option(
+    "--github-token", envvar="GITHUB_TOKEN", default="", help="For --baseline github [env: GITHUB_TOKEN]."
+)
 def verify(
     bundle_dir: Path,
     target_id: str,
@@ -229,6 +240,8 @@ def verify(
     plan_path: Path | None,
     python: Path | None,
     timeout_s: float | None,
+    baseline: str | None,
+    github_token: str,
 ) -> None:
     """Verify one target: provider, parity, decisions, batch sizes, placement, latency, memory."""
     from ci_onnx import config, proc
@@ -245,7 +258,12 @@ def verify(
         the_plan,
         timeout_s=timeout_s,
     )
-    base_env = proc.child_environment(os.environ)
+    if baseline:
+        from ci_onnx.commands.paired import bundles_dir
+
+        paired = bundles_dir(baseline, target, out, github_token, lambda m: click.echo(f"onnx-gate: {m}"))
+        options = dataclasses.replace(options, paired_bundles=paired)
+    base_env = proc.child_environment(os.environ)  # no token of any name reaches the runner
     if python is not None and target.runner != "python":
         raise UsageError(f"--python: target {target.id} runs on the {target.runner} runner, not Python")
     # how the results say to reproduce it: `onnx-gate run` where the config is known, else verify
@@ -271,7 +289,7 @@ def verify(
     r = written.result
     click.echo(f"{target.id}: {r.status.value}{f' ({r.summary})' if r.summary else ''}")
     click.echo(f"  {written.result_path}\n  {written.junit_path}")
-    click.get_current_context().exit(EXIT_FAIL if r.status.blocks else EXIT_PASS)
+    click.get_current_context().exit(EXIT_FAIL if r.status.failing else EXIT_PASS)
 
 
 def _holds_here(target: Any, environ: dict[str, str]) -> bool:

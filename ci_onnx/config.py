@@ -18,6 +18,7 @@ from ci_onnx import config_guard as guard
 from ci_onnx import config_hints as hints
 from ci_onnx.bundle import Decision, Preprocessing, TensorSpec, Tolerance
 from ci_onnx.errors import ConfigError
+from ci_onnx.report.settings import ExpectedFailure, GateSettings, ServingRule
 from ci_onnx.serde import load_schema
 from ci_onnx.verify.options import Budgets
 
@@ -99,6 +100,8 @@ class Config:
     """budgets.accuracy_drop: top-1 points a cell may lose against PyTorch on labelled samples."""
     budgets: Budgets = dataclasses.field(default_factory=Budgets)
     """Serving budgets (cold start, peak RSS, p99) a cell must stay within; none by default."""
+    gate: GateSettings = dataclasses.field(default_factory=GateSettings)
+    """``gate`` and ``expected_failures``: the mode, the ledger, the comparison's thresholds."""
 
     @property
     def root(self) -> Path:
@@ -145,6 +148,7 @@ def parse(text: str, path: Path) -> Config:
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     yaml = YAML(typ="rt")
+    yaml.Constructor = _constructor()
     guard.check_flow_depth(text, path)
     try:
         doc = yaml.load(io.StringIO(text.removeprefix("\ufeff")))
@@ -168,6 +172,20 @@ def parse(text: str, path: Path) -> Config:
             f"{path}: cannot be read as an onnx-gate config "
             f"({type(exc).__name__}: {guard.one_line(str(exc))})"
         ) from None
+
+
+@functools.cache
+def _constructor() -> Any:
+    """ruamel's round-trip constructor, except that a date stays the text it was: an impossible
+    one (``until: 2026-13-01``) then reaches validation, which names its key and line, instead of
+    failing the YAML parse with neither."""
+    from ruamel.yaml.constructor import RoundTripConstructor
+
+    class Constructor(RoundTripConstructor):
+        pass
+
+    Constructor.add_constructor("tag:yaml.org,2002:timestamp", lambda c, node: c.construct_scalar(node))
+    return Constructor
 
 
 def _validate(plain: Any, doc: Any, path: Path) -> None:
@@ -241,6 +259,8 @@ def _describe(error: Any, doc: Any, path: Path) -> str:
             f"function that returns the model, e.g. `{str(error.instance).rstrip(':')}:build` "
             "(path/to/file.py:callable or package.module:callable)"
         )
+    if error.validator == "pattern" and keys[:1] == ["expected_failures"] and keys[-1:] == ["until"]:
+        return f"{path}:{line}: {where}: {error.instance!r} is not a date; write YYYY-MM-DD, the last day"
     if error.validator == "pattern" and keys[:2] == ["targets", "runtimes"]:
         return (
             f"{path}:{line}: {where}: {error.instance!r} is not a runtime spec; use an exact version "
@@ -404,9 +424,46 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         cpu_fallback_max_time_share=float(budget["max_time_share"]),
         accuracy_drop=float(_section(plain, "budgets")["accuracy_drop"]),
         budgets=Budgets.from_config(_section(plain, "budgets")),
+        gate=_gate(plain, doc, path),
     )
     _check_references(config, doc, path)
     return config
+
+
+def _gate(plain: dict[str, Any], doc: Any, path: Path) -> GateSettings:
+    """``gate`` and ``expected_failures``; an ``until`` that is not a calendar day is one line."""
+    import datetime
+
+    entries = []
+    for i, e in enumerate(plain.get("expected_failures", [])):
+        try:
+            datetime.date.fromisoformat(e["until"])
+        except ValueError:
+            line = guard.line_of(doc, ["expected_failures", str(i), "until"])
+            raise ConfigError(
+                f"{path}:{line}: expected_failures.{i}.until: {e['until']!r} is not a calendar day; "
+                "write YYYY-MM-DD, the last day the entry holds"
+            ) from None
+        entries.append(
+            ExpectedFailure(e["select"], e["check"], e["reason"], e["until"], e.get("link", ""), i)
+        )
+    g = _section(plain, "gate")
+    serving = {
+        figure: ServingRule(
+            float(rule["threshold"]),
+            float(rule["p"]) if "p" in rule else None,
+            float(rule["stored_threshold"]) if "stored_threshold" in rule else None,
+        )
+        for figure in _defaults("gate", "serving")
+        for rule in [_section(plain, "gate", "serving", figure)]
+    }
+    return GateSettings(
+        mode=g.get("mode", ""),
+        expected_failures=tuple(entries),
+        parity_drift=float(g["parity_drift"]),
+        serving=serving,
+        stored_figures=str(g["stored_figures"]),
+    )
 
 
 def _check_session_options(targets: TargetsConfig, doc: Any, path: Path) -> None:

@@ -26,6 +26,9 @@ def rows(node: dict[str, Any], prefix: str = "") -> list[tuple[str, str, str, st
         out.append((path, kind, default, desc))
         if sub.get("type") == "object" and "properties" in sub:
             out.extend(rows(sub, path + "."))
+        items = sub.get("items")
+        if sub.get("type") == "array" and isinstance(items, dict) and "properties" in items:
+            out.extend(rows(items, path + "[]."))
         extra = sub.get("additionalProperties")
         if isinstance(extra, dict) and "properties" in extra:
             out.extend(rows(extra, path + ".<name>."))

@@ -57,6 +57,10 @@ class RunOptions:
     def run_config(self, cfg: Config) -> str:
         return str(cfg.path) if self.config_arg is None else self.config_arg
 
+    paired_bundles: Path | None = None
+    """The base commit's bundles (``--baseline``, ``--baseline-ref``): each target's base bundle is
+    timed beside its own where the runner kind can."""
+
 
 @dataclasses.dataclass(frozen=True)
 class RunSummary:
@@ -66,10 +70,6 @@ class RunSummary:
     verify_s: float
     envs_created: int
     bundles_reused: int = 0
-
-    @property
-    def failed(self) -> bool:
-        return any(s.blocks for s in self.statuses.values())
 
 
 def run(cfg: Config, resolver: Resolver, options: RunOptions, echo: Callable[[str], None]) -> RunSummary:
@@ -219,6 +219,9 @@ def _verify_group(
         return statuses
     for t in targets:
         progress.update(t.id, "running", f"{env.package} {env.release}")
+    verify_options = dataclasses.replace(
+        stage.options_from(cfg), paired_bundles=str(options.paired_bundles or "")
+    )
     items = [(options.out / BUNDLES / t.bundle_key, t) for t in targets]
     try:
         if len(targets) == 1:
@@ -227,7 +230,7 @@ def _verify_group(
                 stage.verify(
                     *items[0],
                     options.out,
-                    stage.options_from(cfg),
+                    verify_options,
                     base_env=options.env,
                     environment=env,
                     run_config=options.run_config(cfg),
@@ -237,7 +240,7 @@ def _verify_group(
             stage.verify_many(
                 items,
                 options.out,
-                stage.options_from(cfg),
+                verify_options,
                 base_env=options.env,
                 environment=env,
                 on_written=lambda i, found: record(targets[i], found),

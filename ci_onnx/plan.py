@@ -20,6 +20,7 @@ from typing import Any
 from ci_onnx import matrix, serde
 from ci_onnx.config import Config
 from ci_onnx.errors import ConfigError, UsageError
+from ci_onnx.report.settings import GateSettings
 from ci_onnx.resolve import (
     NoRelease,
     Resolver,
@@ -50,6 +51,8 @@ class Plan:
     verify: VerifyOptions = dataclasses.field(default_factory=VerifyOptions)
     """The config's verify settings and budgets: they travel with the plan, so a verify job in CI
     judges by the same settings as a local run without checking out the repository."""
+    gate: GateSettings = dataclasses.field(default_factory=GateSettings)
+    """The config's gate mode, expected-failure ledger and thresholds, for the report job likewise."""
 
     @property
     def runnable(self) -> tuple[Target, ...]:
@@ -159,7 +162,9 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
     targets = tuple(sorted((_with_skip_reason(c, ir_version) for c in cells.values()), key=sort_key))
     from ci_onnx.verify.stage import options_from
 
-    return Plan(SCHEMA_VERSION, str(config.path), config.model.name, targets, options_from(config))
+    return Plan(
+        SCHEMA_VERSION, str(config.path), config.model.name, targets, options_from(config), config.gate
+    )
 
 
 def _runner_cells(config: Config) -> list[tuple[str, str, str]]:

@@ -25,6 +25,8 @@ OPTIONS: dict[str, dict[str, str]] = {
         "config": "--config",
         "plan": "--plan",
         "timeout": "--timeout",
+        "baseline": "--baseline",
+        "github-token": "--github-token",
     },
     "report": {
         "results": "--results",
@@ -34,6 +36,7 @@ OPTIONS: dict[str, dict[str, str]] = {
         "junit": "--junit",
         "check-name": "--check-name",
         "comment-key": "--comment-key",
+        "baseline": "--baseline",
     },
     "nightly": {
         "results": "--results",

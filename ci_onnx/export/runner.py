@@ -44,7 +44,7 @@ class Outcome:
 
     @property
     def failed(self) -> tuple[CheckResult, ...]:
-        return tuple(f for f in self.manifest.findings if f.status.blocks)
+        return tuple(f for f in self.manifest.findings if f.status.failing)
 
 
 def candidates(cfg: Config, onnx_opset: int = 0) -> list[Job]:

@@ -170,16 +170,18 @@ class Client:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def paginate(
-        self, path: str, params: Mapping[str, Any] | None = None, *, max_pages: int = 100
+        self, path: str, params: Mapping[str, Any] | None = None, *, max_pages: int = 100, key: str = ""
     ) -> Iterator[Any]:
-        """Every item of a list endpoint, following Link rel="next" for at most ``max_pages`` pages."""
+        """Every item of a list endpoint, following Link rel="next" for at most ``max_pages`` pages;
+        ``key``: the endpoint wraps its list in an object (``{"workflow_runs": [...]}``)."""
         url: str | None = path
         query: Mapping[str, Any] | None = {"per_page": 100, **(params or {})}
         for _ in range(max_pages):
             if url is None:
                 return
             r = self.request("GET", url, params=query)
-            yield from r.data or []
+            data = (r.data.get(key) if isinstance(r.data, dict) else None) if key else r.data
+            yield from data or []
             m = _NEXT.search(r.headers.get("Link", ""))
             url, query = (m.group(1), None) if m else (None, None)
         self._log(f"stopped after {max_pages} pages of {path}")
@@ -187,6 +189,28 @@ class Client:
     def pause(self, attempt: int, why: str) -> None:
         """Wait as before retry number ``attempt`` (the policy's backoff, logged)."""
         self._wait(self._backoff(attempt), why, attempt)
+
+    def download(self, path: str, *, max_bytes: int) -> bytes:
+        """The body of ``path`` after GitHub's redirect (an artifact's zip). The token goes to GitHub
+        only: requests drops the Authorization header when a redirect leaves the API's host, as it
+        must for the storage the redirect points to. Larger than ``max_bytes``: a GitHubError."""
+        url = path if path.startswith("http") else f"{self.api_url}{path}"
+        what = f"GET {url.removeprefix(self.api_url).split('?')[0]}"
+        try:
+            with self._session.get(url, timeout=self._timeout, stream=True, allow_redirects=True) as r:
+                if r.status_code >= 400:
+                    kind = {401: Forbidden, 403: Forbidden, 404: NotFound}.get(r.status_code, GitHubError)
+                    raise kind(self.redact(f"GitHub answered {r.status_code} to {what}"), r.status_code)
+                chunks: list[bytes] = []
+                size = 0
+                for chunk in r.iter_content(1 << 16):
+                    size += len(chunk)
+                    if size > max_bytes:
+                        raise GitHubError(f"{what}: larger than {max_bytes >> 20} MiB; not read")
+                    chunks.append(chunk)
+        except (requests.RequestException, ValueError, UnicodeError) as exc:
+            raise GitHubError(f"could not download {what} ({type(exc).__name__})") from None
+        return b"".join(chunks)
 
     def _backoff(self, attempt: int) -> float:
         return min(self._retry.backoff_s * 2 ** (attempt - 1), self._retry.max_wait_s)

@@ -13,6 +13,7 @@ import dataclasses
 from ci_onnx import matrix
 from ci_onnx.matrix import version_key
 from ci_onnx.report.collect import Collection, Entry
+from ci_onnx.report.gate import Gate
 from ci_onnx.target import Status, Target
 
 
@@ -68,14 +69,16 @@ class FamilyNight:
 
     key: FamilyKey
     entries: tuple[Entry, ...]
+    blocking: frozenset[str] = frozenset()
+    """The ids the gate says block (ci_onnx.report.gate): an expected failure breaks no family."""
 
     @property
     def broken(self) -> bool:
-        return any(e.outcome.blocks for e in self.entries)
+        return bool(self.failing)
 
     @property
     def failing(self) -> tuple[Entry, ...]:
-        return tuple(e for e in self.entries if e.outcome.blocks)
+        return tuple(e for e in self.entries if e.target.id in self.blocking)
 
     @property
     def newest(self) -> Entry:
@@ -100,14 +103,21 @@ def _status(outcome: Status) -> Status:
     return Status.ERROR if outcome is Status.MISSING else outcome
 
 
-def group(collection: Collection) -> list[FamilyNight]:
-    """The families of a night, in a stable order; expected skips and plain skips are not judged."""
+def group(collection: Collection, decided: Gate) -> list[FamilyNight]:
+    """The families of a night, in a stable order; expected skips and plain skips are not judged.
+    A family is broken where the gate's decision (absolute, with the ledger) blocks on one of its
+    targets."""
+    blocking = {c.target.id for c in decided.blocking}
     by_key: dict[FamilyKey, list[Entry]] = {}
     for e in collection.entries:
         if e.outcome in (Status.EXPECTED, Status.SKIPPED):
             continue
         by_key.setdefault(FamilyKey.of(e.target), []).append(e)
     return [
-        FamilyNight(key, tuple(sorted(entries, key=lambda e: version_key(e.target.runtime))))
+        FamilyNight(
+            key,
+            tuple(sorted(entries, key=lambda e: version_key(e.target.runtime))),
+            frozenset(e.target.id for e in entries if e.target.id in blocking),
+        )
         for key, entries in sorted(by_key.items())
     ]

@@ -33,7 +33,7 @@ def rows(entries: Sequence[Entry]) -> tuple[AccuracyRow, ...]:
                     top1=f"{float(f['accuracy']):.2f} % ({f.get('correct', '?')})",
                     pytorch=f"{pytorch:.2f} % ({f.get('pytorch_correct', '?')})",
                     change=f"{-drop:+.2f} pts".replace("-", "−") if drop else "none",
-                    verdict="❌" if c.status.blocks else "✅",
+                    verdict="❌" if c.status.failing else "✅",
                 )
             )
     return tuple(out)

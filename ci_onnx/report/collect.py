@@ -41,8 +41,9 @@ class Collection:
     config_path: str = ""
 
 
-NOT_RESULTS = frozenset({"observation.json", "manifest.json", "plan.json"})
-"""JSON that artifacts carry beside results (a runner's observation, a bundle's manifest, the plan)."""
+NOT_RESULTS = frozenset({"observation.json", "manifest.json", "plan.json", "baseline.json"})
+"""JSON that artifacts carry beside results (a runner's observation, a bundle's manifest, the plan,
+what a baseline says of itself)."""
 
 
 def _classify(path: Path) -> str:

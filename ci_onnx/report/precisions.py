@@ -74,7 +74,7 @@ def rows(entries: Sequence[Entry]) -> tuple[PrecisionRow, ...]:
                     accuracy="—" if acc is None else f"{acc:.2f} %",
                     vs_fp32=_points(acc, base_acc) if precision != "fp32" else "",
                     vs_pytorch=_points(acc, _figure(r, "accuracy", "pytorch_accuracy")),
-                    failed=r.status.blocks,
+                    failed=r.status.failing,
                 )
             )
     return tuple(out)

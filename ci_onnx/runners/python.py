@@ -141,6 +141,9 @@ def observer_args(
     )
     if not options.serving_figures:  # verify.serving_figures: false; the checks say why they are skipped
         args += ["--no-cold-start", "--no-opt-cache"]
+    paired = Path(options.paired_bundles) / target.bundle_key if options.paired_bundles else None
+    if paired is not None and (paired / "manifest.json").is_file():
+        args += ["--paired-bundle", str(paired.resolve())]
     return args
 
 

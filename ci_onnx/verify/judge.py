@@ -138,6 +138,7 @@ def judge(
         session_create_ms=obs.session_create_ms,
         peak_rss_mb=obs.peak_rss_mb,
         serving=obs.serving,
+        paired=obs.paired,
     )
 
 

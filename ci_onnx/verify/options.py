@@ -58,3 +58,6 @@ class VerifyOptions:
     session_presets: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     """targets.session_presets: the config's own presets, so a runner can apply one from the plan."""
     budgets: Budgets = dataclasses.field(default_factory=Budgets)
+    paired_bundles: str = ""
+    """A run's own setting, never the config's: the base commit's bundles directory, so a runner
+    that can times each target's base bundle beside its own (``--baseline``, ``--baseline-ref``)."""

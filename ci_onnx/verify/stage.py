@@ -266,14 +266,14 @@ def _export_failed(target: Target, manifest: Manifest) -> TargetResult:
     from ci_onnx.verify import judge
 
     checks = judge.export_checks(manifest)
-    blocking = next((c for c in checks if c.status.blocks), None)
+    blocking = next((c for c in checks if c.status.failing), None)
     if blocking is None:
         checks.append(CheckResult("export", Status.FAILED, f"the bundle holds no {MODEL}"))
         reason = f"the bundle holds no {MODEL}"
     else:
         reason = f"{blocking.name}: {blocking.message}"
     res = judge.result(target, manifest, checks)
-    return dataclasses.replace(res, summary=fit(f"export failed upstream: {reason}", 500))
+    return dataclasses.replace(res, summary=fit(f"export failed upstream: {reason}", 500), export_failed=True)
 
 
 def verify_target(

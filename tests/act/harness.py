@@ -126,21 +126,23 @@ def make_repo(root: Path, files: dict[str, str | bytes | Path]) -> str:
         else:
             path.write_text(content)
 
-    def git(*args: str) -> str:
-        done = subprocess.run(
-            ["git", "-c", "user.email=gate@example.com", "-c", "user.name=gate", *args],
-            cwd=root,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        return done.stdout.strip()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "remote", "add", "origin", "https://github.com/acme/digits.git")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "the model")
+    return git(root, "rev-parse", "HEAD")
 
-    git("init", "-q", "-b", "main")
-    git("remote", "add", "origin", "https://github.com/acme/digits.git")
-    git("add", "-A")
-    git("commit", "-q", "-m", "the model")
-    return git("rev-parse", "HEAD")
+
+def git(root: Path, *args: str) -> str:
+    """``git ARGS`` in ``root`` as the test's author; its stdout."""
+    done = subprocess.run(
+        ["git", "-c", "user.email=gate@example.com", "-c", "user.name=gate", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout.strip()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -273,7 +273,7 @@ def gate(case: Path, work: Path, batch_sizes: tuple[int, ...] = ()) -> Verdict:
         target = Target(onnxruntime.__version__, "cpu", manifest.opset, "onnx")
         expected = matrix.caps_for(target.runtime).cannot_load(manifest.opset, manifest.ir_version)
         if manifest.export_failed:
-            blocking = next(f for f in manifest.findings if f.status.blocks)
+            blocking = next(f for f in manifest.findings if f.status.failing)
             return Verdict("failed", f"{blocking.name}: {blocking.message}")
         obs_dir = work / "obs"
         obs_dir.mkdir()

@@ -136,7 +136,7 @@ def render_case(case: Case, d: Path) -> dict[str, str]:
         (d / "junit" / "other.xml").write_text(_junit(case.field.removeprefix("junit-"), case.payload))
         argv += ["--junit", str(d / "junit")]
     else:
-        failing = next(r for r in results if r.status.blocks and r.placement is not None and r.parity)
+        failing = next(r for r in results if r.status.failing and r.placement is not None and r.parity)
         path = d / "results" / f"{failing.target.id}.json"
         data = json.loads(path.read_text())
         FIELDS[case.field](data, case.payload)

@@ -20,7 +20,7 @@ from ci_onnx.cli import cli
 from ci_onnx.github.checks import external_id
 from ci_onnx.github.client import Client, RetryPolicy
 from ci_onnx.github.context import GitHubContext
-from ci_onnx.report import view
+from ci_onnx.report import gate, view
 from ci_onnx.report.collect import merge
 from ci_onnx.report.publish import publish
 from ci_onnx.report.render import MARKER
@@ -43,7 +43,8 @@ def gh() -> Iterator[FakeGitHub]:
 
 def _view() -> view.ReportView:
     plan, results = scenarios.tinycnn()  # two failing targets: annotations on the check run
-    return view.build(merge({r.target.id: r for r in results}, plan))
+    c = merge({r.target.id: r for r in results}, plan)
+    return view.build(c, gate.decide(c, plan))
 
 
 def published(fake: FakeGitHub, fault: GitHubFault) -> tuple[list[str], list[str], int, int]:

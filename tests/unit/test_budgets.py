@@ -11,7 +11,7 @@ import pytest
 
 from ci_onnx import config, serde
 from ci_onnx.errors import ConfigError
-from ci_onnx.report import render, view
+from ci_onnx.report import gate, render, view
 from ci_onnx.report.collect import merge
 from ci_onnx.results import SCHEMA_VERSION, Environment, LatencyStat, Observation, ServingFigures
 from ci_onnx.runners import coldstart
@@ -162,7 +162,8 @@ def test_the_report_shows_the_serving_figures_and_a_failed_budget() -> None:
         dataclasses.replace(r, serving=SERVING, checks=(*r.checks, failing) if i == 0 else r.checks)
         for i, r in enumerate(results)
     ]
-    v = view.build(merge({r.target.id: r for r in results}, plan))
+    c = merge({r.target.id: r for r in results}, plan)
+    v = view.build(c, gate.decide(c, plan))
     row = next(r for r in v.serving if r.target == results[0].target.id)
     assert row.cold_start == "420 (250 / 12.00 / 3.00)" and row.first_vs_warm == "3 vs 0.05 (60.0×)"
     assert row.env_size == "150.1" and row.model_size == "0.062" and row.failed
@@ -172,7 +173,8 @@ def test_the_report_shows_the_serving_figures_and_a_failed_budget() -> None:
     assert (
         f"| `{results[0].target.id}` | 420 (250 / 12.00 / 3.00) | 3 vs 0.05 (60.0×) | 150.1 | 0.062 |" in text
     )
-    without = view.build(merge({r.target.id: r for r in scenarios.tinycnn()[1]}, plan))
+    c = merge({r.target.id: r for r in scenarios.tinycnn()[1]}, plan)
+    without = view.build(c, gate.decide(c, plan))
     assert without.serving == () and "### Serving" not in render.render(without)
 
 

@@ -12,9 +12,8 @@ import pytest
 from ci_onnx import results as results_mod
 from ci_onnx.bundle import read_manifest
 from ci_onnx.export import runner, signature
-from ci_onnx.report import accuracy, render, view
+from ci_onnx.report import accuracy, gate, render, view
 from ci_onnx.report.collect import merge
-from ci_onnx.report.model import Counts
 from ci_onnx.results import CheckResult, ServingFigures
 from ci_onnx.shorten import runtime_words
 from ci_onnx.target import Status
@@ -23,8 +22,14 @@ from tests import bundles
 from tests.golden import scenarios
 
 
+def _view(plan, results) -> view.ReportView:  # type: ignore[no-untyped-def]
+    plan = dataclasses.replace(plan, targets=tuple(r.target for r in results))
+    collection = merge({r.target.id: r for r in results}, plan)
+    return view.build(collection, gate.decide(collection, plan))
+
+
 def _report(plan, results) -> str:  # type: ignore[no-untyped-def]
-    return render.render(view.build(merge({r.target.id: r for r in results}, plan)))
+    return render.render(_view(plan, results))
 
 
 @pytest.mark.parametrize(
@@ -37,10 +42,15 @@ def _report(plan, results) -> str:  # type: ignore[no-untyped-def]
     ],
 )
 def test_headline_grammar(passed: int, failed: int, headline: str) -> None:
-    counts = Counts(
-        total=passed + failed, passed=passed, failed=failed, error=0, missing=0, expected=0, skipped=0
-    )
-    assert view.headline(counts, 0, 0) == headline
+    plan, results = scenarios.all_passing()
+    broken = CheckResult("parity[logits]", Status.FAILED, "37 of 480 elements out of tolerance")
+    chosen = [
+        r if i < passed else dataclasses.replace(r, status=Status.FAILED, checks=(*r.checks, broken))
+        for i, r in enumerate(r for r in results if r.status is Status.PASSED)
+    ][: passed + failed]
+    assert len(chosen) == passed + failed
+    said = _view(plan, chosen).headline
+    assert said == headline if not failed else said == f"{headline} (parity)"
 
 
 def _with_check(result: results_mod.TargetResult, check: CheckResult) -> results_mod.TargetResult:

@@ -65,8 +65,8 @@ def test_a_target_result_does_not_carry_the_exporters_warnings(tmp_path: Path) -
 
 
 @pytest.mark.parametrize("status", list(Status))
-def test_missing_is_a_status_that_blocks_like_failed_and_error(status: Status) -> None:
-    assert status.blocks == (status in (Status.FAILED, Status.ERROR, Status.MISSING))
+def test_missing_is_a_failing_status_like_failed_and_error(status: Status) -> None:
+    assert status.failing == (status in (Status.FAILED, Status.ERROR, Status.MISSING))
 
 
 def test_the_two_shapes_are_gone() -> None:

@@ -124,7 +124,7 @@ def test_only_the_steps_that_post_get_a_token() -> None:
     for path in ("action.yml", "runner/action.yml"):
         spec = YAML(typ="safe").load((REPO / path).read_text())
         assert spec["inputs"]["github-token"]["default"] == "", f"{path}: no token unless a step passes one"
-    posting = 0
+    posting = reading = 0
     for fork_safe in (False, True):
         for name, text in scaffold.starter_files(scaffold.Settings(), fork_safe=fork_safe).items():
             if name.suffix != ".yml" or "workflows" not in str(name):
@@ -138,9 +138,19 @@ def test_only_the_steps_that_post_get_a_token() -> None:
                     if given["command"] in ("report", "nightly") and token:
                         posting += 1
                         assert token == "${{ github.token }}"
+                    elif given["command"] == "verify" and token:  # reads the base bundle, in a PR only
+                        reading += 1
+                        assert token == "${{ github.event_name == 'pull_request' && github.token || '' }}"
+                        assert (
+                            given["baseline"]
+                            == "${{ github.event_name == 'pull_request' && 'github' || '' }}"
+                        )
+                        assert job["permissions"] == {"contents": "read", "actions": "read"}
                     else:
                         assert not token, f"{name}: {given['command']} gets a token"
     assert posting == 4  # the PR gate's report, the nightly twice, the trusted comment job
+    # the PR gate's container verify jobs, verify … verify-4 (the runner process never sees the token)
+    assert reading == planning.MAX_MATRICES
 
 
 def test_fork_text_in_results_cannot_start_a_workflow_command(tmp_path: Path) -> None:

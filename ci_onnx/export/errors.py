@@ -33,6 +33,32 @@ def unsupported_operator(text: str) -> str:
     return op
 
 
+_IR_SCOPE = re.compile(r"scope: (?P<scope>\S+)(?: # (?P<where>\S+))?")
+
+
+def construct(text: str, op: str) -> str:
+    """The module whose call became ``op``, from the TorchScript graph dumped with the error:
+    ``module encoder.layers.0 (torch.nn.modules.transformer.TransformerEncoderLayer, transformer.py:917)``;
+    "" where the dump does not say."""
+    if not op:
+        return ""
+    for line in text.splitlines():
+        if f"= {op}(" not in line:
+            continue
+        found = _IR_SCOPE.search(line)
+        if found is None:
+            continue
+        parts = [p.split("::") for p in found["scope"].split("/") if "::" in p]
+        names = [name for _, name in parts[1:] if name]
+        if names and names[0] == "model":  # the gate's wrapper (torch_export.FlatCall) holds it as .model
+            names = names[1:]
+        cls = parts[-1][0] if parts else ""
+        where = (found["where"] or "").rsplit("/", 1)[-1].rsplit(":", 1)[0]
+        details = ", ".join(x for x in (cls, where) if x)
+        return f"module {'.'.join(names) or '(the model itself)'} ({details})"
+    return ""
+
+
 def is_data_dependent(text: str) -> bool:
     return any(marker in text for marker in DATA_DEPENDENT)
 

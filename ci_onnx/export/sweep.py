@@ -29,6 +29,9 @@ class Point:
     symbol: str
     size: int
     probe: Probe
+    same_values: Probe
+    """The probe's values brought to the export size (cycled or cut along the symbol's axes): where the
+    graph diverges on these too, the values are the cause, not the size."""
 
 
 def sizes(export_size: int) -> tuple[int, ...]:
@@ -79,7 +82,30 @@ def points(
             if size == now[symbol]:
                 continue
             feeds = _resized(specs, dynamic_axes, symbol, size, batch, dim_sizes, seed + 7919 + size)
-            out.append(Point(symbol, size, Probe(f"{symbol} = {size}", feeds)))
+            label = f"{symbol} = {size}"
+            back = _refit(feeds, specs, dynamic_axes, symbol, now[symbol])
+            same = Probe(f"the values of {label} at {symbol} = {now[symbol]}", back)
+            out.append(Point(symbol, size, Probe(label, feeds), same))
+    return out
+
+
+def _refit(
+    feeds: Mapping[str, Any],
+    specs: Sequence[TensorSpec],
+    dynamic_axes: Mapping[str, Mapping[str, str]],
+    symbol: str,
+    size: int,
+) -> dict[str, Any]:
+    """``feeds`` with every axis declared as ``symbol`` cycled or cut to ``size``."""
+    import numpy as np
+
+    out = dict(feeds)
+    for spec in specs:
+        for axis, name in dynamic_axes.get(spec.name, {}).items():
+            arr = out[spec.name]
+            if name == symbol and int(axis) < arr.ndim and arr.shape[int(axis)]:
+                index = np.arange(size) % arr.shape[int(axis)]
+                out[spec.name] = np.take(arr, index, axis=int(axis))
     return out
 
 
@@ -122,22 +148,33 @@ def check(
         }
     failed: list[tuple[Point, Outcome]] = []
     agreed: dict[str, list[int]] = {}
+    notes: list[str] = []
     for point in sweep:
         outcome = comparer.judge(point.probe)
         entry = record[point.symbol]
-        entry["results"][str(point.size)] = (
-            outcome.verdict.value if not outcome.detail else f"{outcome.verdict.value}: {outcome.detail}"
-        )
+        result = outcome.verdict.value if not outcome.detail else f"{outcome.verdict.value}: {outcome.detail}"
         if outcome.verdict is Verdict.DIVERGES:
-            failed.append((point, outcome))
+            again = comparer.judge(point.same_values)
+            if again.verdict is Verdict.DIVERGES:  # the values, not the size: no evidence about the dim
+                result = f"inconclusive: {outcome.detail}; so does {point.same_values.label}"
+                notes.append(
+                    f"the graph disagrees with torch at {point.probe.label} ({outcome.detail}), and as much "
+                    f"on {point.same_values.label} ({again.detail}): inputs like these, not the size of "
+                    f"{point.symbol}, are where the graph and torch differ (see figures.sweep)"
+                )
+            else:
+                failed.append((point, outcome))
         elif outcome.verdict is Verdict.AGREES:
             agreed.setdefault(point.symbol, []).append(point.size)
+        entry["results"][str(point.size)] = result
     figures = {**graph_check.figures, "sweep": record}
     if failed:
         point, outcome = failed[0]
         traced = export_size[point.symbol]
         more = f" (and at {', '.join(p.probe.label for p, _ in failed[1:4])})" if len(failed) > 1 else ""
         hint = f"; the trace warned at: {'; '.join(suspects[:3])}" if suspects else ""
+        if exporter == "dynamo" and point.size == 1:
+            hint += "; torch.export assumes a dynamic dim is at least 2 (its 0/1 specialisation)"
         return CheckResult(
             "dynamic-axes",
             Status.FAILED,
@@ -148,7 +185,7 @@ def check(
             f"tensor ops on the dim{', or use the dynamo exporter' if exporter == 'torchscript' else ''}"
             + hint,
             figures,
-            warnings=graph_check.warnings,
+            warnings=(*graph_check.warnings, *notes),
         )
     swept = "; ".join(f"{s} = {', '.join(map(str, v))}" for s, v in agreed.items())
     unproved = [p.probe.label for p in sweep if p.size not in agreed.get(p.symbol, [])]
@@ -157,4 +194,6 @@ def check(
         message += f"; the graph matches torch at {swept}"
     if unproved:
         message += f"; no evidence at {', '.join(unproved)} (see figures.sweep)"
-    return dataclasses.replace(graph_check, message=message, figures=figures)
+    return dataclasses.replace(
+        graph_check, message=message, figures=figures, warnings=(*graph_check.warnings, *notes)
+    )

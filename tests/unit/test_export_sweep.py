@@ -117,3 +117,20 @@ def test_torch_rejecting_a_size_is_no_evidence(tmp_path: Path) -> None:
     assert f.status is Status.PASSED
     assert "no evidence at seq = 1" in f.message
     assert f.figures["sweep"]["seq"]["results"]["1"].startswith("inconclusive: torch rejects it")
+
+
+def test_a_divergence_the_same_values_show_at_the_export_size_is_not_the_dims(tmp_path: Path) -> None:
+    """At seq = 1 the values along seq are constant; cycled to the export size they still are. Where the
+    graph differs from torch on those too (an all-padding row, say), the size is not the cause."""
+
+    def off_on_constant_rows(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        x = feeds["x"]
+        constant = (x == x[:, :1]).all(axis=1)  # per row and feature: nothing varies along seq
+        return {"y": x.sum(axis=1) + constant.astype(np.float32)}
+
+    comparer = Comparer(_sum_over_seq(tmp_path), off_on_constant_rows, None, Tolerance(), {})
+    points = sweep.points(SPECS, AXES, 2, {"seq": 6}, seed=0)
+    f = sweep.check(comparer, points, {"batch": 2, "seq": 6}, GRAPH, "dynamo")
+    assert f.status is Status.PASSED, f.message
+    assert f.figures["sweep"]["seq"]["results"]["1"].startswith("inconclusive")
+    assert any("the values of seq = 1 at seq = 6" in w and "not the size of seq" in w for w in f.warnings)

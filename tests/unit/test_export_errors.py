@@ -66,3 +66,14 @@ def test_the_module_whose_call_became_the_unsupported_operator_is_named() -> Non
         "module layer (torch.nn.modules.transformer.TransformerEncoderLayer, transformer.py:917)"
     )
     assert errors.construct(TS_UNSUPPORTED, "aten::linalg_eigh") == ""
+
+
+def test_the_users_line_is_the_innermost_frame_outside_torch() -> None:
+    from pathlib import Path
+
+    torch_dir = Path("/venv/torch")
+    python = 'File "/venv/torch/nn/module.py", line 9, in _call\nFile "/src/net.py", line 12, in forward\n'
+    assert errors.user_line(python, torch_dir) == "net.py:12"
+    traced = "/src/net.py(70): forward\n/venv/torch/nn/module.py(1768): _slow_forward\n/src/run.py(3): main\n"
+    assert errors.user_line(traced, torch_dir) == "net.py:70"
+    assert errors.user_line("/venv/torch/x.py(1): f\n", torch_dir) == ""

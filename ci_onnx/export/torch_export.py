@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ci_onnx.bundle import TensorSpec
-from ci_onnx.export import errors, signature
+from ci_onnx.export import errors, origin, signature
 
 EXTERNAL_DATA_BYTES = 1_800_000_000
 """Above this the model cannot live in one protobuf file (2 GiB limit, with room for the graph)."""
@@ -128,9 +128,11 @@ def export(
         construct = errors.construct(failure, op)
         if op and not construct:
             construct = (
-                _dynamo_origin(wrapped, example, inputs, dynamic_axes, errors.dynamo_target(failure))
+                origin.dynamo(
+                    wrapped, example, dynamic_shapes(inputs, dynamic_axes), errors.dynamo_target(failure)
+                )
                 if exporter == "dynamo"
-                else _torchscript_origin(wrapped, example, op)
+                else origin.torchscript(wrapped, example, op)
             )
         return ExportOutcome(
             ok=False,
@@ -149,63 +151,6 @@ def export(
         duration_s=duration,
         external_data=external,
     )
-
-
-def _dynamo_origin(
-    wrapped: Any,
-    example: Sequence[Any],
-    inputs: Sequence[TensorSpec],
-    dynamic_axes: Mapping[str, Mapping[str, str]],
-    target: str,
-) -> str:
-    """The module and source line of the call dynamo could not translate, from torch.export's own
-    program (traced again: the failed export keeps none); "" where it cannot be found."""
-    import torch
-
-    want = _op_name(target)
-    if not want:
-        return ""
-    try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), torch.no_grad():
-            warnings.simplefilter("ignore")
-            shapes = dynamic_shapes(inputs, dynamic_axes)
-            program = torch.export.export(wrapped, tuple(example), dynamic_shapes=shapes, strict=False)
-    except Exception:
-        return ""
-    found = next((n for n in program.graph.nodes if _op_name(str(n.target)) == want), None)
-    if found is None:
-        return ""
-    stack = list((found.meta.get("nn_module_stack") or {}).values())
-    path, cls = stack[-1] if stack else ("", "")
-    names = [p for p in str(path).replace("L['self']", "").split(".") if p]
-    if names and names[0] == "model":  # FlatCall holds the model as .model
-        names = names[1:]
-    where = errors.user_line(str(found.meta.get("stack_trace") or ""), Path(torch.__file__).parent)
-    cls_name = getattr(cls, "__qualname__", str(cls))
-    return (
-        f"module {'.'.join(names) or '(the model itself)'} ({', '.join(x for x in (cls_name, where) if x)})"
-    )
-
-
-def _torchscript_origin(wrapped: Any, example: Sequence[Any], op: str) -> str:
-    """Where the model's code called ``op`` (``net.py:70``), from a trace of it; "" where not found."""
-    import torch
-
-    try:
-        with warnings.catch_warnings(), torch.enable_grad():
-            warnings.simplefilter("ignore")
-            graph, _ = torch.jit._get_trace_graph(wrapped, tuple(example))
-    except Exception:
-        return ""
-    node = next((n for n in graph.nodes() if n.kind() == op), None)
-    where = errors.user_line(node.sourceRange(), Path(torch.__file__).parent) if node is not None else ""
-    return f"the call at {where}" if where else ""
-
-
-def _op_name(target: str) -> str:
-    """``aten._linalg_eigh.default`` and ``aten::linalg_eigh`` → ``linalg_eigh``."""
-    name = target.replace("::", ".").split(".")
-    return name[1].lstrip("_") if len(name) > 1 and name[0] == "aten" else ""
 
 
 def dynamic_shapes(

@@ -6,9 +6,10 @@ prints model × mutation × exporter → the suite's own ground truth, the gate'
 mutant was killed by the check that names its defect (tests/injection/mutants.py says what each
 mutation does). The ground truth is tests/injection/truth.py, apart from the gate's code: the model on
 fresh copies of its inputs against the exported file at sizes of its own, outputs paired by the names
-the model returns, two torch runs on the same inputs, the fp16 file against torch. A mutant whose export is right anyway
-(dynamo keeps an in-place edit) must pass; every other must fail its check. The kill rate counts the
-broken mutants failed by the right check; a survivor is a finding, as is any unmutated model that fails.
+the model returns, two torch runs on the same inputs, the fp16 file against torch. A mutant whose
+export is right anyway (dynamo keeps an in-place edit) must pass; every other must fail its check. The
+kill rate counts the broken mutants failed by the right check; a survivor is a finding, as is any
+unmutated model that fails.
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ class Torch:
         import torch
 
         originals = {s.name: np.asarray(feeds[s.name]) for s in self.specs}
-        leaves = {name: torch.tensor(np.array(arr, order="C")) for name, arr in originals.items()}
+        leaves = {name: torch.tensor(arr) for name, arr in originals.items()}  # torch.tensor copies
         with torch.no_grad():
             result = self.binding.call(self.model, leaves)
         mutated = tuple(n for n, arr in originals.items() if _changed(leaves[n], arr))

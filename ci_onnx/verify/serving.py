@@ -21,7 +21,8 @@ def batch_checks(manifest: Manifest, obs: Observation, evidence: Evidence) -> li
         no_axis = "no output has the batch axis, so no output can be compared across batch sizes"
     unbatched = [s.name for s in manifest.outputs if s.name not in batched]
     aside = (
-        f"; not compared: {', '.join(unbatched)} (no batch axis: it depends on the whole batch)"
+        f"; not compared: {', '.join(unbatched)} (axis 0 does not carry the batch: it depends on the "
+        "whole batch, and parity compares it whole)"
         if unbatched
         else ""
     )

@@ -99,3 +99,29 @@ def test_a_tolerance_tighter_than_float32_noise_is_not_blamed_on_the_model(tmp_p
     wrong = parity.reference_parity(path, _one_set(x, x * 1.01), Tolerance(atol=0.0, rtol=0.0), {})
     assert "by more than float32 arithmetic explains, so the exported graph is wrong" in wrong.message
     assert "float32_noise" not in wrong.figures
+
+
+def test_an_input_the_forward_changed_in_place_is_a_warning_or_named_in_the_failure(tmp_path: Path) -> None:
+    path = _relu(tmp_path, "batch")
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+    kept = parity.reference_parity(path, _one_set(x, np.maximum(x, 0)), Tolerance(), {}, mutated=("x",))
+    assert kept.status is Status.PASSED
+    assert "changes input(s) 'x' in place" in kept.warnings[0] and "fresh copies" in kept.warnings[0]
+    assert kept.figures["mutated_inputs"] == ["x"]
+    lost = parity.reference_parity(path, _one_set(x, np.maximum(2 * x, 0)), Tolerance(), {}, mutated=("x",))
+    assert lost.status is Status.FAILED and "changes input(s) 'x' in place" in lost.message
+
+
+def test_a_reference_that_disagrees_with_itself_is_said_to_be_random(tmp_path: Path) -> None:
+    path = _relu(tmp_path, "batch")
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+    rng = np.random.default_rng(0)
+
+    def noisy(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {"y": np.maximum(feeds["x"], 0) + rng.normal(0, 0.01, feeds["x"].shape).astype(np.float32)}
+
+    f = parity.reference_parity(path, _one_set(x, noisy({"x": x})), Tolerance(), {}, rerun=noisy)
+    assert f.status is Status.FAILED
+    assert "torch disagrees with itself on the same inputs" in f.message and "random in eval" in f.message
+    steady = parity.reference_parity(path, _one_set(x, x), Tolerance(), {}, rerun=lambda feeds: {"y": x})
+    assert "disagrees with itself" not in steady.message

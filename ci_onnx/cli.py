@@ -26,6 +26,7 @@ from ci_onnx.commands.options import (
 )
 from ci_onnx.commands.report import report
 from ci_onnx.commands.run import run
+from ci_onnx.commands.triage import triage
 from ci_onnx.errors import EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_PASS, GateError
 from ci_onnx.scaffold import DEFAULT_ACTION
 
@@ -36,6 +37,7 @@ COMMANDS = {
     "report": "Aggregate results into the PR comment, job summary, check and exit code.",
     "nightly": "Keep one tracking issue per target broken by a new runtime release.",
     "run": "All of it on this machine, each runtime in its own environment.",
+    "triage": "Where a failing cell first diverges, whose fault it is, and a minimal reproduction.",
     "init": "Write a starter onnx-gate.yml and GitHub workflows.",
 }
 """``onnx-gate --help`` lists the commands once, in the order a run goes through them."""
@@ -294,7 +296,7 @@ def init(directory: Path, action: str, fork_safe: bool, onnx_file: str, android:
     )
 
 
-for _command in (report, nightly, run):
+for _command in (report, nightly, run, triage):
     cli.add_command(_command)
 for _name, _help in COMMANDS.items():
     cli.commands[_name].short_help = _help

@@ -16,6 +16,7 @@ from typing import Any
 from ci_onnx import serde
 from ci_onnx.errors import UsageError
 from ci_onnx.target import Status, Target
+from ci_onnx.triage.contract import Triage
 
 SCHEMA_VERSION = 1
 
@@ -208,6 +209,9 @@ class TargetResult:
     """The command that reproduces this one target locally."""
     serving: ServingFigures | None = None
     """Cold start, first run against warm runs, and sizes on disk, as the runner observed them."""
+    triage: Triage | None = dataclasses.field(default=None, metadata=serde.OMIT_DEFAULT)
+    """Where a failing parity or decision check first diverges and whose fault it is (ci_onnx.triage);
+    left out of the JSON for a cell that was not triaged."""
 
     def check(self, name: str) -> CheckResult | None:
         return next((c for c in self.checks if c.name == name), None)

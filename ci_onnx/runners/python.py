@@ -53,7 +53,7 @@ class PythonRunner:
         base_env: Mapping[str, str],
     ) -> proc.Completed:
         argv = [env.program, "-m", OBSERVER, *observer_args(bundle, target, out_dir, options, ep, env.path)]
-        with _package_path() as path:
+        with package_path() as path:
             env_vars = {**base_env, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
             return proc.run(argv, timeout=options.timeout_s, env=env_vars, what=f"{target.id} runner")
 
@@ -61,7 +61,7 @@ class PythonRunner:
     def early(self, env: RunnerEnv, *, base_env: Mapping[str, str]) -> Iterator[batch.Early]:
         """A ``--jobs -`` child started now, to be handed to :meth:`launch_many` (it imports numpy
         and onnxruntime meanwhile); ended on the way out if it was never used."""
-        with _package_path() as path:
+        with package_path() as path:
             env_vars = {**base_env, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
             started = batch.Early((env.program, "-m", OBSERVER), env_vars, _what(env), Path(path))
             try:
@@ -99,7 +99,7 @@ class PythonRunner:
                 what=_what(env),
                 early=early,
             )
-        with _package_path() as path:
+        with package_path() as path:
             env_vars = {**base_env, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
             return batch.run_jobs(
                 program, jobs, workdir=Path(path), env=env_vars, on_done=on_done, what=_what(env)
@@ -135,7 +135,7 @@ def observer_args(
 
 
 @contextlib.contextmanager
-def _package_path() -> Iterator[str]:
+def package_path() -> Iterator[str]:
     """A temporary directory holding only a link to the ci_onnx package: the child's PYTHONPATH."""
     with tempfile.TemporaryDirectory(prefix="onnx-gate-runner-") as tmp:
         (Path(tmp) / "ci_onnx").symlink_to(Path(ci_onnx.__file__).parent, target_is_directory=True)

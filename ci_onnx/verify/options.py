@@ -58,3 +58,8 @@ class VerifyOptions:
     session_presets: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     """targets.session_presets: the config's own presets, so a runner can apply one from the plan."""
     budgets: Budgets = dataclasses.field(default_factory=Budgets)
+    triage_timeout_s: float = _from_config("verify.triage_timeout_s", float)
+    """How long the triage of one failing parity or decision cell may take; 0: no triage."""
+    triage_config: str = ""
+    """The onnx-gate.yml whose model.factory the triage may run as its PyTorch reference, where torch
+    is installed; empty: no PyTorch reference beyond the bundle's outputs."""

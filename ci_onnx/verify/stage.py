@@ -133,7 +133,9 @@ def _launch_and_judge(
         warm.join()
         t = time.monotonic()
         try:
-            result = _judge_launched(p, done, runner, options)
+            result = _triaged(
+                p, _judge_launched(p, done, runner, options), environment, options, out_dir, base_env
+            )
             spent = done.duration_s + time.monotonic() - t
             settle(p.index, _write(p, result, out_dir, launched_s=spent))
         except Exception as exc:
@@ -272,6 +274,35 @@ def _judge_launched(
         return judge.result(target, manifest, [*judge.export_checks(manifest), check])
 
 
+def _triaged(
+    p: _Prepared,
+    result: TargetResult,
+    environment: base.RunnerEnv,
+    options: VerifyOptions,
+    out_dir: Path,
+    base_env: Mapping[str, str],
+) -> TargetResult:
+    """``result`` with the triage of a failing parity or decision check (ci_onnx.triage), bounded by
+    verify.triage_timeout_s; the verdict stays what the judge said."""
+    from ci_onnx.runners import session
+    from ci_onnx.triage import attach
+
+    preset = session.resolve(p.target.session_options, options.session_presets).settings()
+    return attach.attach(
+        result,
+        p.manifest,
+        p.bundle_dir,
+        out_dir,
+        kind=environment.kind,
+        python=environment.program,
+        providers=(p.ep,) if p.ep == "CPUExecutionProvider" else (p.ep, "CPUExecutionProvider"),
+        preset=preset,
+        timeout_s=options.triage_timeout_s,
+        torch_config=options.triage_config,
+        base_env=base_env,
+    )
+
+
 def _import(modules: tuple[str, ...]) -> None:
     for name in modules:
         importlib.import_module(name)
@@ -308,6 +339,8 @@ def options_from(cfg: Config | None, *, timeout_s: float | None = None) -> Verif
             accuracy_drop=cfg.accuracy_drop,
             session_presets=cfg.targets.session_presets,
             budgets=cfg.budgets,
+            triage_timeout_s=cfg.verify.triage_timeout_s,
+            triage_config=str(cfg.path) if cfg.model.factory else "",
         )
     else:
         opts = VerifyOptions()  # its defaults are the config schema's

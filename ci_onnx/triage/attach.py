@@ -1,0 +1,177 @@
+"""Triage where verify and ``onnx-gate triage`` meet it: which check of a result to triage, the request
+for it, and the triage run in a child process bounded by ``verify.triage_timeout_s``.
+
+A triage never changes a verdict: what it finds, or why it stopped, is the result's ``triage`` object.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ci_onnx import proc, serde
+from ci_onnx.bundle import Manifest
+from ci_onnx.results import TargetResult
+from ci_onnx.target import Status, Target
+from ci_onnx.triage.contract import TRIAGE_VERSION, Triage
+
+KILL_GRACE_S = 10.0
+"""The child's own children end at the budget; past it and this grace, the triage is killed."""
+
+
+def failing_check(result: TargetResult, manifest: Manifest | None) -> tuple[str, str] | None:
+    """The first failing parity or decision check and the output it is about, or None."""
+    for c in result.checks:
+        if c.status is not Status.FAILED:
+            continue
+        if c.name.startswith("parity[") and c.name.endswith("]"):
+            return c.name, c.name[len("parity[") : -1]
+        if c.name == "decision" and manifest is not None and manifest.decision is not None:
+            return c.name, manifest.decision.output
+    return None
+
+
+def request(
+    bundle: Path,
+    target: Target,
+    check: tuple[str, str],
+    out_dir: Path,
+    *,
+    python: str,
+    providers: tuple[str, ...],
+    preset: Mapping[str, Any],
+    release: str,
+    timeout_s: float,
+    torch_config: str,
+    base_env: Mapping[str, str],
+) -> Any:
+    from ci_onnx.triage import run
+
+    return run.Request(
+        bundle,
+        target,
+        check[0],
+        check[1],
+        out_dir,
+        python,
+        providers,
+        dict(preset),
+        release,
+        base_env,
+        timeout_s,
+        torch_config,
+    )
+
+
+def request_to_json(req: Any) -> dict[str, Any]:
+    return {
+        "bundle": str(req.bundle.resolve()),
+        "target": serde.to_json(req.target),
+        "check": req.check,
+        "output": req.output,
+        "out_dir": str(req.out_dir.resolve()),
+        "python": req.python,
+        "providers": list(req.providers),
+        "preset": req.preset,
+        "release": req.release,
+        "timeout_s": req.timeout_s,
+        "torch_config": req.torch_config,
+    }
+
+
+def request_from_json(data: Mapping[str, Any], *, base_env: Mapping[str, str]) -> Any:
+    from ci_onnx.triage import run
+
+    return run.Request(
+        Path(data["bundle"]),
+        serde.from_json(Target, data["target"]),
+        data["check"],
+        data["output"],
+        Path(data["out_dir"]),
+        data["python"],
+        tuple(data["providers"]),
+        dict(data["preset"]),
+        data["release"],
+        base_env,
+        float(data["timeout_s"]),
+        data["torch_config"],
+    )
+
+
+def bounded(req: Any, base_env: Mapping[str, str]) -> Triage:
+    """``run.triage(req)`` in a child process, killed past its budget: a Triage whatever happens."""
+    with tempfile.TemporaryDirectory(prefix="onnx-gate-triage-req-") as tmp:
+        req_path, out_path = Path(tmp) / "request.json", Path(tmp) / "triage.json"
+        req_path.write_text(json.dumps(request_to_json(req)))
+        done = proc.run(
+            [sys.executable, "-m", "ci_onnx.triage", str(req_path), str(out_path)],
+            timeout=req.timeout_s + KILL_GRACE_S,
+            env=base_env,
+            what=f"{req.target.id} triage",
+        )
+        if done.timed_out:
+            return Triage(
+                TRIAGE_VERSION,
+                req.check,
+                stopped=f"verify.triage_timeout_s ({req.timeout_s:g} s) ran out",
+                duration_s=round(done.duration_s, 3),
+            )
+        if not done.ok or not out_path.is_file():
+            return Triage(
+                TRIAGE_VERSION,
+                req.check,
+                stopped=f"the triage process failed: {done.describe_failure()}",
+                duration_s=round(done.duration_s, 3),
+            )
+        return serde.from_json(Triage, json.loads(out_path.read_text()))
+
+
+def attach(
+    result: TargetResult,
+    manifest: Manifest | None,
+    bundle: Path,
+    out_dir: Path,
+    *,
+    kind: str,
+    python: str,
+    providers: tuple[str, ...],
+    preset: Mapping[str, Any],
+    timeout_s: float,
+    torch_config: str,
+    base_env: Mapping[str, str],
+) -> TargetResult:
+    """``result`` with the triage of its first failing parity or decision check (unchanged otherwise)."""
+    check = failing_check(result, manifest)
+    if check is None or timeout_s <= 0:
+        return result
+    if kind != "python":
+        t = Triage(
+            TRIAGE_VERSION,
+            check[0],
+            stopped=(
+                f"the {kind} runner cannot yet run a graph with every intermediate exposed; "
+                "triage the same release's "
+                "cell on the python runner to see whether the divergence lives there too"
+            ),
+        )
+        return dataclasses.replace(result, triage=t)
+    release = result.environment.runtime_version if result.environment else result.target.runtime
+    req = request(
+        bundle,
+        result.target,
+        check,
+        out_dir,
+        python=python,
+        providers=providers,
+        preset=preset,
+        release=release,
+        timeout_s=timeout_s,
+        torch_config=torch_config,
+        base_env=base_env,
+    )
+    return dataclasses.replace(result, triage=bounded(req, base_env))

@@ -25,7 +25,9 @@ KILL_GRACE_S = 10.0
 
 
 def failing_check(result: TargetResult, manifest: Manifest | None) -> tuple[str, str] | None:
-    """The first failing parity or decision check and the output it is about, or None."""
+    """The first failing parity or decision check and the output it is about, or None: the cell's
+    ``parity[<output>]`` and ``decision``, or the bundle's ``reference-parity`` (verify then runs
+    nothing, since the export is wrong; the triage says where)."""
     for c in result.checks:
         if c.status is not Status.FAILED:
             continue
@@ -33,6 +35,17 @@ def failing_check(result: TargetResult, manifest: Manifest | None) -> tuple[str,
             return c.name, c.name[len("parity[") : -1]
         if c.name == "decision" and manifest is not None and manifest.decision is not None:
             return c.name, manifest.decision.output
+        if c.name == "reference-parity":  # the export's own parity: onnxruntime CPU against PyTorch
+            out = next(
+                (
+                    k.split("/", 1)[1]
+                    for k, v in c.figures.items()
+                    if isinstance(v, dict) and v.get("out_of_tolerance")
+                ),
+                None,
+            )
+            if out is not None:
+                return c.name, out
     return None
 
 

@@ -45,6 +45,10 @@ class Sample:
     """For a derived precision: the fp32 graph its values are compared against."""
     release: str = ""
     precision: str = "fp32"
+    fp32_tolerance: tuple[float, float] = (0.0, 0.0)
+    """For a derived precision: the fp32 cell's (atol, rtol), what its reproduction compares with."""
+    everywhere: tuple[np.ndarray, np.ndarray] | None = None
+    """The target's output as it ran and PyTorch's, over every test data set: what a tolerance must pass."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +68,8 @@ class Finding:
     expected_from: str = ""
     as_run: bool = True
     """Reproduce with the target's own optimization level (else with optimizations off)."""
+    repro_tolerance: tuple[float, float] | None = None
+    """The (atol, rtol) the reproduction compares with, where it is not the cell's."""
     stopped: str = ""
 
 
@@ -161,7 +167,7 @@ def _tolerance(
     grow = walk.largest_jump(s.graph, errs, within) or made_by.get(s.output)
     rows = walk.path(s.graph, grow, s.output, errs) if grow is not None and errs else []
     smooth = walk.smooth(rows)
-    suggested = _suggest(s.as_run, s.torch_out, s.rtol)
+    suggested = _suggest(*(s.everywhere or (s.as_run, s.torch_out)), s.rtol)
     worst = max((e.share for e in errs.values()), default=0.0)
     evidence = [
         *facts,
@@ -332,7 +338,7 @@ def _precision(s: Sample, final: walk.Error) -> Finding:
     values = s.off if s.off is not None else {}
     errs = walk.errors(values, s.reference, s.atol, s.rtol)
     within = s.graph.ancestors_of(s.output)
-    node = walk.first_divergence(s.graph, errs, within) or walk.largest_jump(s.graph, errs, within)
+    node = walk.largest_jump(s.graph, errs, within)
     facts = [f"the {s.precision} graph as it ran differs from PyTorch by {_fmt(final)} at {s.output}"]
     if node is None:
         return Finding(
@@ -341,16 +347,20 @@ def _precision(s: Sample, final: walk.Error) -> Finding:
             "precision fault: no node of the derived graph stands out",
             tuple(facts),
         )
-    value = max((o for o in node.outputs if o in errs), key=lambda o: errs[o].share)
+    value = max((o for o in node.outputs if o in errs), key=lambda o: errs[o].relative)
     group = region(s.graph, value, errs)
-    quantized = next((n for n in group if n.op_type in QUANTIZED), group[-1] if group else node)
+    quantized = next(
+        (n for n in group if n.op_type in QUANTIZED_COMPUTE),
+        next((n for n in group if n.op_type in QUANTIZED), group[-1] if group else node),
+    )
     fp32_node = s.fp32_graph.producer().get(value) or node
     rows = walk.path(s.graph, node, s.output, errs)
-    how = "the first value out of tolerance" if errs[value].out else "where the error grows most"
+    how = f"where the error grows most ({errs[value].relative:.2g} of its largest magnitude)"
     evidence = [
         *facts,
         f"against the fp32 graph, {value} is {how}: {_fmt(errs[value])}, "
-        f"made by {quantized.name} ({quantized.op_type})",
+        f"made by {quantized.name} ({quantized.op_type}) in "
+        + ", ".join(f"{n.name} ({n.op_type})" for n in group),
         f"keeping {fp32_node.name} ({fp32_node.op_type}) in fp32 removes that node's quantization",
     ]
     summary = (
@@ -371,9 +381,20 @@ def _precision(s: Sample, final: walk.Error) -> Finding:
         repro_values={**s.reference, **values},
         repro_expected={value: s.reference[value]},
         expected_from="the fp32 graph (onnx's ReferenceEvaluator)",
+        repro_tolerance=s.fp32_tolerance,
     )
 
 
+QUANTIZED_COMPUTE = frozenset(
+    {
+        "MatMulInteger",
+        "ConvInteger",
+        "QLinearConv",
+        "QLinearMatMul",
+        "DynamicQuantizeMatMul",
+        "MatMulIntegerToFloat",
+    }
+)
 QUANTIZED = frozenset(
     {
         "MatMulInteger",

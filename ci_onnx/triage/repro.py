@@ -19,6 +19,8 @@ from ci_onnx.triage.graph import Graph
 SCRIPT = "reproduce.py"
 MODEL = "model.onnx"
 DATA = "test_data_set_0"
+MARK = "the divergence REPRODUCES"
+"""What reproduce.py prints (and exit status 1) when the divergence reproduces."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,7 +82,7 @@ def write(
     cut = [
         i for i in dict.fromkeys(inputs) if i and i not in graph.initializers and _not_constant(i, made_by)
     ]
-    sub = Extractor(model).extract_model(cut, list(outputs))
+    sub = Extractor(_typed(model, {**values, **expected}, [*cut, *outputs])).extract_model(cut, list(outputs))
     sub.graph.name = f"onnx-gate triage: {what}"[:200]
     onnx.save(sub, str(out_dir / MODEL))
     for n, name in enumerate(i.name for i in sub.graph.input):
@@ -101,6 +103,22 @@ def write(
     )
     (out_dir / SCRIPT).write_text(script)
     return sum(p.stat().st_size for p in out_dir.rglob("*") if p.is_file())
+
+
+def _typed(model: Any, arrays: Mapping[str, np.ndarray], names: Sequence[str]) -> Any:
+    """``model`` with the type and shape of each of ``names`` known (shape inference first, then the
+    values themselves), as the extractor needs for the values it cuts at."""
+    import onnx
+    from onnx import helper
+
+    typed = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+    known = {v.name for v in [*typed.graph.value_info, *typed.graph.input, *typed.graph.output]}
+    for name in names:
+        if name not in known and name in arrays:
+            arr = np.asarray(arrays[name])
+            elem = helper.np_dtype_to_tensor_dtype(arr.dtype)
+            typed.graph.value_info.append(helper.make_tensor_value_info(name, elem, list(arr.shape)))
+    return typed
 
 
 def _not_constant(value: str, made_by: Mapping[str, Any]) -> bool:

@@ -122,9 +122,10 @@ def _reference_output(manifest: Manifest, bundle: Path, directory: str, output: 
 
 def _pick(
     req: Request, manifest: Manifest, work: Path, t0: float
-) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, str]:
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, str, tuple[np.ndarray, np.ndarray]]:
     """The sample the failure is worst on: its inputs, the target's output as it ran, PyTorch's output,
-    and a sentence saying which sample it is. Also saves the graph the target optimized."""
+    a sentence saying which sample it is, and both outputs over every data set (flattened). Also
+    saves the graph the target optimized."""
     from ci_onnx.runners import feeds
 
     atol, rtol = _tolerance(manifest, req.output)
@@ -146,11 +147,14 @@ def _pick(
     ran = _observe(req, work, "as-run", runs, t0)
     sliceable = not feeds.batch_axis_problem(manifest) and req.output in feeds.batched_outputs(manifest)
     best: tuple[float, int, int] | None = None
+    everywhere: list[tuple[np.ndarray, np.ndarray]] = []
     for i, run in enumerate(runs):
         if "error" in ran.get(run["out"], {}):
             continue
         got = observe.read_values(Path(run["out"]))[req.output]
         ref = _reference_output(manifest, req.bundle, sets[i], req.output)
+        if got.shape == ref.shape:
+            everywhere.append((got.reshape(-1), ref.reshape(-1)))
         pieces = range(got.shape[0]) if sliceable and got.ndim and got.shape == ref.shape else [-1]
         for j in pieces:
             g, r = (got, ref) if j < 0 else (got[j : j + 1], ref[j : j + 1])
@@ -172,7 +176,8 @@ def _pick(
     if req.check != "decision" and not walk.error(got, ref, atol, rtol).out:
         raise Stop("the failure did not reproduce in the triage's own run of the target")
     which = f"sample {j} of {sets[i]}" if j >= 0 else sets[i]
-    return arrays, got, ref, which
+    every = (np.concatenate([g for g, _ in everywhere]), np.concatenate([r for _, r in everywhere]))
+    return arrays, got, ref, which, every
 
 
 def _exposed_values(
@@ -244,7 +249,7 @@ def _triage(req: Request, work: Path, t0: float, notes: list[str]) -> Triage:
     atol, rtol = _tolerance(manifest, req.output)
     model = graph.load(req.bundle / MODEL)
     g = graph.of(model)
-    arrays, as_run, torch_out, which = _pick(req, manifest, work, t0)
+    arrays, as_run, torch_out, which, everywhere = _pick(req, manifest, work, t0)
     sample = work / "sample"
     observe.write_values(sample, arrays)
     compared = ["the target as it ran"]
@@ -266,7 +271,7 @@ def _triage(req: Request, work: Path, t0: float, notes: list[str]) -> Triage:
             compared.append("the graph the target optimized, every value exposed")
     else:
         notes.append("the target's runtime did not save the graph it optimized")
-    fp32_graph, ref_model = None, model
+    fp32_graph, ref_model, fp32_tol = None, model, (atol, rtol)
     if manifest.precision != "fp32":
         fp32_dir = req.bundle.parent / dataclasses.replace(req.target, precision="fp32").bundle_key
         if not (fp32_dir / MODEL).is_file():
@@ -275,6 +280,7 @@ def _triage(req: Request, work: Path, t0: float, notes: list[str]) -> Triage:
             )
         ref_model = graph.load(fp32_dir / MODEL)
         fp32_graph = graph.of(ref_model)
+        fp32_tol = _tolerance(read_manifest(fp32_dir, verify_hashes=False), req.output)
     _left(req, t0)
     try:
         ref_values: dict[str, np.ndarray] | None = reference.intermediates(ref_model, arrays)
@@ -305,6 +311,8 @@ def _triage(req: Request, work: Path, t0: float, notes: list[str]) -> Triage:
             fp32_graph,
             req.release,
             manifest.precision,
+            fp32_tol,
+            everywhere,
         )
     )
     return _reported(req, model, g, finding, compared, which, atol, rtol, t0, notes)
@@ -354,8 +362,8 @@ def _reported(
             f.repro_expected,
             where,
             settings,
-            atol=atol,
-            rtol=rtol,
+            atol=(f.repro_tolerance or (atol, rtol))[0],
+            rtol=(f.repro_tolerance or (atol, rtol))[1],
             what=f.summary,
             expected_from=f.expected_from,
         )
@@ -371,7 +379,7 @@ def _reported(
     )
     reproduces = (
         "the reproduction reproduces it on its own"
-        if check.returncode == 1
+        if check.returncode == 1 and repro.MARK in check.stdout
         else (
             "the reproduction does not reproduce it on its own "
             f"({check.describe_failure() if not check.ok else 'exit 0'})"

@@ -27,6 +27,13 @@ class Error:
     max_abs: float
     share: float
     """max |got − ref| / bound; above 1: out of tolerance (inf: shapes, NaNs or integers differ)."""
+    scale: float = 0.0
+    """max |ref|: what the error is relative to."""
+
+    @property
+    def relative(self) -> float:
+        """max |got − ref| / max |ref|: the error, whatever the tolerance."""
+        return self.max_abs / self.scale if self.scale > 0 else (0.0 if self.max_abs == 0 else INF)
 
     @property
     def out(self) -> bool:
@@ -60,7 +67,7 @@ def error(got: np.ndarray, ref: np.ndarray, atol: float, rtol: float) -> Error:
     bound = atol * scale + rtol * np.abs(r[finite])
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(bound > 0, d / np.where(bound > 0, bound, 1.0), np.where(d > 0, INF, 0.0))
-    return Error(float(d.max()), float(ratio.max()))
+    return Error(float(d.max()), float(ratio.max()), float(np.max(np.abs(r[finite]))))
 
 
 def errors(
@@ -83,17 +90,20 @@ def first_divergence(graph: Graph, errs: Mapping[str, Error], within: set[str] |
     return None
 
 
-def largest_jump(graph: Graph, errs: Mapping[str, Error], within: set[str] | None = None) -> Node | None:
-    """Where no node leaves the tolerance: the node whose output's share grows most over its inputs'."""
+def largest_jump(
+    graph: Graph, errs: Mapping[str, Error], within: set[str] | None = None, floor: float = 1e-3
+) -> Node | None:
+    """The node whose output's relative error grows most over its inputs' (an input without error
+    counts as ``floor``): where a derived precision loses most, whatever its tolerance says."""
     best, best_gain = None, 1.0
     for n in graph.nodes:
         if within is not None and n.name not in within:
             continue
-        outs = [errs[o].share for o in n.outputs if o in errs]
+        outs = [_finite(errs[o].relative) for o in n.outputs if o in errs]
         if not outs:
             continue
-        ins = [errs[i].share for i in n.inputs if i in errs]
-        gain = max(outs) / max(max(ins, default=0.0), 1e-3)
+        ins = [_finite(errs[i].relative) for i in n.inputs if i in errs]
+        gain = max(outs) / max(max(ins, default=0.0), floor)
         if gain > best_gain:
             best, best_gain = n, gain
     return best

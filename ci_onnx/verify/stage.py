@@ -103,7 +103,8 @@ def verify_many(
             try:
                 prepared = _prepare(i, bundle_dir, target, out_dir)
                 if prepared.result is not None:
-                    settle(i, _write(prepared, prepared.result, out_dir))
+                    found = _triaged(prepared, prepared.result, environment, options, out_dir, base_env)
+                    settle(i, _write(prepared, found, out_dir))
                 else:
                     pending.append(prepared)
             except Exception as exc:  # the caller records it as that target's error
@@ -175,14 +176,14 @@ def _prepare(index: int, bundle_dir: Path, target: Target, out_dir: Path) -> _Pr
     manifest = read_manifest(bundle_dir)
     _check_bundle_matches(target, manifest, bundle_dir)
     reproduce = f"onnx-gate verify --bundle {bundle_dir} --target {target.id}"
-    p = _Prepared(index, bundle_dir, target, manifest, started, 0.0, reproduce)
+    p = _Prepared(index, bundle_dir, target, manifest, started, 0.0, reproduce, ep=provider.ep)
     if manifest.export_failed or not (bundle_dir / MODEL).is_file():
         p.result = _export_failed(target, manifest)
     else:
         p.expected = target.expected_skip or matrix.caps_for(target.runtime).cannot_load(
             manifest.opset, manifest.ir_version
         )
-        p.obs_dir, p.ep = out_dir / OBSERVATIONS / target.id, provider.ep
+        p.obs_dir = out_dir / OBSERVATIONS / target.id
         if p.obs_dir.exists():
             shutil.rmtree(p.obs_dir)  # never judge a previous run's outputs
         p.obs_dir.mkdir(parents=True)

@@ -37,3 +37,51 @@ class Denormal(nn.Module):
 def denormal() -> nn.Module:
     torch.manual_seed(0)
     return Denormal()
+
+
+class SigmoidGelu(nn.Module):
+    """GELU, which the factory's custom TorchScript symbolic exports wrongly (:func:`wrong_symbolic`)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return nn.functional.gelu(x)
+
+
+class Mlp(nn.Module):
+    def __init__(self, act: nn.Module) -> None:
+        super().__init__()
+        self.inp = nn.Linear(16, 32)
+        self.act = act
+        self.head = nn.Linear(32, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.act(self.inp(x)))
+
+
+def _gelu_as_sigmoid(g: object, x: object, approximate: object = "none") -> object:
+    """The symbolic a project might register for GELU: x·sigmoid(1.702·x), an approximation, not GELU."""
+    scaled = g.op("Mul", x, g.op("Constant", value_t=torch.tensor(1.702)))  # type: ignore[attr-defined]
+    return g.op("Mul", x, g.op("Sigmoid", scaled))  # type: ignore[attr-defined]
+
+
+def wrong_symbolic() -> nn.Module:
+    """An export fault: the TorchScript exporter takes the factory's own symbolic for aten::gelu."""
+    torch.onnx.register_custom_op_symbolic("aten::gelu", _gelu_as_sigmoid, 17)
+    torch.manual_seed(0)
+    return Mlp(SigmoidGelu())
+
+
+def outlier() -> nn.Module:
+    """A precision fault: one weight of ``head`` is about 400 times the others, so its per-tensor int8
+    weights (scale 40/127) round the weights of the other classes to 0 or ±0.31 and the decision among
+    them is lost; ``inp`` quantizes fine."""
+    torch.manual_seed(0)
+    model = Mlp(nn.ReLU())
+    with torch.no_grad():
+        model.head.weight[0, 0] = -40.0
+    return model
+
+
+def mlp() -> nn.Module:
+    """No fault: PyTorch and onnxruntime differ by rounding only (the tolerance case)."""
+    torch.manual_seed(0)
+    return Mlp(nn.Tanh())

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from ci_onnx.report.junit_reader import JUnitSummary
+from ci_onnx.report.triage import TriageRow
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,3 +193,5 @@ class ReportView:
     """Cold start, first run against warm runs, sizes on disk: one row per target that has them."""
     reused: tuple[str, ...] = ()
     """Bundles this run took from the export cache instead of exporting ("op17-dynamo (key …)")."""
+    triage: tuple[TriageRow, ...] = ()
+    """One line per triaged failing cell: where it first diverges and whose fault it is (ci_onnx.triage)."""

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from ci_onnx.report import precisions
+from ci_onnx.report import precisions, triage
 from ci_onnx.report.collect import Collection, Entry
 from ci_onnx.report.junit_reader import JUnitSummary
 from ci_onnx.report.model import (
@@ -398,4 +398,5 @@ def build(
         precisions=precisions.rows(judged),
         serving=_serving(judged),
         reused=_reused(entries),
+        triage=triage.rows(entries),
     )

@@ -134,6 +134,7 @@ def classify(s: Sample) -> Finding:
             off_errs,
             within,
             [*facts, f"with optimizations off it differs from the reference by {_fmt(off_out)}"],
+            ref_vs_torch,
         )
     if s.optimized is not None and walk.error(s.as_run, ref[out], s.atol, s.rtol).out:
         return _optimization(
@@ -238,7 +239,9 @@ def _export(s: Sample, torch_errs: Mapping[str, walk.Error], within: set[str], f
     )
 
 
-def _runtime(s: Sample, errs: Mapping[str, walk.Error], within: set[str], facts: list[str]) -> Finding:
+def _runtime(
+    s: Sample, errs: Mapping[str, walk.Error], within: set[str], facts: list[str], ref_vs_torch: walk.Error
+) -> Finding:
     assert s.reference is not None
     node = walk.first_divergence(s.graph, errs, within)
     if node is None:
@@ -258,7 +261,7 @@ def _runtime(s: Sample, errs: Mapping[str, walk.Error], within: set[str], facts:
         )
     summary = (
         f"runtime fault at {_name(node)}: onnxruntime {s.release} differs from onnx's reference by "
-        f"{errs[value].max_abs:.2g} while the reference matches PyTorch"
+        f"{errs[value].max_abs:.2g} while the reference matches PyTorch to {ref_vs_torch.max_abs:.1g}"
     )
     return Finding(
         FaultClass.RUNTIME,

@@ -194,13 +194,6 @@ def save(model: Any, path: Path) -> Path:
     return path
 
 
-def rewritten(original: Graph, optimized: Graph) -> list[Node]:
-    """The original nodes the runtime's optimizer fused or rewrote: those whose outputs the optimized
-    graph no longer makes (in topological order)."""
-    kept = {o for n in optimized.nodes for o in n.outputs}
-    return [n for n in original.nodes if not all(o in kept for o in n.outputs if o)]
-
-
 def module_values(
     graph: Graph, modules: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]]
 ) -> dict[str, Any]:

@@ -34,10 +34,10 @@ COMMANDS = {
     "plan": "Expand the target matrix from onnx-gate.yml.",
     "export": "Export the model once per opset and exporter, check it, write bundles.",
     "verify": "Verify one target on its runtime: parity, decisions, batches, placement, latency.",
+    "triage": "Where a failing cell first diverges, whose fault it is, and a minimal reproduction.",
     "report": "Aggregate results into the PR comment, job summary, check and exit code.",
     "nightly": "Keep one tracking issue per target broken by a new runtime release.",
     "run": "All of it on this machine, each runtime in its own environment.",
-    "triage": "Where a failing cell first diverges, whose fault it is, and a minimal reproduction.",
     "init": "Write a starter onnx-gate.yml and GitHub workflows.",
 }
 """``onnx-gate --help`` lists the commands once, in the order a run goes through them."""

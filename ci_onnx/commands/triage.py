@@ -68,47 +68,39 @@ def triage(
     """
     import onnxruntime
 
-    from ci_onnx import config, proc, serde
+    from ci_onnx import config, defaults, matrix, proc, serde
     from ci_onnx.bundle import read_manifest
     from ci_onnx.errors import UsageError
     from ci_onnx.results import read_result, write_result
     from ci_onnx.runners import base, session
+    from ci_onnx.runners.python import from_interpreter
     from ci_onnx.triage import attach, run
     from ci_onnx.verify import stage
 
     cfg = config.load(config_path) if config_path else None
     target, options = stage.settings(target_id, cfg, None)
-    if target.runner != "python":
-        raise UsageError(f"--target {target.id}: triage runs on the python runner only so far")
     base_env = proc.child_environment(os.environ)
     manifest = read_manifest(bundle_dir)
     result_path = out / stage.RESULTS / f"{target.id}.json"
     result = read_result(result_path) if result_path.is_file() else None
     chosen = _check(check, result, manifest)
-    if (
-        python is None
-    ):  # the target's own release: the host's when it is that one, else its cached environment
-        if onnxruntime.__version__ == target.runtime and target.provider == "cpu":
-            python = Path(sys.executable)
-        else:
-            env = base.provision(target, base.Provisioning(default_cache_dir(), base_env))
-            python = Path(env.program)
-    from ci_onnx import matrix
-
+    if python is not None:
+        if target.runner != "python":
+            raise UsageError(f"--python: target {target.id} runs on the {target.runner} runner, not Python")
+        environment = from_interpreter(str(python))
+    elif target.runner == "python" and onnxruntime.__version__ == target.runtime and target.provider == "cpu":
+        environment = from_interpreter(sys.executable)  # the host's onnxruntime is the target's release
+    else:  # the target's own environment, cached per release, as `onnx-gate run` makes it
+        environment = base.provision(target, base.Provisioning(default_cache_dir(), base_env))
     ep = matrix.providers()[target.provider].ep
     req = attach.request(
-        bundle_dir,
-        target,
-        chosen,
-        out,
-        python=str(python),
+        bundle_dir, target, chosen, out, environment=environment,
         providers=(ep,) if ep == "CPUExecutionProvider" else (ep, "CPUExecutionProvider"),
         preset=session.resolve(target.session_options, options.session_presets).settings(),
         release=(result.environment.runtime_version if result and result.environment else target.runtime),
-        timeout_s=timeout_s or options.triage_timeout_s or 300.0,
-        torch_config=options.triage_config,
-        base_env=base_env,
-    )
+        timeout_s=timeout_s or options.triage_timeout_s or float(defaults.of("verify.triage_timeout_s")),
+        torch_config=options.triage_config, base_env=base_env,
+    )  # fmt: skip
     found = attach.bounded(req, base_env)
     where = out / run.TRIAGE_DIR / target.id
     where.mkdir(parents=True, exist_ok=True)

@@ -17,8 +17,10 @@ from typing import Any
 from ci_onnx import proc, serde
 from ci_onnx.bundle import Manifest
 from ci_onnx.results import TargetResult
+from ci_onnx.runners.base import RunnerEnv
 from ci_onnx.target import Status, Target
 from ci_onnx.triage.contract import TRIAGE_VERSION, Triage
+from ci_onnx.triage.request import Request
 
 KILL_GRACE_S = 10.0
 """The child's own children end at the budget; past it and this grace, the triage is killed."""
@@ -55,68 +57,37 @@ def request(
     check: tuple[str, str],
     out_dir: Path,
     *,
-    python: str,
+    environment: RunnerEnv,
     providers: tuple[str, ...],
     preset: Mapping[str, Any],
     release: str,
     timeout_s: float,
     torch_config: str,
     base_env: Mapping[str, str],
-) -> Any:
-    from ci_onnx.triage import run
-
-    return run.Request(
-        bundle,
-        target,
-        check[0],
-        check[1],
-        out_dir,
-        python,
-        providers,
-        dict(preset),
-        release,
-        base_env,
-        timeout_s,
-        torch_config,
-    )
+) -> Request:
+    return Request(
+        bundle, target, check[0], check[1], out_dir, environment.program, providers, dict(preset), release,
+        base_env, timeout_s, torch_config, environment.kind, str(environment.path), environment.package,
+    )  # fmt: skip
 
 
-def request_to_json(req: Any) -> dict[str, Any]:
-    return {
-        "bundle": str(req.bundle.resolve()),
-        "target": serde.to_json(req.target),
-        "check": req.check,
-        "output": req.output,
-        "out_dir": str(req.out_dir.resolve()),
-        "python": req.python,
-        "providers": list(req.providers),
-        "preset": req.preset,
-        "release": req.release,
-        "timeout_s": req.timeout_s,
-        "torch_config": req.torch_config,
-    }
+_PATHS = ("bundle", "out_dir")
 
 
-def request_from_json(data: Mapping[str, Any], *, base_env: Mapping[str, str]) -> Any:
-    from ci_onnx.triage import run
-
-    return run.Request(
-        Path(data["bundle"]),
-        serde.from_json(Target, data["target"]),
-        data["check"],
-        data["output"],
-        Path(data["out_dir"]),
-        data["python"],
-        tuple(data["providers"]),
-        dict(data["preset"]),
-        data["release"],
-        base_env,
-        float(data["timeout_s"]),
-        data["torch_config"],
-    )
+def request_to_json(req: Request) -> dict[str, Any]:
+    data = {f.name: getattr(req, f.name) for f in dataclasses.fields(req) if f.name != "base_env"}
+    data.update({k: str(Path(data[k]).resolve()) for k in _PATHS})
+    data.update(target=serde.to_json(req.target), providers=list(req.providers))
+    return data
 
 
-def bounded(req: Any, base_env: Mapping[str, str]) -> Triage:
+def request_from_json(data: Mapping[str, Any], *, base_env: Mapping[str, str]) -> Request:
+    given = {**data, "target": serde.from_json(Target, data["target"]), "providers": tuple(data["providers"])}
+    given.update({k: Path(data[k]) for k in _PATHS})
+    return Request(**given, base_env=base_env)
+
+
+def bounded(req: Request, base_env: Mapping[str, str]) -> Triage:
     """``run.triage(req)`` in a child process, killed past its budget: a Triage whatever happens."""
     with tempfile.TemporaryDirectory(prefix="onnx-gate-triage-req-") as tmp:
         req_path, out_path = Path(tmp) / "request.json", Path(tmp) / "triage.json"
@@ -150,41 +121,21 @@ def attach(
     bundle: Path,
     out_dir: Path,
     *,
-    kind: str,
-    python: str,
+    environment: RunnerEnv,
     providers: tuple[str, ...],
     preset: Mapping[str, Any],
     timeout_s: float,
     torch_config: str,
     base_env: Mapping[str, str],
 ) -> TargetResult:
-    """``result`` with the triage of its first failing parity or decision check (unchanged otherwise)."""
+    """``result`` with the triage of its first failing parity or decision check (unchanged otherwise),
+    observed through the target's own runner kind in its own environment."""
     check = failing_check(result, manifest)
     if check is None or timeout_s <= 0:
         return result
-    if kind != "python":
-        t = Triage(
-            TRIAGE_VERSION,
-            check[0],
-            stopped=(
-                f"the {kind} runner cannot yet run a graph with every intermediate exposed; "
-                "triage the same release's "
-                "cell on the python runner to see whether the divergence lives there too"
-            ),
-        )
-        return dataclasses.replace(result, triage=t)
     release = result.environment.runtime_version if result.environment else result.target.runtime
     req = request(
-        bundle,
-        result.target,
-        check,
-        out_dir,
-        python=python,
-        providers=providers,
-        preset=preset,
-        release=release,
-        timeout_s=timeout_s,
-        torch_config=torch_config,
-        base_env=base_env,
-    )
+        bundle, result.target, check, out_dir, environment=environment, providers=providers, preset=preset,
+        release=release, timeout_s=timeout_s, torch_config=torch_config, base_env=base_env,
+    )  # fmt: skip
     return dataclasses.replace(result, triage=bounded(req, base_env))

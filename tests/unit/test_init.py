@@ -106,6 +106,6 @@ def test_help_lists_each_command_once_in_pipeline_order() -> None:
     text = CliRunner().invoke(cli, ["--help"]).output
     listed = [line.split()[0] for line in text.split("Commands:")[1].splitlines() if line.startswith("  ")]
     listed = [name for name in listed if name.isalpha()]
-    assert listed == ["plan", "export", "verify", "report", "nightly", "run", "init"]
+    assert listed == ["plan", "export", "verify", "triage", "report", "nightly", "run", "init"]
     for name in listed:
         assert len(re.findall(rf"^\s+{name}\s", text, re.MULTILINE)) == 1, name

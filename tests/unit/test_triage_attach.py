@@ -14,6 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ci_onnx.bundle import TensorSpec
 from ci_onnx.results import CheckResult, TargetResult
+from ci_onnx.runners.base import RunnerEnv
 from ci_onnx.target import Status, Target
 from ci_onnx.triage import attach
 from ci_onnx.verify import stage
@@ -103,10 +104,17 @@ def test_the_check_triaged_is_the_first_failing_parity_or_decision() -> None:
     )
 
 
-def test_a_kind_that_cannot_run_the_exposed_graph_says_so() -> None:
-    r = TargetResult(1, dataclasses.replace(target(), runner="web"), Status.FAILED, "",
-                     checks=(CheckResult("parity[y]", Status.FAILED, ""),))  # fmt: skip
-    found = attach.attach(r, None, Path("b"), Path("o"), kind="web", python="", providers=(), preset={},
-                          timeout_s=10, torch_config="", base_env={})  # fmt: skip
-    assert found.status is Status.FAILED and found.triage is not None
-    assert "web runner cannot yet" in found.triage.stopped
+def test_a_runner_that_cannot_start_stops_the_triage_with_its_reason_and_not_the_verdict(
+    tmp_path: Path,
+) -> None:
+    bundle = bundles.write_bundle(
+        tmp_path / "op17-onnx", denormal_model(), SPEC, bundles.random_sets(SPEC.inputs, 4), numpy_reference
+    )
+    web = dataclasses.replace(target(), runner="web", provider="wasm", session_options="default")
+    r = TargetResult(1, web, Status.FAILED, "parity", checks=(CheckResult("parity[y]", Status.FAILED, ""),))
+    env = RunnerEnv("web", web.runtime, tmp_path / "no-such-env", str(tmp_path / "no-such-node"))
+    found = attach.attach(r, None, bundle, tmp_path / "out", environment=env, providers=("wasm",), preset={},
+                          timeout_s=60, torch_config="", base_env={})  # fmt: skip
+    assert (found.status, found.summary, found.checks) == (r.status, r.summary, r.checks)
+    assert found.triage is not None and found.triage.fault is None
+    assert "cannot start" in found.triage.stopped, found.triage.stopped

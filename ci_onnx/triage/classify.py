@@ -158,7 +158,7 @@ def _suggest(got: np.ndarray, ref: np.ndarray, rtol: float) -> dict[str, float]:
     if need <= 0:
         return {"atol": 0.0, "rtol": rtol}
     digits = 10 ** (math.floor(math.log10(need)) - 1)
-    return {"atol": math.ceil(need / digits) * digits, "rtol": rtol}
+    return {"atol": float(f"{math.ceil(need / digits) * digits:.2g}"), "rtol": rtol}
 
 
 def _tolerance(

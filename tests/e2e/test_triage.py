@@ -109,6 +109,16 @@ def test_flushed_denormals_are_a_runtime_fault_at_the_mul_that_reads_them(
     assert t["stopped"] == "" and any("subnormal" in e for e in t["evidence"])
     assert [r["share"] > 1 for r in t["path"]][-2:] == [True, True]  # the error grows downstream of it
     reproduces(t, tmp_path / "out", python)
+    # on demand, the command finds the same: it reads the result, writes triage.json and the result again
+    target = f"ort{ORT}-cpu-op18-dynamo-so-ftz"
+    res = CliRunner().invoke(cli, [
+        "triage", "--bundle", str(tmp_path / "bundles" / "op18-dynamo"), "--target", target,
+        "--out", str(tmp_path / "out"), "--config", str(cfg), "--python", python,
+    ])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert res.output.startswith(f"{target}: runtime fault at {t['node']} (Mul"), res.output
+    again = json.loads((tmp_path / "out" / "triage" / target / "triage.json").read_text())
+    assert (again["fault"], again["node"]) == (t["fault"], t["node"])
 
 
 def test_the_same_model_without_flushing_passes_and_is_not_triaged(tmp_path: Path, python: str) -> None:
@@ -168,3 +178,26 @@ def test_a_tolerance_below_rounding_is_a_tolerance_fault_with_one_that_passes(
         "--config", str(again), "--out", str(again.parent / "out"), "--python", python,
     ])  # fmt: skip
     assert res.exit_code == 0, res.output
+
+
+NODE_RELEASE = "1.24.1"
+
+
+def test_run_triages_a_node_cell_through_the_node_runner(tmp_path: Path, env_cache: Path) -> None:
+    """`onnx-gate run` triages a failing cell of another runner kind through that kind's own runner
+    (onnxruntime-node observes the exposed graph), and the python cell of the same release beside it."""
+    cfg = config(tmp_path, "mlp", verify={"tolerance": {"atol": 5.0e-8, "rtol": 0}},
+                 targets={"runtimes": [NODE_RELEASE], "runners": ["python", "node"]})  # fmt: skip
+    res = CliRunner().invoke(cli, ["run", "--config", str(cfg), "--out", str(tmp_path / "out"),
+                                   "--cache-dir", str(env_cache), "--jobs", "1"])  # fmt: skip
+    assert res.exit_code == 1, res.output
+    for prefix in ("", "node-"):
+        target = f"{prefix}ort{NODE_RELEASE}-cpu-op18-dynamo"
+        t = json.loads((tmp_path / "out" / "results" / f"{target}.json").read_text())["triage"]
+        assert t["fault"] == "tolerance", t
+        who = "the node runner" if prefix else "the target"
+        assert f"{who} as it ran" in t["compared"], t["compared"]
+        assert any(c.startswith(f"{who} ") and "every value exposed" in c for c in t["compared"]), t[
+            "compared"
+        ]
+        print(f"{target}: triage {t['duration_s']} s, suggested atol {t['suggested_tolerance']['atol']}")

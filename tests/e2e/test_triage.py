@@ -4,6 +4,7 @@ case must name its fault class and its node, and its reproduction must reproduce
 | case | the fault | the class and node it must name |
 |---|---|---|
 | denormal | session.set_denormal_as_zero on activations scaled to 1e-39 | runtime, the Mul of ``up`` |
+| ceil pool | onnxruntime 1.24.1's AveragePool with ceil_mode (fixed in 1.29) | runtime, ``pool``'s AveragePool |
 | wrong symbolic | a TorchScript symbolic exports GELU as x·sigmoid(1.702x) | export, the last Mul of ``act`` |
 | outlier int8 | int8-dynamic weights with one outlier in ``head`` lose the decision | precision, ``head``'s Gemm |
 | tight tolerance | atol far below float32 rounding | tolerance, with an atol that passes |
@@ -25,6 +26,7 @@ from ci_onnx.cli import cli
 pytestmark = pytest.mark.e2e
 
 ORT = "1.32.0"
+OLD = "1.24.1"
 MODELS = Path(__file__).parent / "triage" / "models.py"
 
 
@@ -42,6 +44,7 @@ def config(
     precisions: tuple[str, ...] = ("fp32",),
     verify: dict[str, Any] | None = None,
     targets: dict[str, Any] | None = None,
+    shape: tuple[int | str, ...] = ("batch", 16),
 ) -> Path:
     """An onnx-gate.yml (JSON is YAML) for one planted model: opset 18, one exporter, onnxruntime 1.32.0."""
     cfg = {
@@ -49,7 +52,7 @@ def config(
         "model": {
             "name": factory,
             "factory": f"{MODELS}:{factory}",
-            "inputs": {"x": {"shape": ["batch", 16], "dtype": "float32"}},
+            "inputs": {"x": {"shape": list(shape), "dtype": "float32"}},
             "outputs": ["y"],
             "dynamic_axes": {"x": {"0": "batch"}, "y": {"0": "batch"}},
         },
@@ -119,6 +122,24 @@ def test_flushed_denormals_are_a_runtime_fault_at_the_mul_that_reads_them(
     assert res.output.startswith(f"{target}: runtime fault at {t['node']} (Mul"), res.output
     again = json.loads((tmp_path / "out" / "triage" / target / "triage.json").read_text())
     assert (again["fault"], again["node"]) == (t["fault"], t["node"])
+
+
+def test_a_release_with_a_known_numeric_difference_is_a_runtime_fault_there_and_not_after(
+    tmp_path: Path, python: str, env_cache: Path
+) -> None:
+    """onnxruntime 1.24.1 averages ceil_mode's partial windows over the whole kernel; 1.29 fixed it."""
+    old = str(envs.ensure("onnxruntime", OLD, env_cache, uv=envs.find_uv()).python)
+    cfg = config(tmp_path, "ceil_pool", shape=("batch", 1, 8, 8), targets={"runtimes": [OLD]})
+    result = verified(cfg, "op18-dynamo", f"ort{OLD}-cpu-op18-dynamo", old)
+    t = result["triage"]
+    assert (t["fault"], t["node"], t["op_type"], t["torch_origin"].split(" ")[0]) == (
+        "runtime", "node_avg_pool2d", "AveragePool", "pool"
+    ), t  # fmt: skip
+    assert f"onnxruntime {OLD}" in t["summary"]
+    reproduces(t, tmp_path / "out", old)
+    fixed = subprocess.run([python, str(tmp_path / "out" / t["reproduction"] / "reproduce.py")],
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert fixed.returncode == 0 and "no divergence" in fixed.stdout, fixed.stdout + fixed.stderr  # on 1.32.0
 
 
 def test_the_same_model_without_flushing_passes_and_is_not_triaged(tmp_path: Path, python: str) -> None:

@@ -85,3 +85,23 @@ def mlp() -> nn.Module:
     """No fault: PyTorch and onnxruntime differ by rounding only (the tolerance case)."""
     torch.manual_seed(0)
     return Mlp(nn.Tanh())
+
+
+class CeilPoolNet(nn.Module):
+    """A CNN whose average pool has ceil_mode and count_include_pad: onnxruntime before 1.29 divides
+    the partial windows ceil_mode adds by the full kernel size (the CPU kernel and its NCHWc form
+    alike); onnx's reference and PyTorch divide by the window's own size."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(1, 16, 3, padding=1)
+        self.pool = nn.AvgPool2d(3, 2, ceil_mode=True, count_include_pad=True)
+        self.head = nn.Linear(16 * 4 * 4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.flatten(self.pool(torch.relu(self.conv(x))), 1))
+
+
+def ceil_pool() -> nn.Module:
+    torch.manual_seed(0)
+    return CeilPoolNet()

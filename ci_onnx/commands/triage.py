@@ -95,7 +95,7 @@ def triage(
     ep = matrix.providers()[target.provider].ep
     req = attach.request(
         bundle_dir, target, chosen, out, environment=environment,
-        providers=(ep,) if ep == "CPUExecutionProvider" else (ep, "CPUExecutionProvider"),
+        providers=attach.providers_for(ep),
         preset=session.resolve(target.session_options, options.session_presets).settings(),
         release=(result.environment.runtime_version if result and result.environment else target.runtime),
         timeout_s=timeout_s or options.triage_timeout_s or float(defaults.of("verify.triage_timeout_s")),

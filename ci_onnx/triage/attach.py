@@ -21,7 +21,9 @@ from ci_onnx.runners.base import RunnerEnv
 from ci_onnx.target import Status, Target
 from ci_onnx.triage.contract import TRIAGE_VERSION, Triage
 from ci_onnx.triage.request import Request
+from ci_onnx.verify.options import VerifyOptions
 
+CPU = "CPUExecutionProvider"
 KILL_GRACE_S = 10.0
 """The child's own children end at the budget; past it and this grace, the triage is killed."""
 
@@ -139,3 +141,30 @@ def attach(
         release=release, timeout_s=timeout_s, torch_config=torch_config, base_env=base_env,
     )  # fmt: skip
     return dataclasses.replace(result, triage=bounded(req, base_env))
+
+
+def for_cell(
+    result: TargetResult,
+    manifest: Manifest,
+    bundle: Path,
+    out_dir: Path,
+    environment: RunnerEnv,
+    options: VerifyOptions,
+    ep: str,
+    base_env: Mapping[str, str],
+) -> TargetResult:
+    """:func:`attach` with what the verify stage holds for a cell: its options (the triage's budget,
+    the config whose factory is the PyTorch reference, the session presets) and its provider."""
+    from ci_onnx.runners import session
+
+    preset = session.resolve(result.target.session_options, options.session_presets).settings()
+    return attach(
+        result, manifest, bundle, out_dir, environment=environment,
+        providers=providers_for(ep), preset=preset, timeout_s=options.triage_timeout_s,
+        torch_config=options.triage_config, base_env=base_env,
+    )  # fmt: skip
+
+
+def providers_for(ep: str) -> tuple[str, ...]:
+    """The providers of a cell's session: its own, then the CPU (as the runners create it)."""
+    return (ep,) if ep == CPU else (ep, CPU)

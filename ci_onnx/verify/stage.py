@@ -125,25 +125,36 @@ def _launch_and_judge(
     early: object,
 ) -> None:
     """Observe the pending targets (in ``early``'s child where there is one) and judge each as soon
-    as its observation is in, while the child goes on with the next."""
+    as its observation is in, while the child goes on with the next. A failing cell is triaged once
+    the child is done, so that its triage never competes with the next target's timings."""
     warm = threading.Thread(target=_import, args=(WARM,), daemon=True)
     warm.start()
+    later: list[tuple[_Prepared, TargetResult, float]] = []
 
     def judged(j: int, done: proc.Completed) -> None:
         p = pending[j]
         warm.join()
         t = time.monotonic()
         try:
-            result = _triaged(
-                p, _judge_launched(p, done, runner, options), environment, options, out_dir, base_env
-            )
+            result = _judge_launched(p, done, runner, options)
             spent = done.duration_s + time.monotonic() - t
-            settle(p.index, _write(p, result, out_dir, launched_s=spent))
+            if _wants_triage(p, result, options):
+                later.append((p, result, spent))
+            else:
+                settle(p.index, _write(p, result, out_dir, launched_s=spent))
         except Exception as exc:
             settle(p.index, exc)
 
     launches = [base.Launch(p.bundle_dir, p.target, p.obs_dir, options, p.ep) for p in pending]
-    base.launch_many(runner, environment, launches, base_env=base_env, on_done=judged, early=early)
+    try:
+        base.launch_many(runner, environment, launches, base_env=base_env, on_done=judged, early=early)
+    finally:
+        for p, result, spent in later:
+            try:
+                found = _triaged(p, result, environment, options, out_dir, base_env)
+                settle(p.index, _write(p, found, out_dir, launched_s=spent))
+            except Exception as exc:
+                settle(p.index, exc)
 
 
 @dataclasses.dataclass
@@ -275,6 +286,12 @@ def _judge_launched(
         return judge.result(target, manifest, [*judge.export_checks(manifest), check])
 
 
+def _wants_triage(p: _Prepared, result: TargetResult, options: VerifyOptions) -> bool:
+    from ci_onnx.triage import attach
+
+    return options.triage_timeout_s > 0 and attach.failing_check(result, p.manifest) is not None
+
+
 def _triaged(
     p: _Prepared,
     result: TargetResult,
@@ -283,24 +300,10 @@ def _triaged(
     out_dir: Path,
     base_env: Mapping[str, str],
 ) -> TargetResult:
-    """``result`` with the triage of a failing parity or decision check (ci_onnx.triage), bounded by
-    verify.triage_timeout_s; the verdict stays what the judge said."""
-    from ci_onnx.runners import session
+    """``result`` with the triage of a failing parity or decision check (ci_onnx.triage)."""
     from ci_onnx.triage import attach
 
-    preset = session.resolve(p.target.session_options, options.session_presets).settings()
-    return attach.attach(
-        result,
-        p.manifest,
-        p.bundle_dir,
-        out_dir,
-        environment=environment,
-        providers=(p.ep,) if p.ep == "CPUExecutionProvider" else (p.ep, "CPUExecutionProvider"),
-        preset=preset,
-        timeout_s=options.triage_timeout_s,
-        torch_config=options.triage_config,
-        base_env=base_env,
-    )
+    return attach.for_cell(result, p.manifest, p.bundle_dir, out_dir, environment, options, p.ep, base_env)
 
 
 def _import(modules: tuple[str, ...]) -> None:

@@ -38,7 +38,7 @@ def classify(s: Sample) -> Finding:
         f"onnx's reference differs from PyTorch by {fmt(ref_vs_torch)}",
     ]
     worst_node = max((e.share for d in (off_errs, opt_errs, torch_errs) for e in d.values()), default=0.0)
-    if final_torch.share <= FEW and worst_node <= FEW:
+    if final_torch.share <= FEW and worst_node <= FEW and (off_errs or opt_errs):  # the nodes were seen
         return _tolerance(s, final_torch, off_errs or opt_errs, within, facts)
     if ref_vs_torch.out:
         return faults.export(s, torch_errs, within, facts)
@@ -51,13 +51,15 @@ def classify(s: Sample) -> Finding:
             [*facts, f"with optimizations off it differs from the reference by {fmt(off_out)}"],
             ref_vs_torch,
         )
-    if s.optimized is not None and walk.error(s.as_run, ref[out], s.atol, s.rtol).out:
+    as_run_vs_ref = walk.error(s.as_run, ref[out], s.atol, s.rtol)
+    if s.optimized is not None and off_out is not None and as_run_vs_ref.out:  # off_out is within here
         return faults.optimization(
             s,
             opt_errs,
             [
                 *facts,
-                "with optimizations off it matches the reference" + (f" ({fmt(off_out)})" if off_out else ""),
+                f"as it ran it differs from the reference by {fmt(as_run_vs_ref)}",
+                f"with optimizations off it matches the reference ({fmt(off_out)})",
             ],
         )
     return Finding(

@@ -32,7 +32,7 @@ def export(s: Sample, torch_errs: Mapping[str, walk.Error], within: set[str], fa
         *facts,
         f"PyTorch's output of {node.module or 'the module'} differs from onnx's reference at {value} "
         f"by {fmt(torch_errs[value])} while its inputs match",
-        "onnxruntime agrees with onnx's reference there: the graph itself computes something else",
+        _runtime_there(s, value),
     ]
     summary = (
         f"export fault at {name(node)}: onnx's reference differs from PyTorch by "
@@ -52,6 +52,20 @@ def export(s: Sample, torch_errs: Mapping[str, walk.Error], within: set[str], fa
         repro_values=s.reference,
         repro_expected={value: s.torch[value]},
         expected_from="PyTorch's module output",
+    )
+
+
+def _runtime_there(s: Sample, value: str) -> str:
+    """What the target's runtime says at ``value``, beside onnx's reference (evidence, not assumed)."""
+    assert s.reference is not None
+    if s.off is None or value not in s.off:
+        return "the target's runtime was not observed there"
+    there = walk.error(s.off[value], s.reference[value], s.atol, s.rtol)
+    if there.out:
+        return f"the target's runtime differs from onnx's reference there too, by {fmt(there)}"
+    return (
+        f"the target's runtime agrees with onnx's reference there ({fmt(there)}): "
+        "the graph itself computes something else"
     )
 
 

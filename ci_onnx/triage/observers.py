@@ -89,34 +89,39 @@ def as_run(
 
 def exposed(
     req: Request,
-    model: Any,
+    models: dict[str, Any],
     manifest: Manifest,
     work: Path,
-    name: str,
     sample: dict[str, np.ndarray],
     budget: Budget,
-) -> dict[str, np.ndarray] | str:
-    """Every value of ``model`` on the sample, as the target computes it (with graph optimizations off
-    where the kind can say so); the runtime's message where it cannot run it."""
-    exposed_model = graph.expose(model)
-    if req.kind == "python":
-        observe.write_values(work / f"{name}-inputs", sample)
-        path = graph.save(exposed_model, work / f"{name}.onnx")
-        out = work / f"{name}-values"
-        run = {
-            "model": str(path),
-            "inputs": str(work / f"{name}-inputs"),
-            "out": str(out),
+) -> dict[str, dict[str, np.ndarray] | str]:
+    """Every value of each of ``models`` (by name) on the sample, as the target computes it (with
+    graph optimizations off where the kind can say so; the python kind runs them all in one child),
+    or the runtime's message where it cannot run one."""
+    if req.kind != "python":
+        found: dict[str, dict[str, np.ndarray] | str] = {}
+        for name, model in models.items():
+            bundle = _exposed_bundle(graph.expose(model), manifest, sample, work / f"{name}-bundle")
+            try:
+                found[name] = _kind(req, bundle, work / f"{name}-values", budget).get("test_data_set_0", {})
+            except Stop as exc:
+                found[name] = str(exc)
+        return found
+    observe.write_values(work / "exposed-inputs", sample)
+    runs = {
+        name: {
+            "model": str(graph.save(graph.expose(model), work / f"{name}.onnx")),
+            "inputs": str(work / "exposed-inputs"),
+            "out": str(work / f"{name}-values"),
             "level": "disable",
         }
-        error = _python(req, work, name, [run], budget).get(str(out), {}).get("error")
-        return str(error) if error else observe.read_values(out)
-    bundle = _exposed_bundle(exposed_model, manifest, sample, work / f"{name}-bundle")
-    try:
-        got = _kind(req, bundle, work / f"{name}-values", budget)
-    except Stop as exc:
-        return str(exc)
-    return got.get("test_data_set_0", {})
+        for name, model in models.items()
+    }
+    ran = _python(req, work, "exposed", list(runs.values()), budget)
+    return {
+        name: str(ran.get(run["out"], {}).get("error") or "") or observe.read_values(Path(run["out"]))
+        for name, run in runs.items()
+    }
 
 
 def optimized_graph(work: Path) -> Path | None:

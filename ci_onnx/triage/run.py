@@ -8,11 +8,12 @@ onnxruntime may be another release), PyTorch in a child of its own where torch i
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import importlib.util
 import sys
 import tempfile
-from collections.abc import Mapping
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,10 @@ def triage(req: Request) -> Triage:
     return dataclasses.replace(result, duration_s=budget.spent(), notes=(*result.notes, *notes))
 
 
+def _since(clock: float) -> str:
+    return f"{time.monotonic() - clock:.1f} s"
+
+
 def _runner(req: Request) -> str:
     return "the target" if req.kind == "python" else f"the {req.kind} runner"
 
@@ -51,40 +56,39 @@ def _triage(req: Request, work: Path, budget: Budget, notes: list[str]) -> Triag
     atol, rtol = sample.tolerance(manifest, req.output)
     model = graph.load(req.bundle / MODEL)
     g = graph.of(model)
+    clock = time.monotonic()
     picked = sample.pick(req, manifest, work, budget)
-    compared = [f"{_runner(req)} as it ran"]
-    exposed = observers.exposed(req, model, manifest, work, "exposed", picked.inputs, budget)
-    off: dict[str, np.ndarray] | None = None
-    how = "with optimizations off, " if req.kind == "python" else ""
-    if isinstance(exposed, str):
-        notes.append(f"{_runner(req)} could not run the exposed graph: {exposed}")
-    else:
-        off = exposed
-        compared.append(f"{_runner(req)} {how}every value exposed")
-    optimized = _optimized(req, manifest, work, picked.inputs, budget, compared, notes)
-    fp32_graph, ref_model, fp32_tol = None, model, (atol, rtol)
-    if manifest.precision != "fp32":
-        fp32_dir = req.bundle.parent / dataclasses.replace(req.target, precision="fp32").bundle_key
-        if not (fp32_dir / MODEL).is_file():
-            raise Stop(
-                f"the fp32 bundle {fp32_dir} is not there to compare the {manifest.precision} graph with"
-            )
-        ref_model = graph.load(fp32_dir / MODEL)
-        fp32_graph = graph.of(ref_model)
-        fp32_tol = sample.tolerance(read_manifest(fp32_dir, verify_hashes=False), req.output)
-    budget.left()
-    try:
-        ref_values: dict[str, np.ndarray] | None = reference.intermediates(ref_model, picked.inputs)
-        compared.append("onnx's ReferenceEvaluator" + (" on the fp32 graph" if fp32_graph else ""))
-    except reference.ReferenceError_ as exc:
-        notes.append(str(exc))
-        ref_values = None
-    shapes = {k: tuple(v.shape) for k, v in (ref_values or off or {}).items()}
-    torch_values: dict[str, np.ndarray] = {}
-    if manifest.precision == "fp32":
-        torch_values = _torch_values(req, g, picked.inputs, shapes, work, budget, notes)
+    compared = [f"{_runner(req)} as it ran ({_since(clock)})"]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        # PyTorch's child starts now and imports torch while the target's runtime runs
+        torch_run = pool.submit(_torch_run, req, manifest, picked.inputs, work, budget, notes)
+        off, optimized = _exposed(req, model, manifest, work, picked.inputs, budget, compared, notes)
+        fp32_graph, ref_model, fp32_tol = None, model, (atol, rtol)
+        if manifest.precision != "fp32":
+            fp32_dir = req.bundle.parent / dataclasses.replace(req.target, precision="fp32").bundle_key
+            if not (fp32_dir / MODEL).is_file():
+                raise Stop(
+                    f"the fp32 bundle {fp32_dir} is not there to compare the {manifest.precision} graph with"
+                )
+            ref_model = graph.load(fp32_dir / MODEL)
+            fp32_graph = graph.of(ref_model)
+            fp32_tol = sample.tolerance(read_manifest(fp32_dir, verify_hashes=False), req.output)
+        budget.left()
+        clock = time.monotonic()
+        try:
+            ref_values: dict[str, np.ndarray] | None = reference.intermediates(ref_model, picked.inputs)
+            on = " on the fp32 graph" if fp32_graph else ""
+            compared.append(f"onnx's ReferenceEvaluator{on} ({_since(clock)})")
+        except reference.ReferenceError_ as exc:
+            notes.append(str(exc))
+            ref_values = None
+        shapes = {k: tuple(v.shape) for k, v in (ref_values or off or {}).items()}
+        modules, torch_s = torch_run.result()
+    torch_values = graph.module_values(g, modules, shapes) if modules else {}
+    if modules and not torch_values:
+        notes.append("PyTorch: no module output could be matched to a value of the graph")
     if torch_values:
-        compared.append("PyTorch, module by module")
+        compared.append(f"PyTorch, module by module ({torch_s:.1f} s, beside the runtime's runs)")
     finding = classify.classify(
         classify.Sample(
             req.output,
@@ -107,52 +111,70 @@ def _triage(req: Request, work: Path, budget: Budget, notes: list[str]) -> Triag
     return _reported(req, model, g, finding, compared, picked.which, (atol, rtol), budget, notes)
 
 
-def _optimized(
+def _exposed(
     req: Request,
+    model: Any,
     manifest: Any,
     work: Path,
     inputs: dict[str, np.ndarray],
     budget: Budget,
     compared: list[str],
     notes: list[str],
-) -> tuple[graph.Graph, dict[str, np.ndarray]] | None:
-    """The graph the target optimized, every value exposed, run as saved (python kind only)."""
-    if req.kind != "python":
+) -> tuple[dict[str, np.ndarray] | None, tuple[graph.Graph, dict[str, np.ndarray]] | None]:
+    """The target's values of every node, with optimizations off where the kind can say so, and of
+    the graph it optimized and ran (python kind only), in one run of the target's runtime."""
+    models = {"exposed": model}
+    path = observers.optimized_graph(work) if req.kind == "python" else None
+    if path is not None:
+        models["optimized-exposed"] = graph.load(path)
+    elif req.kind == "python":
+        notes.append("the target's runtime did not save the graph it optimized")
+    else:
         notes.append(
             f"the {req.kind} runner does not save the graph it optimized: no optimization class here"
         )
-        return None
-    path = observers.optimized_graph(work)
-    if path is None:
-        notes.append("the target's runtime did not save the graph it optimized")
-        return None
-    opt_model = graph.load(path)
-    got = observers.exposed(req, opt_model, manifest, work, "optimized-exposed", inputs, budget)
-    if isinstance(got, str):
-        notes.append(f"the graph the target optimized could not be run exposed: {got}")
-        return None
-    compared.append("the graph the target optimized, every value exposed")
-    return graph.of(opt_model), got
+    clock = time.monotonic()
+    got = observers.exposed(req, models, manifest, work, inputs, budget)
+    spent = _since(clock)
+    off, optimized = got["exposed"], got.get("optimized-exposed")
+    how = "with optimizations off, " if req.kind == "python" else ""
+    if isinstance(off, str):
+        notes.append(f"{_runner(req)} could not run the exposed graph: {off}")
+    else:
+        compared.append(f"{_runner(req)} {how}every value exposed ({spent})")
+    if isinstance(optimized, str):
+        notes.append(f"the graph the target optimized could not be run exposed: {optimized}")
+    elif optimized is not None:
+        compared.append("the graph the target optimized, every value exposed (the same run)")
+    return (
+        off if not isinstance(off, str) else None,
+        (graph.of(models["optimized-exposed"]), optimized) if isinstance(optimized, dict) else None,
+    )
 
 
-def _torch_values(
+def _torch_run(
     req: Request,
-    g: graph.Graph,
+    manifest: Any,
     inputs: dict[str, np.ndarray],
-    shapes: Mapping[str, tuple[int, ...]],
     work: Path,
     budget: Budget,
     notes: list[str],
-) -> dict[str, np.ndarray]:
+) -> tuple[dict[str, np.ndarray], float]:
+    """PyTorch's module outputs on the sample (module path → array) and the seconds it took, where the
+    bundle came from a factory here and torch is installed; nothing, with a note, otherwise."""
+    if manifest.precision != "fp32":
+        return {}, 0.0  # a derived precision is compared with its fp32 graph
     if not req.torch_config:
-        notes.append("PyTorch: no model factory to run (ONNX-only, or no onnx-gate.yml given); "
-                     "compared with the bundle's outputs only")  # fmt: skip
-        return {}
+        notes.append(
+            "PyTorch: no model factory to run (ONNX-only, or no onnx-gate.yml given); "
+            "compared with the bundle's outputs only"
+        )
+        return {}, 0.0
     if importlib.util.find_spec("torch") is None:
         notes.append(
             "PyTorch: torch is not installed where the triage ran; compared with the bundle's outputs only"
         )
-        return {}
+        return {}, 0.0
     observe.write_values(work / "torch-inputs", inputs)
     out = work / "torch-values"
     argv = [sys.executable, "-m", "ci_onnx.triage.torchref", "--config", req.torch_config,
@@ -160,11 +182,8 @@ def _torch_values(
     done = proc.run(argv, timeout=budget.left(), env=req.base_env, what=f"{req.target.id} triage (PyTorch)")
     if not done.ok:
         notes.append(f"PyTorch: the model's forward could not run ({done.describe_failure()})")
-        return {}
-    found = graph.module_values(g, observe.read_values(out), shapes)
-    if not found:
-        notes.append("PyTorch: no module output could be matched to a value of the graph")
-    return found
+        return {}, done.duration_s
+    return observe.read_values(out), done.duration_s
 
 
 def _reported(

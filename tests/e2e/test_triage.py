@@ -205,19 +205,22 @@ def test_a_tolerance_below_rounding_is_a_tolerance_fault_with_one_that_passes(
 NODE_RELEASE = "1.24.1"
 
 
-def test_run_triages_a_node_cell_through_the_node_runner(tmp_path: Path, env_cache: Path) -> None:
-    """`onnx-gate run` triages a failing cell of another runner kind through that kind's own runner
-    (onnxruntime-node observes the exposed graph), and the python cell of the same release beside it."""
+def test_run_triages_each_kinds_cell_through_its_own_runner(tmp_path: Path, env_cache: Path) -> None:
+    """`onnx-gate run` triages a failing cell of every runner kind through that kind's own runner:
+    onnxruntime-node, the C API (native) and onnxruntime-web in Chromium (web, wasm) each observe the
+    exposed graph, beside the python cell of the same release."""
     cfg = config(tmp_path, "mlp", verify={"tolerance": {"atol": 5.0e-8, "rtol": 0}},
-                 targets={"runtimes": [NODE_RELEASE], "runners": ["python", "node"]})  # fmt: skip
+                 targets={"runtimes": [NODE_RELEASE], "providers": ["cpu", "wasm"],
+                          "runners": ["python", "node", "native", "web"]})  # fmt: skip
     res = CliRunner().invoke(cli, ["run", "--config", str(cfg), "--out", str(tmp_path / "out"),
                                    "--cache-dir", str(env_cache), "--jobs", "1"])  # fmt: skip
     assert res.exit_code == 1, res.output
-    for prefix in ("", "node-"):
-        target = f"{prefix}ort{NODE_RELEASE}-cpu-op18-dynamo"
+    cells = {"": "cpu", "node-": "cpu", "native-": "cpu", "web-": "wasm"}
+    for prefix, provider in cells.items():
+        target = f"{prefix}ort{NODE_RELEASE}-{provider}-op18-dynamo"
         t = json.loads((tmp_path / "out" / "results" / f"{target}.json").read_text())["triage"]
         assert t["fault"] == "tolerance", t
-        who = "the node runner" if prefix else "the target"
+        who = f"the {prefix[:-1]} runner" if prefix else "the target"
         assert any(c.startswith(f"{who} as it ran (") for c in t["compared"]), t["compared"]
         assert any(c.startswith(f"{who} ") and "every value exposed" in c for c in t["compared"]), t[
             "compared"

@@ -235,6 +235,8 @@ def verify(
         written = stage.verify_target(bundle_dir, target, out, options, how)
     r = written.result
     click.echo(f"{target.id}: {r.status.value}{f' ({r.summary})' if r.summary else ''}")
+    if r.triage is not None:
+        click.echo(f"  triage: {r.triage.summary or 'stopped: ' + r.triage.stopped}")
     click.echo(f"  {written.result_path}\n  {written.junit_path}")
     click.get_current_context().exit(EXIT_FAIL if r.status.blocks else EXIT_PASS)
 

@@ -41,6 +41,12 @@ def rows(entries: Sequence[Entry]) -> tuple[TriageRow, ...]:
             *(f"note: {n}" for n in t.notes),
             f"compared: {', '.join(t.compared) or 'nothing'}; took {t.duration_s:.1f} s",
         )
-        path = tuple((r.node, r.op_type, f"{r.max_abs:.2g}", f"{r.share:.3g}×") for r in t.path)
+        path = tuple((r.node, r.op_type, _num(r.max_abs), _num(r.share) + "×") for r in t.path)
         out.append(TriageRow(e.target.id, line, details, path))
     return tuple(out)
+
+
+def _num(x: float) -> str:
+    """A figure of the path; the JSON-safe stand-in for infinity (1e300: a shape, NaN or integer that
+    differs) reads as ∞."""
+    return "∞" if x >= 1e299 else f"{x:.3g}"

@@ -34,8 +34,8 @@ def classify(s: Sample) -> Finding:
     opt_errs = walk.errors(s.optimized[1], ref, s.atol, s.rtol) if s.optimized is not None else {}
     torch_errs = walk.errors(ref, s.torch, s.atol, s.rtol) if s.torch else {}
     facts = [
-        f"the target as it ran differs from PyTorch by {fmt(final_torch)} at {out}",
-        f"onnx's reference differs from PyTorch by {fmt(ref_vs_torch)}",
+        f"the target as it ran differs from {s.source} by {fmt(final_torch)} at {out}",
+        f"onnx's reference differs from {s.source} by {fmt(ref_vs_torch)}",
     ]
     worst_node = max((e.share for d in (off_errs, opt_errs, torch_errs) for e in d.values()), default=0.0)
     if final_torch.share <= FEW and worst_node <= FEW and (off_errs or opt_errs):  # the nodes were seen
@@ -96,7 +96,7 @@ def _tolerance(
         "not a wrong result, if the application tolerates them",
     ]
     summary = (
-        f"tolerance: {s.output} differs from PyTorch by {final.max_abs:.2g} "
+        f"tolerance: {s.output} differs from {s.source} by {final.max_abs:.2g} "
         f"({times(final.share)} the tolerance) "
         f"and no node leaves {FEW:g}× it; atol {suggested['atol']:g} would pass"
     )

@@ -22,7 +22,7 @@ def export(s: Sample, torch_errs: Mapping[str, walk.Error], within: set[str], fa
             else "no module output diverges first"
         )
         summary = (
-            f"export fault: onnx's reference differs from PyTorch at {s.output} ({note} to name the node)"
+            f"export fault: onnx's reference differs from {s.source} at {s.output} ({note} to name the node)"
         )
         return Finding(FaultClass.EXPORT, s.graph.producer().get(s.output), summary, tuple(facts), stopped="")
     value = next(o for o in node.outputs if o in torch_errs and torch_errs[o].out)
@@ -91,7 +91,7 @@ def runtime(
         )
     summary = (
         f"runtime fault at {name(node)}: onnxruntime {s.release} differs from onnx's reference by "
-        f"{errs[value].max_abs:.2g} while the reference matches PyTorch to {ref_vs_torch.max_abs:.1g}"
+        f"{errs[value].max_abs:.2g} while the reference matches {s.source} to {ref_vs_torch.max_abs:.1g}"
     )
     return Finding(
         FaultClass.RUNTIME,
@@ -129,15 +129,18 @@ def optimization(s: Sample, errs: Mapping[str, walk.Error], facts: list[str]) ->
         )
     value = next(o for o in node.outputs if o in errs and errs[o].out)
     fused = region(opt_graph, value, errs)
-    inputs = boundary(fused, opt_graph)
-    replaced = region(s.graph, value, {i: walk.Error(0, 0) for i in inputs})
+    first = node
+    node = next((n for n in fused if n.op_type not in LAYOUT), node)  # the fused kernel, not a transpose
+    replaced = region(s.graph, value, {i: walk.Error(0, 0) for i in boundary(fused, opt_graph)})
+    inputs = boundary(replaced, s.graph)
     rows = walk.path(opt_graph, node, s.output, errs)
     names = ", ".join(f"{n.name} ({n.op_type})" for n in replaced) or "none found"
+    made = ", ".join(f"{n.name} ({n.op_type})" for n in fused)
     evidence = [
         *facts,
-        f"in the graph the target optimized, {node.name} ({node.op_type}) is the first node out of "
-        f"tolerance: {value} differs by {fmt(errs[value])}",
-        f"it replaced {names} of the bundle's graph",
+        f"in the graph the target optimized, {value} (made by {first.name}) is the first value out of "
+        f"tolerance: it differs by {fmt(errs[value])}; {made} made it",
+        f"they replaced {names} of the bundle's graph",
     ]
     summary = (
         f"optimization fault at {node.name} ({node.op_type}), which onnxruntime {s.release} made of {names}: "
@@ -159,6 +162,12 @@ def optimization(s: Sample, errs: Mapping[str, walk.Error], facts: list[str]) ->
     )
 
 
+LAYOUT = frozenset(
+    {"Transpose", "Reshape", "Identity", "Squeeze", "Unsqueeze", "Flatten", "ReorderInput", "ReorderOutput"}
+)
+"""Ops that move data and compute nothing: the node a fault names is the fused kernel beside them."""
+
+
 def precision(s: Sample, final: walk.Error) -> Finding:
     if s.reference is None or s.fp32_graph is None:
         return Finding(
@@ -172,7 +181,7 @@ def precision(s: Sample, final: walk.Error) -> Finding:
     errs = walk.errors(values, s.reference, s.atol, s.rtol)
     within = s.graph.ancestors_of(s.output)
     node = walk.largest_jump(s.graph, errs, within)
-    facts = [f"the {s.precision} graph as it ran differs from PyTorch by {fmt(final)} at {s.output}"]
+    facts = [f"the {s.precision} graph as it ran differs from {s.source} by {fmt(final)} at {s.output}"]
     if node is None:
         return Finding(
             FaultClass.PRECISION,

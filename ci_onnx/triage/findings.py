@@ -44,6 +44,8 @@ class Sample:
     precision: str = "fp32"
     fp32_tolerance: tuple[float, float] = (0.0, 0.0)
     """For a derived precision: the fp32 cell's (atol, rtol), what its reproduction compares with."""
+    source: str = "PyTorch"
+    """Who made the bundle's expected outputs: PyTorch, or for an ONNX-only bundle its test data."""
     everywhere: tuple[np.ndarray, np.ndarray] | None = None
     """The target's output as it ran and PyTorch's, over every test data set: what a tolerance must pass."""
 

@@ -105,6 +105,7 @@ def _triage(req: Request, work: Path, budget: Budget, notes: list[str]) -> Triag
             req.release,
             manifest.precision,
             fp32_tol,
+            "the bundle's expected outputs" if manifest.exporter == "onnx" else "PyTorch",
             picked.everywhere,
         )
     )

@@ -118,3 +118,69 @@ def test_a_runner_that_cannot_start_stops_the_triage_with_its_reason_and_not_the
     assert (found.status, found.summary, found.checks) == (r.status, r.summary, r.checks)
     assert found.triage is not None and found.triage.fault is None
     assert "cannot start" in found.triage.stopped, found.triage.stopped
+
+
+QDQ_SPEC = bundles.BundleSpec(
+    inputs=(TensorSpec("x", ("batch", 3, 16, 16), "float32"),),
+    outputs=(TensorSpec("y", ("batch", 3, 14, 14), "float32"),),
+    dynamic_axes={"x": {"0": "batch"}, "y": {"0": "batch"}},
+    batch_sizes=(),
+    tolerance=bundles.Tolerance(atol=1e-6, rtol=0.0),
+)
+
+
+def qdq_conv_model() -> onnx.ModelProto:
+    """A QDQ Conv (uint8 activations, per-channel int8 weights, int32 bias): onnxruntime's ALL level
+    fuses DequantizeLinear → Conv → QuantizeLinear into one QLinearConv whose integer requantization
+    lands one quantization step away from what the graph says on some elements."""
+    rng = np.random.default_rng(0)
+    in_s, w_s, out_s = np.float32(0.001), np.full(3, 0.001, np.float32), np.float32(0.0001)
+    wq = np.clip(np.round(rng.standard_normal((3, 3, 3, 3)) / 0.001), -127, 127).astype(np.int8)
+    inits = [
+        numpy_helper.from_array(wq, "wq"), numpy_helper.from_array(w_s, "w_s"),
+        numpy_helper.from_array(np.zeros(3, np.int8), "w_zp"),
+        numpy_helper.from_array(np.array([-5123, 123, 5151], np.int32), "bq"),
+        numpy_helper.from_array(in_s * w_s, "b_s"), numpy_helper.from_array(np.zeros(3, np.int32), "b_zp"),
+        numpy_helper.from_array(np.array(in_s), "in_s"), numpy_helper.from_array(np.array(128, np.uint8), "in_zp"),
+        numpy_helper.from_array(np.array(out_s), "out_s"), numpy_helper.from_array(np.array(128, np.uint8), "out_zp"),
+    ]  # fmt: skip
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "in_s", "in_zp"], ["xq"], name="q_in"),
+        helper.make_node("DequantizeLinear", ["xq", "in_s", "in_zp"], ["xd"], name="dq_in"),
+        helper.make_node("DequantizeLinear", ["wq", "w_s", "w_zp"], ["wd"], axis=0, name="dq_w"),
+        helper.make_node("DequantizeLinear", ["bq", "b_s", "b_zp"], ["bd"], axis=0, name="dq_b"),
+        helper.make_node("Conv", ["xd", "wd", "bd"], ["c"], name="conv"),
+        helper.make_node("QuantizeLinear", ["c", "out_s", "out_zp"], ["cq"], name="q_out"),
+        helper.make_node("DequantizeLinear", ["cq", "out_s", "out_zp"], ["y"], name="dq_out"),
+    ]
+    g = helper.make_graph(
+        nodes, "qdq_conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3, 14, 14])], inits,
+    )  # fmt: skip
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+
+
+def test_a_fusion_that_changes_the_numbers_is_an_optimization_fault_at_the_fused_kernel(
+    tmp_path: Path,
+) -> None:
+    from onnx.reference import ReferenceEvaluator
+
+    model = qdq_conv_model()
+    graph_says = ReferenceEvaluator(model)
+
+    def reference(feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        return [graph_says.run(None, feeds)[0]]
+
+    rng = np.random.default_rng(1)
+    sets = [{"x": (rng.integers(-128, 128, (4, 3, 16, 16)) * 0.001).astype(np.float32)} for _ in range(2)]
+    bundle = bundles.write_bundle(tmp_path / "op21-onnx", model, QDQ_SPEC, sets, reference)
+    import onnxruntime
+
+    cell = Target(onnxruntime.__version__, "cpu", 21, "onnx")
+    r = stage.verify(bundle, cell, tmp_path / "out", options(120), python=sys.executable, base_env={}).result
+    assert r.status is Status.FAILED and r.triage is not None
+    t = r.triage
+    assert (t.fault, t.op_type) == ("optimization", "QLinearConv"), t
+    assert "q_out (QuantizeLinear)" in t.summary and "conv (Conv)" in t.summary, t.summary
+    assert any("with optimizations off it matches the reference" in e for e in t.evidence), t.evidence
+    assert "the reproduction reproduces it on its own" in t.evidence, (t.evidence, t.notes)

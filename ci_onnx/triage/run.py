@@ -11,6 +11,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import importlib.util
+import shutil
 import sys
 import tempfile
 import time
@@ -31,6 +32,7 @@ TRIAGE_DIR = "triage"
 def triage(req: Request) -> Triage:
     budget = Budget(req.timeout_s)
     notes: list[str] = []
+    shutil.rmtree(req.out_dir / TRIAGE_DIR / req.target.id, ignore_errors=True)  # never an earlier run's
     try:
         with tempfile.TemporaryDirectory(prefix="onnx-gate-triage-") as tmp:
             result = _triage(req, Path(tmp), budget, notes)

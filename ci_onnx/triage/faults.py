@@ -9,7 +9,7 @@ import numpy as np
 
 from ci_onnx.triage import walk
 from ci_onnx.triage.contract import FaultClass
-from ci_onnx.triage.findings import Finding, Sample, boundary, fmt, name, region
+from ci_onnx.triage.findings import Finding, Sample, boundary, downstream, fmt, name, region
 
 
 def export(s: Sample, torch_errs: Mapping[str, walk.Error], within: set[str], facts: list[str]) -> Finding:
@@ -33,6 +33,7 @@ def export(s: Sample, torch_errs: Mapping[str, walk.Error], within: set[str], fa
         f"PyTorch's output of {node.module or 'the module'} differs from onnx's reference at {value} "
         f"by {fmt(torch_errs[value])} while its inputs match",
         _runtime_there(s, value),
+        downstream(rows, node.name),
     ]
     summary = (
         f"export fault at {name(node)}: onnx's reference differs from PyTorch by "
@@ -83,6 +84,7 @@ def runtime(
         *facts,
         f"{node.name} is the first node out of tolerance with every input within it: "
         f"{value} differs by {fmt(errs[value])}",
+        downstream(rows, node.name),
     ]
     if denormal:
         evidence.append(
@@ -133,7 +135,7 @@ def optimization(s: Sample, errs: Mapping[str, walk.Error], facts: list[str]) ->
     node = next((n for n in fused if n.op_type not in LAYOUT), node)  # the fused kernel, not a transpose
     replaced = region(s.graph, value, {i: walk.Error(0, 0) for i in boundary(fused, opt_graph)})
     inputs = boundary(replaced, s.graph)
-    rows = walk.path(opt_graph, node, s.output, errs)
+    rows = walk.path(opt_graph, first, s.output, errs)
     names = ", ".join(f"{n.name} ({n.op_type})" for n in replaced) or "none found"
     made = ", ".join(f"{n.name} ({n.op_type})" for n in fused)
     evidence = [
@@ -141,6 +143,7 @@ def optimization(s: Sample, errs: Mapping[str, walk.Error], facts: list[str]) ->
         f"in the graph the target optimized, {value} (made by {first.name}) is the first value out of "
         f"tolerance: it differs by {fmt(errs[value])}; {made} made it",
         f"they replaced {names} of the bundle's graph",
+        downstream(rows, first.name),
     ]
     summary = (
         f"optimization fault at {node.name} ({node.op_type}), which onnxruntime {s.release} made of {names}: "
@@ -204,6 +207,7 @@ def precision(s: Sample, final: walk.Error) -> Finding:
         f"made by {quantized.name} ({quantized.op_type}) in "
         + ", ".join(f"{n.name} ({n.op_type})" for n in group),
         f"keeping {fp32_node.name} ({fp32_node.op_type}) in fp32 removes that node's quantization",
+        downstream(rows, node.name),
     ]
     summary = (
         f"precision fault at {name(fp32_node)}: its {s.precision} form ({quantized.op_type}) "

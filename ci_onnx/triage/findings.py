@@ -103,3 +103,17 @@ def region(graph: Graph, value: str, known: Mapping[str, walk.Error]) -> list[No
 def boundary(nodes: list[Node], graph: Graph) -> list[str]:
     made = {o for n in nodes for o in n.outputs}
     return [i for n in nodes for i in n.inputs if i and i not in made and i not in graph.initializers]
+
+
+def downstream(rows: tuple[NodeError, ...] | list[NodeError], start: str) -> str:
+    """How the error goes from the node ``start`` to the failing output along the path (errors grow
+    downstream: the first crossing is not the only figure that matters)."""
+    at = next((i for i, r in enumerate(rows) if r.node == start), 0 if rows else None)
+    if at is None or at == len(rows) - 1:
+        return "the failing output is that node's own"
+    first, last = rows[at], rows[-1]
+    way = "grows" if last.share > first.share else "shrinks"
+    return (
+        f"from {first.node} ({times(first.share)} the tolerance) the error {way} to {times(last.share)} at "
+        f"{last.value} over {len(rows) - 1 - at} node(s) (each in the path table)"
+    )

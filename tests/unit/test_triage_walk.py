@@ -80,6 +80,9 @@ def test_the_target_differing_with_optimizations_off_too_is_a_runtime_fault_at_t
     assert (f.fault, f.node.name if f.node else "") == (FaultClass.RUNTIME, "nc")
     assert f.repro_inputs == ("b", "w") and f.repro_outputs == ("c",)
     assert "onnxruntime 1.32.0" in f.summary and "up at model.py:12" in f.summary
+    assert any(
+        e.startswith("from nc (227× the tolerance) the error shrinks to 152× at y") for e in f.evidence
+    ), f.evidence
 
 
 def test_the_reference_differing_from_torch_is_an_export_fault_at_the_module_that_differs() -> None:

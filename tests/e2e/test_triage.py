@@ -8,6 +8,10 @@ case must name its fault class and its node, and its reproduction must reproduce
 | wrong symbolic | a TorchScript symbolic exports GELU as x·sigmoid(1.702x) | export, the last Mul of ``act`` |
 | outlier int8 | int8-dynamic weights with one outlier in ``head`` lose the decision | precision, ``head``'s Gemm |
 | tight tolerance | atol far below float32 rounding | tolerance, with an atol that passes |
+| every kind | the same, through the node, native and web runners' own runs | tolerance, observed by each kind |
+
+The optimization class (a QDQ Conv fused into QLinearConv) is planted on an ONNX-only bundle in
+tests/unit/test_triage_attach.py, where this interpreter's onnxruntime is the target's release.
 """
 
 from __future__ import annotations

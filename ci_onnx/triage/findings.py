@@ -48,6 +48,9 @@ class Sample:
     """Who made the bundle's expected outputs: PyTorch, or for an ONNX-only bundle its test data."""
     everywhere: tuple[np.ndarray, np.ndarray] | None = None
     """The target's output as it ran and PyTorch's, over every test data set: what a tolerance must pass."""
+    stand_in: bool = False
+    """``reference`` is the target with optimizations off (onnx's reference could not run the graph):
+    an export fault and a runtime fault cannot be told apart."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -117,3 +117,16 @@ def test_errors_within_a_few_tolerances_that_grow_smoothly_are_a_tolerance_fault
 def test_without_the_onnx_reference_the_triage_stops_and_says_why() -> None:
     f = classify.classify(sample(reference=None, as_run=values(y=9.0)["y"]))
     assert f.fault is None and "ReferenceEvaluator" in f.stopped
+
+
+def test_errors_at_float32_rounding_are_a_tolerance_fault_even_past_a_few_tolerances() -> None:
+    near = {k: v * np.float32(1 + 5e-5) for k, v in values().items()}  # rounding, yet 50-300x an atol of 1e-6
+    f = classify.classify(sample(atol=1e-6, rtol=0.0, off=near, as_run=near["y"]))
+    assert f.fault is FaultClass.TOLERANCE, (f.summary, f.stopped)
+    assert any("at float32 rounding" in e for e in f.evidence), f.evidence
+
+
+def test_a_wrong_value_past_a_few_tolerances_is_not_rounding() -> None:
+    bad = values(c=4.01, y=6.01)  # 2.5e-3 relative at c: a wrong result, not rounding
+    f = classify.classify(sample(atol=1e-6, rtol=0.0, off=bad, as_run=bad["y"]))
+    assert f.fault is FaultClass.RUNTIME and f.node is not None and f.node.name == "nc"

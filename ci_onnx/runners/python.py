@@ -79,7 +79,15 @@ class PythonRunner:
         early: batch.Early | None = None,
     ) -> list[proc.Completed]:
         """Every launch in one ``--jobs`` child (``early``'s where given; a fresh one after a crash or
-        a hang), each one's Completed as its own :meth:`launch` would give it."""
+        a hang), each one's Completed as its own :meth:`launch` would give it. A cell whose preset
+        sets state of the whole process (session.PROCESS_WIDE) runs in a process of its own."""
+        alone = [
+            i
+            for i, x in enumerate(launches)
+            if session.process_wide(x.target.session_options, x.options.session_presets)
+        ]
+        if alone:
+            return self._apart(env, launches, alone, base_env=base_env, on_done=on_done, early=early)
         jobs = [
             batch.Job(
                 tuple(observer_args(x.bundle, x.target, x.out_dir, x.options, x.ep, env.path)),
@@ -104,6 +112,35 @@ class PythonRunner:
             return batch.run_jobs(
                 program, jobs, workdir=Path(path), env=env_vars, on_done=on_done, what=_what(env)
             )
+
+    def _apart(
+        self,
+        env: RunnerEnv,
+        launches: Sequence[Launch],
+        alone: Sequence[int],
+        *,
+        base_env: Mapping[str, str],
+        on_done: Callable[[int, proc.Completed], None] | None,
+        early: batch.Early | None,
+    ) -> list[proc.Completed]:
+        """The launches at ``alone`` each in a process of its own, the rest batched as usual."""
+        done: dict[int, proc.Completed] = {}
+
+        def heard(i: int, completed: proc.Completed) -> None:
+            done[i] = completed
+            if on_done is not None:
+                on_done(i, completed)
+
+        rest = [i for i in range(len(launches)) if i not in alone]
+        if rest:
+            self.launch_many(
+                env, [launches[i] for i in rest], base_env=base_env,
+                on_done=lambda j, c: heard(rest[j], c), early=early,
+            )  # fmt: skip
+        for i in alone:
+            x = launches[i]
+            heard(i, self.launch(env, x.bundle, x.target, x.out_dir, x.options, ep=x.ep, base_env=base_env))
+        return [done[i] for i in range(len(launches))]
 
     def collect(self, out_dir: Path) -> Observation:
         return read_observation(out_dir)

@@ -42,6 +42,10 @@ KEYS = (
 )
 CONFIG_ENTRIES = {"denormal_as_zero": "session.set_denormal_as_zero"}
 """Preset keys that are session config entries (``add_session_config_entry``), by the entry's key."""
+PROCESS_WIDE = ("denormal_as_zero",)
+"""Preset keys whose setting outlives the session in its process: onnxruntime sets flush-to-zero on
+the thread that creates the first session and keeps it, so a cell with one needs a process of its own
+(a batch child's first session would decide it for every cell after)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,6 +147,14 @@ def cannot_apply(runner: str, preset: str) -> str:
 
 CACHE_DIR = "onnx-gate-optimized"
 """Where, in a python runner's environment, the optimized-model cache lives (ci_onnx.runners.optcache)."""
+
+
+def process_wide(name: str, user: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Whether preset ``name`` sets state of the whole process (:data:`PROCESS_WIDE`)."""
+    if name == DEFAULT_SESSION_OPTIONS:
+        return False
+    settings = resolve(name, user).settings()
+    return any(settings.get(k) is not None for k in PROCESS_WIDE)
 
 
 def runner_args(

@@ -146,6 +146,22 @@ def test_a_release_with_a_known_numeric_difference_is_a_runtime_fault_there_and_
     assert fixed.returncode == 0 and "no divergence" in fixed.stdout, fixed.stdout + fixed.stderr  # on 1.32.0
 
 
+def test_run_keeps_a_flush_to_zero_cell_apart_so_its_verdict_is_verify_s(
+    tmp_path: Path, env_cache: Path
+) -> None:
+    """Beside a default cell of the same environment, the ftz cell still flushes (a process of its
+    own: onnxruntime keeps the first session's flush-to-zero on its thread) and is triaged as alone."""
+    cfg = config(tmp_path, "denormal", targets={"session_options": ["default", "ftz"]})
+    res = CliRunner().invoke(cli, ["run", "--config", str(cfg), "--out", str(tmp_path / "out"),
+                                   "--cache-dir", str(env_cache), "--jobs", "1"])  # fmt: skip
+    assert res.exit_code == 1, res.output
+    results = tmp_path / "out" / "results"
+    plain = json.loads((results / f"ort{ORT}-cpu-op18-dynamo.json").read_text())
+    ftz = json.loads((results / f"ort{ORT}-cpu-op18-dynamo-so-ftz.json").read_text())
+    assert plain["status"] == "passed" and "triage" not in plain
+    assert ftz["status"] == "failed" and ftz["triage"]["fault"] == "runtime", ftz["summary"]
+
+
 def test_the_same_model_without_flushing_passes_and_is_not_triaged(tmp_path: Path, python: str) -> None:
     cfg = config(tmp_path, "denormal")
     CliRunner().invoke(cli, ["export", "--config", str(cfg), "--out", str(tmp_path / "bundles")])

@@ -28,6 +28,7 @@ from ci_onnx.commands.options import (
 )
 from ci_onnx.commands.report import report
 from ci_onnx.commands.run import run
+from ci_onnx.commands.triage import triage
 from ci_onnx.errors import EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_PASS, EXIT_USAGE, GateError
 from ci_onnx.scaffold import DEFAULT_ACTION
 
@@ -35,6 +36,7 @@ COMMANDS = {
     "plan": "Expand the target matrix from onnx-gate.yml.",
     "export": "Export the model once per opset and exporter, check it, write bundles.",
     "verify": "Verify one target on its runtime: parity, decisions, batches, placement, latency.",
+    "triage": "Where a failing cell first diverges, whose fault it is, and a minimal reproduction.",
     "report": "Aggregate results into the PR comment, job summary, check and exit code.",
     "nightly": "Keep one tracking issue per target broken by a new runtime release.",
     "run": "All of it on this machine, each runtime in its own environment.",
@@ -288,6 +290,8 @@ def verify(
         written = stage.verify_target(bundle_dir, target, out, options, how, run_config=reproduce)
     r = written.result
     click.echo(f"{target.id}: {r.status.value}{f' ({r.summary})' if r.summary else ''}")
+    if r.triage is not None:
+        click.echo(f"  triage: {r.triage.summary or 'stopped: ' + r.triage.stopped}")
     click.echo(f"  {written.result_path}\n  {written.junit_path}")
     click.get_current_context().exit(EXIT_FAIL if r.status.failing else EXIT_PASS)
 
@@ -373,7 +377,7 @@ def init(
     )
 
 
-for _command in (report, nightly, run):
+for _command in (report, nightly, run, triage):
     cli.add_command(_command)
 for _name, _help in COMMANDS.items():
     cli.commands[_name].short_help = _help

@@ -26,7 +26,7 @@ def _metavar(param: click.Parameter, ctx: click.Context) -> str:
     if isinstance(param.type, click.Choice):
         return "\\|".join(str(c) for c in param.type.choices)
     if param.metavar:
-        return param.metavar
+        return param.metavar.replace("|", "\\|")  # inside a Markdown table cell
     shown = param.type.get_metavar(param, ctx) or param.type.name.upper()
     shown = shown.strip("[]")
     return _SHORT.get(shown, shown)

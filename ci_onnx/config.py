@@ -66,6 +66,8 @@ class VerifyConfig:
     latency_runs: int
     serving_figures: bool = True
     """verify.serving_figures: time a cold start and probe the optimized-model cache per target."""
+    triage_timeout_s: float = 300.0
+    """verify.triage_timeout_s: how long the triage of one failing cell may take; 0 turns it off."""
     precision_tolerance: dict[str, tuple[Tolerance, dict[str, Tolerance]]] = dataclasses.field(
         default_factory=dict
     )
@@ -394,6 +396,7 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         strict_fallback=bool(v["strict_fallback"]),
         latency_runs=int(v["latency_runs"]),
         serving_figures=bool(v["serving_figures"]),
+        triage_timeout_s=float(v["triage_timeout_s"]),
         precision_tolerance=by_precision,
     )
     t = _section(plain, "targets")

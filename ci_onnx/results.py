@@ -16,6 +16,7 @@ from typing import Any
 from ci_onnx import serde
 from ci_onnx.errors import UsageError
 from ci_onnx.target import Status, Target
+from ci_onnx.triage.contract import Triage
 
 SCHEMA_VERSION = 1
 
@@ -231,6 +232,9 @@ class TargetResult:
     export_failed: bool = dataclasses.field(default=False, metadata=serde.OMIT_DEFAULT)
     """The bundle's export failed a check: every target of that bundle fails for that one reason
     (the report shows it once, under the bundle)."""
+    triage: Triage | None = dataclasses.field(default=None, metadata=serde.OMIT_DEFAULT)
+    """Where a failing parity or decision check first diverges and whose fault it is (ci_onnx.triage);
+    left out of the JSON for a cell that was not triaged."""
 
     def check(self, name: str) -> CheckResult | None:
         return next((c for c in self.checks if c.name == name), None)

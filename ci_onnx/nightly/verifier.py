@@ -40,7 +40,7 @@ class EnvVerifier:
             self.bundles / t.bundle_key,
             t,
             self.work / "bisect" / version,
-            self.options,
+            dataclasses.replace(self.options, triage_timeout_s=0),  # a bisection needs verdicts, not triages
             Provisioning(self.cache_dir, self.base_env, self.uv),
         )
         return written.result.status

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from ci_onnx.report.junit_reader import JUnitSummary
+from ci_onnx.report.triage import TriageRow
 
 
 @dataclasses.dataclass(frozen=True)
@@ -261,3 +262,5 @@ class ReportView:
     (they do not block the head), one line each."""
     comparison: Comparison | None = None
     """With a baseline: what changed."""
+    triage: tuple[TriageRow, ...] = ()
+    """One line per triaged failing cell: where it first diverges and whose fault it is (ci_onnx.triage)."""

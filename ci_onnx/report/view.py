@@ -11,7 +11,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from ci_onnx.report import accuracy, failures, precisions, versus
+from ci_onnx.report import accuracy, failures, precisions, triage, versus
 from ci_onnx.report.collect import Collection, Entry
 from ci_onnx.report.gate import Gate
 from ci_onnx.report.junit_reader import JUnitSummary
@@ -330,4 +330,5 @@ def build(
             *(f"the baseline's {p}" for p in (gate.baseline.problems if gate.baseline else ())),
         ),
         comparison=versus.comparison(gate),
+        triage=triage.rows(entries),
     )

@@ -63,7 +63,7 @@ class PythonRunner:
         base_env: Mapping[str, str],
     ) -> proc.Completed:
         argv = [env.program, "-m", OBSERVER, *observer_args(bundle, target, out_dir, options, ep, env.path)]
-        with _package_path() as path:
+        with package_path() as path:
             env_vars = {**base_env, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
             return proc.run(argv, timeout=options.timeout_s, env=env_vars, what=f"{target.id} runner")
 
@@ -71,7 +71,7 @@ class PythonRunner:
     def early(self, env: RunnerEnv, *, base_env: Mapping[str, str]) -> Iterator[batch.Early]:
         """A ``--jobs -`` child started now, to be handed to :meth:`launch_many` (it imports numpy
         and onnxruntime meanwhile); ended on the way out if it was never used."""
-        with _package_path() as path:
+        with package_path() as path:
             env_vars = {**base_env, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
             started = batch.Early((env.program, "-m", OBSERVER), env_vars, _what(env), Path(path))
             try:
@@ -89,7 +89,15 @@ class PythonRunner:
         early: batch.Early | None = None,
     ) -> list[proc.Completed]:
         """Every launch in one ``--jobs`` child (``early``'s where given; a fresh one after a crash or
-        a hang), each one's Completed as its own :meth:`launch` would give it."""
+        a hang), each one's Completed as its own :meth:`launch` would give it. A cell whose preset
+        sets state of the whole process (session.PROCESS_WIDE) runs in a process of its own."""
+        alone = [
+            i
+            for i, x in enumerate(launches)
+            if session.process_wide(x.target.session_options, x.options.session_presets)
+        ]
+        if alone:
+            return self._apart(env, launches, alone, base_env=base_env, on_done=on_done, early=early)
         jobs = [
             batch.Job(
                 tuple(observer_args(x.bundle, x.target, x.out_dir, x.options, x.ep, env.path)),
@@ -109,11 +117,40 @@ class PythonRunner:
                 what=_what(env),
                 early=early,
             )
-        with _package_path() as path:
+        with package_path() as path:
             env_vars = {**base_env, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
             return batch.run_jobs(
                 program, jobs, workdir=Path(path), env=env_vars, on_done=on_done, what=_what(env)
             )
+
+    def _apart(
+        self,
+        env: RunnerEnv,
+        launches: Sequence[Launch],
+        alone: Sequence[int],
+        *,
+        base_env: Mapping[str, str],
+        on_done: Callable[[int, proc.Completed], None] | None,
+        early: batch.Early | None,
+    ) -> list[proc.Completed]:
+        """The launches at ``alone`` each in a process of its own, the rest batched as usual."""
+        done: dict[int, proc.Completed] = {}
+
+        def heard(i: int, completed: proc.Completed) -> None:
+            done[i] = completed
+            if on_done is not None:
+                on_done(i, completed)
+
+        rest = [i for i in range(len(launches)) if i not in alone]
+        if rest:
+            self.launch_many(
+                env, [launches[i] for i in rest], base_env=base_env,
+                on_done=lambda j, c: heard(rest[j], c), early=early,
+            )  # fmt: skip
+        for i in alone:
+            x = launches[i]
+            heard(i, self.launch(env, x.bundle, x.target, x.out_dir, x.options, ep=x.ep, base_env=base_env))
+        return [done[i] for i in range(len(launches))]
 
     def collect(self, out_dir: Path) -> Observation:
         return read_observation(out_dir)
@@ -148,7 +185,7 @@ def observer_args(
 
 
 @contextlib.contextmanager
-def _package_path() -> Iterator[str]:
+def package_path() -> Iterator[str]:
     """A temporary directory holding only a link to the ci_onnx package: the child's PYTHONPATH."""
     with tempfile.TemporaryDirectory(prefix="onnx-gate-runner-") as tmp:
         (Path(tmp) / "ci_onnx").symlink_to(Path(ci_onnx.__file__).parent, target_is_directory=True)

@@ -32,7 +32,20 @@ LEVELS = {
     "all": "ORT_ENABLE_ALL",
 }
 MODES = {"sequential": "ORT_SEQUENTIAL", "parallel": "ORT_PARALLEL"}
-KEYS = ("graph_optimization_level", "intra_op_threads", "inter_op_threads", "execution_mode", "mem_pattern")
+KEYS = (
+    "graph_optimization_level",
+    "intra_op_threads",
+    "inter_op_threads",
+    "execution_mode",
+    "mem_pattern",
+    "denormal_as_zero",
+)
+CONFIG_ENTRIES = {"denormal_as_zero": "session.set_denormal_as_zero"}
+"""Preset keys that are session config entries (``add_session_config_entry``), by the entry's key."""
+PROCESS_WIDE = ("denormal_as_zero",)
+"""Preset keys whose setting outlives the session in its process: onnxruntime sets flush-to-zero on
+the thread that creates the first session and keeps it, so a cell with one needs a process of its own
+(a batch child's first session would decide it for every cell after)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +58,8 @@ class Preset:
     inter_op_threads: int | None = None
     execution_mode: str | None = None
     mem_pattern: bool | None = None
+    denormal_as_zero: bool | None = None
+    """Flush denormals to zero (``session.set_denormal_as_zero``): arithmetic some deployments choose."""
 
     def settings(self) -> dict[str, Any]:
         """The settings it changes, by key (empty for the runtime's defaults)."""
@@ -76,9 +91,10 @@ def preset_from(name: str, row: Mapping[str, Any]) -> Preset:
         value = row.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             raise PresetError(f"{key} {value!r} is not a thread count (0 = the runtime's choice)")
-    mem = row.get("mem_pattern")
-    if mem is not None and not isinstance(mem, bool):
-        raise PresetError(f"mem_pattern {mem!r} is not true or false")
+    for key in ("mem_pattern", "denormal_as_zero"):
+        flag = row.get(key)
+        if flag is not None and not isinstance(flag, bool):
+            raise PresetError(f"{key} {flag!r} is not true or false")
     return Preset(name=name, **{k: row[k] for k in KEYS if k in row})
 
 
@@ -133,6 +149,14 @@ CACHE_DIR = "onnx-gate-optimized"
 """Where, in a python runner's environment, the optimized-model cache lives (ci_onnx.runners.optcache)."""
 
 
+def process_wide(name: str, user: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Whether preset ``name`` sets state of the whole process (:data:`PROCESS_WIDE`)."""
+    if name == DEFAULT_SESSION_OPTIONS:
+        return False
+    settings = resolve(name, user).settings()
+    return any(settings.get(k) is not None for k in PROCESS_WIDE)
+
+
 def runner_args(
     target_preset: str, user: Mapping[str, Mapping[str, Any]], env_path: Path | None
 ) -> list[str]:
@@ -158,7 +182,18 @@ def apply(ort: Any, so: Any, settings: Mapping[str, Any]) -> Any:
         so.execution_mode = getattr(ort.ExecutionMode, MODES[mode])
     if settings.get("mem_pattern") is not None:
         so.enable_mem_pattern = bool(settings["mem_pattern"])
+    for key, value in config_entries(settings).items():
+        so.add_session_config_entry(key, value)
     return so
+
+
+def config_entries(settings: Mapping[str, Any]) -> dict[str, str]:
+    """The session config entries a preset's settings set (key → "0"/"1")."""
+    return {
+        entry: "1" if settings[key] else "0"
+        for key, entry in CONFIG_ENTRIES.items()
+        if settings.get(key) is not None
+    }
 
 
 def parse_arg(text: str) -> dict[str, Any]:

@@ -61,3 +61,8 @@ class VerifyOptions:
     paired_bundles: str = ""
     """A run's own setting, never the config's: the base commit's bundles directory, so a runner
     that can times each target's base bundle beside its own (``--baseline``, ``--baseline-ref``)."""
+    triage_timeout_s: float = _from_config("verify.triage_timeout_s", float)
+    """How long the triage of one failing parity or decision cell may take; 0: no triage."""
+    triage_config: str = ""
+    """The onnx-gate.yml whose model.factory the triage may run as its PyTorch reference, where torch
+    is installed; empty: no PyTorch reference beyond the bundle's outputs."""

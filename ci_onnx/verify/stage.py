@@ -113,7 +113,8 @@ def verify_many(
             try:
                 prepared = _prepare(i, bundle_dir, target, out_dir, run_config)
                 if prepared.result is not None:
-                    settle(i, _write(prepared, prepared.result, out_dir))
+                    found = _triaged(prepared, prepared.result, environment, options, out_dir, base_env)
+                    settle(i, _write(prepared, found, out_dir))
                 else:
                     pending.append(prepared)
             except Exception as exc:  # the caller records it as that target's error
@@ -134,9 +135,11 @@ def _launch_and_judge(
     early: object,
 ) -> None:
     """Observe the pending targets (in ``early``'s child where there is one) and judge each as soon
-    as its observation is in, while the child goes on with the next."""
+    as its observation is in, while the child goes on with the next. A failing cell is triaged once
+    the child is done, so that its triage never competes with the next target's timings."""
     warm = threading.Thread(target=_import, args=(WARM,), daemon=True)
     warm.start()
+    later: list[tuple[_Prepared, TargetResult, float]] = []
 
     def judged(j: int, done: proc.Completed) -> None:
         p = pending[j]
@@ -145,12 +148,23 @@ def _launch_and_judge(
         try:
             result = _judge_launched(p, done, runner, options)
             spent = done.duration_s + time.monotonic() - t
-            settle(p.index, _write(p, result, out_dir, launched_s=spent))
+            if _wants_triage(p, result, options):
+                later.append((p, result, spent))
+            else:
+                settle(p.index, _write(p, result, out_dir, launched_s=spent))
         except Exception as exc:
             settle(p.index, exc)
 
     launches = [base.Launch(p.bundle_dir, p.target, p.obs_dir, options, p.ep) for p in pending]
-    base.launch_many(runner, environment, launches, base_env=base_env, on_done=judged, early=early)
+    try:
+        base.launch_many(runner, environment, launches, base_env=base_env, on_done=judged, early=early)
+    finally:
+        for p, result, spent in later:
+            try:
+                found = _triaged(p, result, environment, options, out_dir, base_env)
+                settle(p.index, _write(p, found, out_dir, launched_s=spent))
+            except Exception as exc:
+                settle(p.index, exc)
 
 
 @dataclasses.dataclass
@@ -204,7 +218,7 @@ def _prepare(
     manifest = read_manifest(bundle_dir)
     _check_bundle_matches(target, manifest, bundle_dir)
     reproduce = reproduce_command(target, bundle_dir, run_config)
-    p = _Prepared(index, bundle_dir, target, manifest, started, 0.0, reproduce)
+    p = _Prepared(index, bundle_dir, target, manifest, started, 0.0, reproduce, ep=provider.ep)
     bad_text = unencodable(manifest)
     if bad_text:
         p.result = _bundle_error(
@@ -219,7 +233,7 @@ def _prepare(
         p.expected = target.expected_skip or matrix.caps_for(target.runtime).cannot_load(
             manifest.opset, manifest.ir_version
         )
-        p.obs_dir, p.ep = out_dir / OBSERVATIONS / target.id, provider.ep
+        p.obs_dir = out_dir / OBSERVATIONS / target.id
         if p.obs_dir.exists():
             shutil.rmtree(p.obs_dir)  # never judge a previous run's outputs
         p.obs_dir.mkdir(parents=True)
@@ -328,6 +342,26 @@ def _judge_launched(
         return judge.result(target, manifest, [*judge.export_checks(manifest), check])
 
 
+def _wants_triage(p: _Prepared, result: TargetResult, options: VerifyOptions) -> bool:
+    from ci_onnx.triage import attach
+
+    return options.triage_timeout_s > 0 and attach.failing_check(result, p.manifest) is not None
+
+
+def _triaged(
+    p: _Prepared,
+    result: TargetResult,
+    environment: base.RunnerEnv,
+    options: VerifyOptions,
+    out_dir: Path,
+    base_env: Mapping[str, str],
+) -> TargetResult:
+    """``result`` with the triage of a failing parity or decision check (ci_onnx.triage)."""
+    from ci_onnx.triage import attach
+
+    return attach.for_cell(result, p.manifest, p.bundle_dir, out_dir, environment, options, p.ep, base_env)
+
+
 def _import(modules: tuple[str, ...]) -> None:
     for name in modules:
         importlib.import_module(name)
@@ -364,6 +398,8 @@ def options_from(cfg: Config | None, *, timeout_s: float | None = None) -> Verif
             accuracy_drop=cfg.accuracy_drop,
             session_presets=cfg.targets.session_presets,
             budgets=cfg.budgets,
+            triage_timeout_s=cfg.verify.triage_timeout_s,
+            triage_config=str(cfg.path) if cfg.model.factory else "",
         )
     else:
         opts = VerifyOptions()  # its defaults are the config schema's

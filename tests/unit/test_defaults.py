@@ -68,7 +68,9 @@ def test_every_verify_option_that_is_a_config_key_takes_the_schemas_default() ->
 def test_verify_options_agree_wherever_they_come_from() -> None:
     cfg = config.parse(MINIMAL, Path("x.yml"))
     assert stage.options_from(None) == VerifyOptions()
-    assert stage.options_from(cfg) == VerifyOptions()
+    from_config = stage.options_from(cfg)
+    assert from_config.triage_config == "x.yml"  # where the triage finds the factory: no setting of its own
+    assert dataclasses.replace(from_config, triage_config="") == VerifyOptions()
     assert stage.options_from(None, timeout_s=5) == dataclasses.replace(VerifyOptions(), timeout_s=5)
 
 

@@ -137,6 +137,6 @@ def test_help_lists_each_command_once_in_pipeline_order() -> None:
     commands = text.split("Commands:")[1].split("Exit codes:")[0]
     listed = [line.split()[0] for line in commands.splitlines() if line.startswith("  ") and line.strip()]
     listed = [name for name in listed if name.isalpha()]
-    assert listed == ["plan", "export", "verify", "report", "nightly", "run", "init"]
+    assert listed == ["plan", "export", "verify", "triage", "report", "nightly", "run", "init"]
     for name in listed:
         assert len(re.findall(rf"^\s+{name}\s", text, re.MULTILINE)) == 1, name

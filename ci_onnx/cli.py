@@ -126,7 +126,7 @@ def plan(config_path: Path, only: Sequence[str], fmt: str, out: Path | None) -> 
 
     cfg = config.load(config_path)
     factory.check(cfg)  # a factory that is not there fails here, not at export
-    index = package_index(cfg.targets.nightly_index)
+    index = package_index(cfg)
     the_plan = planning.select(planning.expand(cfg, index), only)
     if out:
         from ci_onnx.errors import UsageError
@@ -174,7 +174,7 @@ def export(config_path: Path, only: Sequence[str], out: Path) -> None:
     onnx_opset = planning.opsets_of(cfg)[0] if cfg.onnx_only else 0
 
     def plan_keys(patterns: Sequence[str]) -> Sequence[str]:
-        return planning.select(planning.expand(cfg, package_index()), patterns).bundle_keys()
+        return planning.select(planning.expand(cfg, package_index(cfg)), patterns).bundle_keys()
 
     jobs = runner.select(runner.candidates(cfg, onnx_opset), only, plan_keys)
     outcomes = runner.export_all(cfg, jobs, out, log=lambda line: click.echo(line, err=True))

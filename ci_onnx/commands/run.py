@@ -84,7 +84,7 @@ def run(
         export_cache=not no_cache,
         config_arg=None if config_path is not None else "",  # the demo plans without a config
     )
-    index = package_index(cfg.targets.nightly_index)
+    index = package_index(cfg)
     summary = localrun.run(cfg, index, options, click.echo)
     click.echo("\n" + localrun.terminal_table(out / "results", summary.plan))
     click.echo(

@@ -111,3 +111,14 @@ def test_the_cli_offers_the_scaffolds_default_action() -> None:
     init = cli.commands["init"]
     (action_option,) = [p for p in init.params if p.name == "action"]
     assert action_option.default == scaffold.DEFAULT_ACTION
+
+
+def test_the_precisions_are_the_targets_wherever_the_config_names_them() -> None:
+    """ci_onnx.target declares the precisions; the schema (hand-written, the config's contract) must
+    offer exactly those, and derived ones' tolerances exactly the derived ones."""
+    from ci_onnx.target import DERIVED_PRECISIONS, PRECISIONS
+
+    props = config.schema()["properties"]
+    assert tuple(props["export"]["properties"]["precisions"]["items"]["enum"]) == PRECISIONS
+    by_precision = props["verify"]["properties"]["precision_tolerance"]["properties"]
+    assert tuple(by_precision) == DERIVED_PRECISIONS

@@ -56,3 +56,41 @@ def test_latest_n_and_nightly_are_resolved_shown_and_kept_as_families(
         "cpu-op17-dynamo@nightly",
     ]
     assert json.loads((tmp_path / "plan.json").read_text())["targets"][0]["runtime_spec"] == "latest-2"
+
+
+def test_export_only_resolves_the_nightly_spec_through_the_configs_nightly_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``export --only`` selects bundles through the plan's target ids: its package index must be
+    the one plan and run build (with targets.nightly_index), or ``nightly`` resolves to nothing."""
+    for key in [k for k in os.environ if k.startswith("PIP_")]:
+        monkeypatch.delenv(key)
+    shutil.copytree(EXAMPLE_CONFIG.parent, tmp_path / "ex")
+    config = tmp_path / "ex" / "onnx-gate.yml"
+    exported: list[list[str]] = []
+
+    def export_all(cfg: object, jobs: list[object], out: Path, log: object) -> list[object]:
+        exported.append([j.key for j in jobs])  # type: ignore[attr-defined]
+        return []
+
+    monkeypatch.setattr("ci_onnx.export.runner.export_all", export_all)
+    finals = {"onnxruntime": [pypi.wheel_name("onnxruntime", v) for v in FINALS]}
+    nightlies = {"onnxruntime": [pypi.wheel_name("onnxruntime", PRE)]}
+    with pypi.serve(finals) as index_url, pypi.serve(nightlies) as nightly_url:
+        text = config.read_text().replace(
+            'runtimes: ["1.20.1", latest]', f'runtimes: [nightly]\n  nightly_index: "{nightly_url}"'
+        )
+        config.write_text(text.replace("providers: [cpu, openvino]", "providers: [cpu]"))
+        env = {**pypi.pip_env(index_url), "PIP_INDEX_URL": index_url}
+        args = [
+            "export",
+            "--config",
+            str(config),
+            "--only",
+            f"ort{PRE}-cpu-op17-dynamo",
+            "--out",
+            str(tmp_path / "b"),
+        ]
+        result = CliRunner().invoke(cli, args, env=env, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert exported == [["op17-dynamo"]]

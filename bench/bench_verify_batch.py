@@ -92,6 +92,7 @@ def drive(argv: list[str]) -> int:
     from ci_onnx.runners.python import from_interpreter
     from ci_onnx.target import Target
     from ci_onnx.verify import stage
+    from ci_onnx.verify_options import options_from
 
     mode, python, out, *pairs = argv
     lean = mode.endswith("-lean")  # the same check as Polygraphy: parity only, no serving figures
@@ -99,7 +100,7 @@ def drive(argv: list[str]) -> int:
     items = [(Path(b), Target.from_id(t)) for b, t in (p.split("=", 1) for p in pairs)]
     env = from_interpreter(python)
     base_env = proc.child_environment(os.environ)
-    options = stage.options_from(None)
+    options = options_from(None)
     if lean:
         options = dataclasses.replace(options, serving_figures=False)
     started = time.perf_counter()
@@ -175,9 +176,9 @@ def _write_jobs(
     from ci_onnx.runners import batch
     from ci_onnx.runners.python import observer_args
     from ci_onnx.target import Target
-    from ci_onnx.verify import stage
+    from ci_onnx.verify_options import options_from
 
-    options = stage.options_from(None)
+    options = options_from(None)
     args = [
         observer_args(m.bundle, Target.from_id(t), out / t, options, "CPUExecutionProvider", env_path)
         for m, t in zip(models, targets, strict=True)

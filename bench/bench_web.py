@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     from ci_onnx.bundle import read_manifest
     from ci_onnx.runners import base, web
     from ci_onnx.target import Target
-    from ci_onnx.verify.options import VerifyOptions
+    from ci_onnx.verify_options import VerifyOptions
 
     work = args.work.resolve()
     b = bundle(work)
@@ -277,7 +277,7 @@ def minilm(args: argparse.Namespace) -> int:
     from ci_onnx.bundle import read_manifest
     from ci_onnx.runners import base, web
     from ci_onnx.target import Target
-    from ci_onnx.verify.options import VerifyOptions
+    from ci_onnx.verify_options import VerifyOptions
 
     work = args.work.resolve()
     b = minilm_bundle(work)

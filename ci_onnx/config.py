@@ -18,9 +18,9 @@ from ci_onnx import config_guard as guard
 from ci_onnx import config_hints as hints
 from ci_onnx.bundle import Decision, Preprocessing, TensorSpec, Tolerance
 from ci_onnx.errors import ConfigError
-from ci_onnx.serde import load_schema
+from ci_onnx.schema import load_schema
 from ci_onnx.target import DERIVED_PRECISIONS
-from ci_onnx.verify.options import Budgets
+from ci_onnx.verify_options import Budgets
 
 CONFIG_SCHEMA = "config.schema.json"
 DEFAULT_NAME = "onnx-gate.yml"

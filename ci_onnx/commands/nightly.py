@@ -109,7 +109,7 @@ def nightly(
         run_url=ctx.run_url,
         commit=Commit(ctx.sha, ctx.commit_url),
     )
-    from ci_onnx.verify.stage import options_from
+    from ci_onnx.verify_options import options_from
 
     options = options_from(cfg)
 

@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from ci_onnx import labels as labelled
 from ci_onnx.bundle import MODEL, Manifest, TensorSpec, TestDataSet
 from ci_onnx.config import Config
 from ci_onnx.export import checks, control_flow, factory, inputs, parity, signature, torch_export, writer
 from ci_onnx.results import CheckResult
 from ci_onnx.target import Status
-from ci_onnx.verify import accuracy
 
 NO_MODEL = "not run: the export produced no model"
 
@@ -30,7 +30,7 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
     m = cfg.model
     specs = m.inputs
     samples = inputs.load_samples(cfg.resolve(m.samples), specs) if m.samples else None
-    labels = accuracy.labels_of(cfg, samples)
+    labels = inputs.labels_of(cfg, samples)
     model = factory.build_model(m.factory, cfg.root)
     binding = signature.bind(model.forward, [s.name for s in specs])
     writer.fresh_dir(bundle_dir)
@@ -89,7 +89,7 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
             break
         directory = writer.write_set(bundle_dir, index, feeds, refs)
         if kind == "sample":
-            accuracy.write_labels(bundle_dir / directory, m.outputs, labels)
+            labelled.write_labels(bundle_dir / directory, m.outputs, labels)
         data.append((directory, TestDataSet(directory, kind, count), feeds, refs))
     if outcome.frozen_branches:
         candidates = control_flow.probes(specs, m.dynamic_axes, example_batch, m.dim_sizes, cfg.verify.seed)

@@ -40,7 +40,7 @@ from ci_onnx.results import Observation
 from ci_onnx.runners.adb import DEVICE_TIMEOUT_S, Adb
 from ci_onnx.runners.base import OBSERVATION, Provisioning, RunnerEnv
 from ci_onnx.target import Target
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 
 KIND = "android"
 PACKAGE = "com.microsoft.onnxruntime:onnxruntime-android"

@@ -24,7 +24,7 @@ from ci_onnx import matrix, proc, serde
 from ci_onnx.errors import UsageError
 from ci_onnx.results import Observation
 from ci_onnx.target import Target
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 
 OBSERVATION = "observation.json"
 

@@ -22,7 +22,7 @@ from ci_onnx.results import Observation
 from ci_onnx.runners import npm
 from ci_onnx.runners.base import OBSERVATION, CollectError, Provisioning, RunnerEnv, read_observation
 from ci_onnx.target import Target
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 
 KIND = "node"
 OBSERVER = Path(__file__).parent / "node" / "observe.mjs"

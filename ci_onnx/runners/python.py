@@ -20,7 +20,7 @@ from ci_onnx.results import Observation
 from ci_onnx.runners import batch, session
 from ci_onnx.runners.base import Launch, Provisioning, RunnerEnv, read_observation
 from ci_onnx.target import Target
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 
 KIND = "python"
 OBSERVER = "ci_onnx.runners.ort"

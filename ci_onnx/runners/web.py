@@ -48,7 +48,7 @@ from ci_onnx.runners.base import (
 )
 from ci_onnx.runners.feeds import served_sizes
 from ci_onnx.target import Target
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 
 KIND = "web"
 DRIVER = Path(__file__).parent / "web" / "drive.mjs"

@@ -12,7 +12,7 @@ from ci_onnx import serde
 from ci_onnx.results import CheckResult, Observation, ServingFigures
 from ci_onnx.runners.coldstart import KEY as COLD_START
 from ci_onnx.target import Status
-from ci_onnx.verify.options import EVERY_BATCH, Budgets
+from ci_onnx.verify_options import EVERY_BATCH, Budgets
 
 MB = 1 << 20
 

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ci_onnx.bundle import Manifest
+from ci_onnx.labels import label_file
 from ci_onnx.results import Observation
 from ci_onnx.verify import decode
-from ci_onnx.verify.accuracy import label_file
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,7 +27,7 @@ from ci_onnx.shorten import fit, runtime_words
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import accuracy, budgets, cache_check, compare, decode, serving
 from ci_onnx.verify.evidence import Evidence, value
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 
 
 def export_checks(manifest: Manifest) -> list[CheckResult]:

@@ -30,7 +30,7 @@ from ci_onnx.results import CheckResult, TargetResult, write_result
 from ci_onnx.runners import base
 from ci_onnx.shorten import fit
 from ci_onnx.target import Status, Target
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions, options_from
 
 if TYPE_CHECKING:
     from ci_onnx.plan import Plan
@@ -350,21 +350,3 @@ def settings(
         if timeout_s:
             options = dataclasses.replace(options, timeout_s=timeout_s)
     return target, options
-
-
-def options_from(cfg: Config | None, *, timeout_s: float | None = None) -> VerifyOptions:
-    """Budgets and run settings from onnx-gate.yml when given, else the config schema's defaults."""
-    if cfg is not None:
-        opts = VerifyOptions(
-            max_cpu_time_share=cfg.cpu_fallback_max_time_share,
-            strict_fallback=cfg.verify.strict_fallback,
-            latency_runs=cfg.verify.latency_runs,
-            serving_figures=cfg.verify.serving_figures,
-            timeout_s=cfg.verify.timeout_s,
-            accuracy_drop=cfg.accuracy_drop,
-            session_presets=cfg.targets.session_presets,
-            budgets=cfg.budgets,
-        )
-    else:
-        opts = VerifyOptions()  # its defaults are the config schema's
-    return dataclasses.replace(opts, timeout_s=timeout_s) if timeout_s else opts

@@ -22,7 +22,7 @@ from ci_onnx.results import Observation
 from ci_onnx.runners.base import Provisioning, RunnerEnv, read_observation
 from ci_onnx.runners.python import RUNNER as PYTHON
 from ci_onnx.target import Target
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 
 KIND = "python"
 ENABLE_ENV = "ACT_STANDIN_RUNNER"

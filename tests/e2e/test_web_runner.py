@@ -17,7 +17,7 @@ from ci_onnx.errors import EnvironmentProblem
 from ci_onnx.runners import base, web
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import stage
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 from tests.conftest import DIGITNET_MODEL, EXAMPLE_CONFIG
 from tests.support.cells import verify_at_once
 

@@ -11,7 +11,7 @@ from ci_onnx import proc
 from ci_onnx.runners import base
 from ci_onnx.target import Target
 from ci_onnx.verify import stage
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 
 DIE_ENV = "ONNX_GATE_TEST_RUNNER_DIE"
 

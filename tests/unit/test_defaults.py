@@ -15,8 +15,7 @@ import pytest
 from ci_onnx import action, config, defaults, errors, scaffold
 from ci_onnx.bundle import Tolerance
 from ci_onnx.runners import ort
-from ci_onnx.verify import stage
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions, options_from
 
 MINIMAL = """\
 version: 1
@@ -67,9 +66,9 @@ def test_every_verify_option_that_is_a_config_key_takes_the_schemas_default() ->
 
 def test_verify_options_agree_wherever_they_come_from() -> None:
     cfg = config.parse(MINIMAL, Path("x.yml"))
-    assert stage.options_from(None) == VerifyOptions()
-    assert stage.options_from(cfg) == VerifyOptions()
-    assert stage.options_from(None, timeout_s=5) == dataclasses.replace(VerifyOptions(), timeout_s=5)
+    assert options_from(None) == VerifyOptions()
+    assert options_from(cfg) == VerifyOptions()
+    assert options_from(None, timeout_s=5) == dataclasses.replace(VerifyOptions(), timeout_s=5)
 
 
 def test_tolerances_agree_in_the_schema_the_config_and_the_manifest() -> None:

@@ -20,7 +20,7 @@ from ci_onnx.errors import EnvironmentProblem
 from ci_onnx.results import SCHEMA_VERSION, Environment, Observation
 from ci_onnx.runners import base, native
 from ci_onnx.target import Target
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 
 ROOT = Path(__file__).parents[2]
 CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")

@@ -13,7 +13,7 @@ from ci_onnx.nightly.families import FamilyNight, group
 from ci_onnx.plan import Plan
 from ci_onnx.report.collect import merge
 from ci_onnx.target import Status
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 from tests.support.nights import result, target
 

@@ -21,7 +21,7 @@ from ci_onnx.results import read_result
 from ci_onnx.runners import base, batch, ort
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import stage
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 from tests.conftest import EXAMPLE_CONFIG
 

@@ -16,7 +16,7 @@ from ci_onnx.results import SCHEMA_VERSION, Environment, Observation
 from ci_onnx.runners import base
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import evidence, judge
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 from tests.conftest import EXAMPLE_CONFIG, FakeIndex
 

@@ -20,7 +20,7 @@ from ci_onnx.results import SCHEMA_VERSION, Observation
 from ci_onnx.runners import base, web
 from ci_onnx.serde import dumps
 from ci_onnx.target import Target
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 from tests.conftest import FakeIndex
 from tests.unit.test_runners import INDEX, cfg
 

@@ -8,7 +8,7 @@ and the ``basic`` preset, each case of one model runs in turn (interleaved), aft
 
 - *original* (the baseline): ``InferenceSession(model.onnx)`` with the preset, optimizing at load;
 - *cached*: ``InferenceSession(<cache entry>)`` with graph optimization off, the file that
-  ci_onnx.runners.optcache writes once per (release, providers, session options, model sha256);
+  ci_onnx.observer.optcache writes once per (release, providers, session options, model sha256);
 - *original, optimization off*: the unoptimized graph loaded without optimizing, for scale.
 
 The cache entry is written once, untimed, with the same code the runner uses, and its outputs are
@@ -26,7 +26,7 @@ import numpy as np
 from bench import common, harness
 from ci_onnx import tensorproto
 from ci_onnx.bundle import MODEL, read_manifest
-from ci_onnx.runners import optcache, session
+from ci_onnx.observer import optcache, session
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(__file__).resolve().parent / "OPT_CACHE.md"

@@ -20,6 +20,7 @@ from typing import Any
 from ci_onnx import matrix, serde
 from ci_onnx.config import Config
 from ci_onnx.errors import ConfigError, UsageError
+from ci_onnx.observer import session
 from ci_onnx.resolve import (
     NoRelease,
     Resolver,
@@ -30,7 +31,6 @@ from ci_onnx.resolve import (
     resolve,
     resolve_all,
 )
-from ci_onnx.runners import session
 from ci_onnx.target import Target
 from ci_onnx.verify_options import VerifyOptions
 

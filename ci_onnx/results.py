@@ -68,7 +68,7 @@ class LatencyStat:
 
 @dataclasses.dataclass(frozen=True)
 class ServingFigures:
-    """What serving the model costs, measured in the target's environment (ci_onnx/runners/coldstart.py).
+    """What serving the model costs, measured in the target's environment (ci_onnx/observer/coldstart.py).
 
     The cold start is timed from the start of a fresh process to its first answer: importing the
     runtime and numpy, creating the session, one run; the warm median is the same process's next runs.

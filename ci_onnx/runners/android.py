@@ -270,7 +270,7 @@ class AndroidRunner:
         ep: str,
         base_env: Mapping[str, str],
     ) -> proc.Completed:
-        from ci_onnx.runners.feeds import served_sizes
+        from ci_onnx.observer.feeds import served_sizes
 
         adb = Adb.from_environ(base_env)
         device = Device.probe(adb)

@@ -263,7 +263,7 @@ class NativeRunner:
         ep: str,
         base_env: Mapping[str, str],
     ) -> proc.Completed:
-        from ci_onnx.runners.feeds import served_sizes
+        from ci_onnx.observer.feeds import served_sizes
 
         sizes = served_sizes(bundle)
         argv = observer_argv(
@@ -289,7 +289,7 @@ def collect(out_dir: Path) -> Observation:
     """The observation, with the placement learnt from the profile trace of the parity runs or, where
     it holds no node events, the verbose log of the session created at verbose level."""
     from ci_onnx import serde
-    from ci_onnx.runners.placement import from_verbose_log, profile_nodes, summarise
+    from ci_onnx.observer.placement import from_verbose_log, profile_nodes, summarise
 
     obs = read_observation(out_dir)
     if COLD_START not in obs.unmeasured:  # the C observer times no fresh process: say so, do not omit it

@@ -87,7 +87,7 @@ class NodeRunner:
         ep: str,
         base_env: Mapping[str, str],
     ) -> proc.Completed:
-        from ci_onnx.runners.feeds import served_sizes
+        from ci_onnx.observer.feeds import served_sizes
 
         sizes = served_sizes(bundle)
         argv = [
@@ -106,7 +106,7 @@ class NodeRunner:
     def collect(self, out_dir: Path) -> Observation:
         """The observation, with the placement learnt from the profile trace or verbose log it left."""
         from ci_onnx import serde
-        from ci_onnx.runners.placement import from_verbose_log, profile_nodes, summarise
+        from ci_onnx.observer.placement import from_verbose_log, profile_nodes, summarise
 
         obs = read_observation(out_dir)
         trace, log = out_dir / PROFILE, out_dir / VERBOSE_LOG

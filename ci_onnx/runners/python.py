@@ -1,6 +1,6 @@
 """The Python runner kind: onnxruntime (and its flavours) from PyPI, in one cached environment each.
 
-Provisioning is ci_onnx.envs (uv or venv + pip); the observer is ``python -m ci_onnx.runners.ort``,
+Provisioning is ci_onnx.envs (uv or venv + pip); the observer is ``python -m ci_onnx.observer.ort``,
 run with the environment's interpreter and a PYTHONPATH that holds only the ci_onnx package (a link
 to it in a temporary directory), so the environment needs nothing but numpy and its onnxruntime.
 :meth:`PythonRunner.launch_many` observes several targets of one environment in one such process.
@@ -16,14 +16,15 @@ from pathlib import Path
 
 import ci_onnx
 from ci_onnx import matrix, proc, serde
+from ci_onnx.observer import session
 from ci_onnx.results import Observation
-from ci_onnx.runners import batch, session
+from ci_onnx.runners import batch
 from ci_onnx.runners.base import Launch, Provisioning, RunnerEnv, read_observation
 from ci_onnx.target import Target
 from ci_onnx.verify_options import VerifyOptions
 
 KIND = "python"
-OBSERVER = "ci_onnx.runners.ort"
+OBSERVER = "ci_onnx.observer.ort"
 
 
 def from_interpreter(python: str) -> RunnerEnv:

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from ci_onnx import matrix, proc
 from ci_onnx.errors import EnvironmentProblem
+from ci_onnx.observer.feeds import served_sizes
 from ci_onnx.results import Observation
 from ci_onnx.runners import batch, npm
 from ci_onnx.runners.base import (
@@ -46,7 +47,6 @@ from ci_onnx.runners.base import (
     RunnerEnv,
     read_observation,
 )
-from ci_onnx.runners.feeds import served_sizes
 from ci_onnx.target import Target
 from ci_onnx.verify_options import VerifyOptions
 
@@ -268,7 +268,7 @@ class WebRunner:
     def collect(self, out_dir: Path) -> Observation:
         """The observation, with the placement learnt from the console's verbose log."""
         from ci_onnx import serde
-        from ci_onnx.runners.placement import from_verbose_log
+        from ci_onnx.observer.placement import from_verbose_log
 
         obs = read_observation(out_dir)
         log = out_dir / VERBOSE_LOG

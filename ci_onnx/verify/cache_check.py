@@ -1,6 +1,6 @@
 """The ``optimized-cache`` check: the cached optimized graph must give the original session's outputs.
 
-The python runner writes ``optcache.json`` (ci_onnx.runners.optcache) with the cache entry it used or
+The python runner writes ``optcache.json`` (ci_onnx.observer.optcache) with the cache entry it used or
 wrote, session creation timed from the original file and from the cached one, and the outputs of the
 parity data sets on the cached graph. They must agree with the original session's within the cell's
 tolerance (they are normally bit-identical: the same kernels on the same graph); the timings are
@@ -21,7 +21,7 @@ from ci_onnx.verify.evidence import Evidence, Unreadable, value
 
 CHECK = "optimized-cache"
 CACHING = ("python",)
-"""Runner kinds whose observer uses the optimized-model cache (ci_onnx.runners.optcache)."""
+"""Runner kinds whose observer uses the optimized-model cache (ci_onnx.observer.optcache)."""
 
 
 def checks(

@@ -115,7 +115,7 @@ def _optcache(obs_dir: Path, specs: Mapping[str, tuple[int, str]]) -> tuple[Any,
     """The cache record the python runner left, and the outputs of the cached graph it names."""
     from ci_onnx.bundle import confined
     from ci_onnx.errors import BundleError
-    from ci_onnx.runners.optcache import FILE
+    from ci_onnx.observer.optcache import FILE
 
     path = obs_dir / FILE
     if not path.is_file():

@@ -14,6 +14,7 @@ import numpy as np
 
 from ci_onnx import matrix, serde
 from ci_onnx.bundle import Manifest
+from ci_onnx.observer.values import element_names
 from ci_onnx.results import (
     SCHEMA_VERSION,
     CheckResult,
@@ -22,7 +23,6 @@ from ci_onnx.results import (
     OutputParity,
     TargetResult,
 )
-from ci_onnx.runners.values import element_names
 from ci_onnx.shorten import fit, runtime_words
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import accuracy, budgets, cache_check, compare, decode, serving

@@ -1,7 +1,7 @@
 """A stand-in for the python runner kind's provisioning, only in tests: many cells, nothing to install.
 
 With it, a python cell installs nothing: it is observed by the python kind's own observer
-(ci_onnx.runners.ort) with this host's interpreter and onnxruntime, whatever release the cell names.
+(ci_onnx.observer.ort) with this host's interpreter and onnxruntime, whatever release the cell names.
 Plans are unchanged (``latest-N`` still plans N real releases from the index, and the ids are the
 python kind's), so the release axis multiplies cells, which is what a plan of more than 256 cells of
 one kind needs (the workflow's verify, verify-2 … jobs and the report's count); no verdict about a

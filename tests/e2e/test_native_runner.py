@@ -125,7 +125,7 @@ def test_the_verbose_log_from_the_logging_callback_gives_the_same_placement(
     both: tuple[Path, int, str], parts: tuple[Path, Path], tmp_path: Path
 ) -> None:
     """The callback's lines are onnxruntime's own format: placement.py reads them unchanged."""
-    from ci_onnx.runners.placement import from_verbose_log
+    from ci_onnx.observer.placement import from_verbose_log
 
     out, _, _ = both
     program, lib = parts

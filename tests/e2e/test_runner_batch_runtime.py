@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from ci_onnx import proc
+from ci_onnx.observer.ort import DIE_ENV
 from ci_onnx.runners import base
-from ci_onnx.runners.ort import DIE_ENV
 from ci_onnx.target import Target
 from ci_onnx.verify import stage
 from ci_onnx.verify_options import VerifyOptions

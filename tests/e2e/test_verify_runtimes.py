@@ -18,8 +18,8 @@ from click.testing import CliRunner
 
 from ci_onnx import envs, proc, schema, serde
 from ci_onnx.cli import cli
+from ci_onnx.observer.ort import DIE_ENV
 from ci_onnx.results import Observation, read_result
-from ci_onnx.runners.ort import DIE_ENV
 from ci_onnx.target import Target
 from tests import bundles
 from tests.unit.test_verify_junit import assert_valid_junit
@@ -250,7 +250,7 @@ def test_every_placement_source_names_the_same_fallback_nodes(
     args = [
         ort_openvino,
         "-m",
-        "ci_onnx.runners.ort",
+        "ci_onnx.observer.ort",
         "--bundle",
         str(b),
         "--ep",

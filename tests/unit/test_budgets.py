@@ -11,10 +11,10 @@ import pytest
 
 from ci_onnx import config, schema, serde
 from ci_onnx.errors import ConfigError
+from ci_onnx.observer import coldstart
 from ci_onnx.report import render, view
 from ci_onnx.report.collect import merge
 from ci_onnx.results import SCHEMA_VERSION, Environment, LatencyStat, Observation, ServingFigures
-from ci_onnx.runners import coldstart
 from ci_onnx.target import Status
 from ci_onnx.verify import budgets
 from ci_onnx.verify_options import Budgets, options_from
@@ -201,7 +201,8 @@ def test_serving_figures_off_skips_cold_start_and_the_cache_saying_why(tmp_path:
     """verify.serving_figures: false reaches the observer as two flags, and the two checks it skips
     say so instead of vanishing (a check left out silently reads as one that never existed)."""
     from ci_onnx.bundle import read_manifest
-    from ci_onnx.runners import ort, python
+    from ci_onnx.observer import ort
+    from ci_onnx.runners import python
     from ci_onnx.target import Target
     from ci_onnx.verify import cache_check, evidence
     from tests.bundles import mlp_bundle

@@ -14,7 +14,7 @@ import pytest
 
 from ci_onnx import action, config, defaults, errors, scaffold
 from ci_onnx.bundle import Tolerance
-from ci_onnx.runners import ort
+from ci_onnx.observer import ort
 from ci_onnx.verify_options import VerifyOptions, options_from
 
 MINIMAL = """\

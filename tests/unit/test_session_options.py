@@ -10,7 +10,7 @@ import pytest
 from ci_onnx import config
 from ci_onnx import plan as planning
 from ci_onnx.errors import ConfigError, UsageError
-from ci_onnx.runners import optcache, session
+from ci_onnx.observer import optcache, session
 from ci_onnx.target import Target
 from tests.conftest import DIGITNET_MODEL, FakeIndex
 

@@ -586,7 +586,7 @@ static void ORT_API_CALL on_log(void *param, OrtLoggingLevel severity, const cha
     static const char letters[] = "VIWEF";
     char letter = severity >= 0 && severity <= 4 ? letters[severity] : '?';
     pthread_mutex_lock(&log_lock);
-    /* The line onnxruntime's own sink writes, so ci_onnx/runners/placement.py reads it unchanged. */
+    /* The line onnxruntime's own sink writes, so ci_onnx/observer/placement.py reads it unchanged. */
     FILE *to = capture ? capture : (severity >= ORT_LOGGING_LEVEL_WARNING ? stderr : NULL);
     if (to) fprintf(to, "[%c:%s:%s, %s] %s\n", letter, category, logid, code_location, message);
     pthread_mutex_unlock(&log_lock);
@@ -890,7 +890,7 @@ static void parity_runs(const session *s, const manifest *m, const args *a, obse
 }
 
 /* Each served batch size in one run, and the same samples one at a time as its reference
- * (ci_onnx/runners/ort.py _batch_runs: the same semantics). Returns the sizes that ran. */
+ * (ci_onnx/observer/ort.py _batch_runs: the same semantics). Returns the sizes that ran. */
 static size_t batch_runs(const session *s, const manifest *m, const args *a, observation *o, const values *data,
                          size_t *working) {
     size_t n_working = 0, max = a->sizes[a->n_sizes - 1];

@@ -130,7 +130,7 @@ def cannot_apply(runner: str, preset: str) -> str:
 
 
 CACHE_DIR = "onnx-gate-optimized"
-"""Where, in a python runner's environment, the optimized-model cache lives (ci_onnx.runners.optcache)."""
+"""Where, in a python runner's environment, the optimized-model cache lives (ci_onnx.observer.optcache)."""
 
 
 def runner_args(

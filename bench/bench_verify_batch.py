@@ -176,13 +176,14 @@ def _write_jobs(
 ) -> None:
     """The jobs file verify's parent writes for these targets (its arguments, untimed)."""
     from ci_onnx.observer.jobs import write_jobs
+    from ci_onnx.runners.base import Launch
     from ci_onnx.runners.python import observer_args
     from ci_onnx.target import Target
     from ci_onnx.verify_options import options_from
 
     options = options_from(None)
     args = [
-        observer_args(m.bundle, Target.from_id(t), out / t, options, "CPUExecutionProvider", env_path)
+        observer_args(Launch(m.bundle, Target.from_id(t), out / t, options, "CPUExecutionProvider"), env_path)
         for m, t in zip(models, targets, strict=True)
     ]
     write_jobs(path, list(enumerate(args)))

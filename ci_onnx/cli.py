@@ -231,7 +231,7 @@ def verify(
     timeout_s: float | None,
 ) -> None:
     """Verify one target: provider, parity, decisions, batch sizes, placement, latency, memory."""
-    from ci_onnx import config, proc
+    from ci_onnx import config, matrix, proc
     from ci_onnx import plan as planning
     from ci_onnx.errors import UsageError
     from ci_onnx.verify import stage
@@ -246,12 +246,13 @@ def verify(
         timeout_s=timeout_s,
     )
     base_env = proc.child_environment(os.environ)
-    if python is not None and target.runner != "python":
+    in_interpreter = matrix.runners()[target.runner].can.interpreter
+    if python is not None and not in_interpreter:
         raise UsageError(f"--python: target {target.id} runs on the {target.runner} runner, not Python")
     # how the results say to reproduce it: `onnx-gate run` where the config is known, else verify
     known = the_plan.config if the_plan is not None else str(config_path or "")
     reproduce = known or None
-    if target.runner == "python" and (python is not None or _holds_here(target, base_env)):
+    if in_interpreter and (python is not None or _holds_here(target, base_env)):
         # --python's environment (as CI does), or this interpreter's, where it holds the release
         written = stage.verify(
             bundle_dir,

@@ -412,7 +412,7 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
 
 def _check_session_options(targets: TargetsConfig, doc: Any, path: Path) -> None:
     """Every preset of targets.session_options is declared, and every user preset is valid: one line."""
-    from ci_onnx.observer import session
+    from ci_onnx.runners import session
 
     for name, row in targets.session_presets.items():
         try:

@@ -20,7 +20,6 @@ from typing import Any
 from ci_onnx import matrix, serde
 from ci_onnx.config import Config
 from ci_onnx.errors import ConfigError, UsageError
-from ci_onnx.observer import session
 from ci_onnx.resolve import (
     NoRelease,
     Resolver,
@@ -31,6 +30,7 @@ from ci_onnx.resolve import (
     resolve,
     resolve_all,
 )
+from ci_onnx.runners import session
 from ci_onnx.target import Target
 from ci_onnx.verify_options import VerifyOptions
 

@@ -81,7 +81,7 @@ def judge(
                 + (
                     f"verify without --python (onnx-gate makes that environment), or pass --python of "
                     f"one with {package}=={target.runtime}"
-                    if target.runner == "python"
+                    if matrix.runners()[target.runner].can.interpreter
                     else f"clear the {target.runner} runner's cached install of {target.runtime}"
                 ),
             )

@@ -62,7 +62,7 @@ def verify(
     """Verify ``target`` on ``bundle_dir`` in ``environment`` (for a Python target, or in ``python``'s
     onnxruntime); write results/ and junit/. ``run_config``: see :func:`reproduce_command`."""
     if environment is None:
-        if target.runner != "python" or python is None:
+        if not matrix.runners()[target.runner].can.interpreter or python is None:
             raise UsageError(
                 f"target {target.id}: its {target.runner} runner needs a provisioned environment; "
                 "verify it with `onnx-gate run --only` or `onnx-gate verify` without --python"
@@ -343,6 +343,14 @@ def settings(
     """The target and the settings to verify it by: the plan's (what CI has), the config's when
     given, else the schema's defaults; ``timeout_s`` over all of them."""
     target = plan.get(target_id) if plan is not None else Target.from_id(target_id)
+    kinds = matrix.runners()
+    if target.runner not in kinds:
+        raise UsageError(f"target {target.id}: unknown runner {target.runner!r}; known: {', '.join(kinds)}")
+    if target.api_level and "api_level" not in kinds[target.runner].can.id_axes:  # runners.toml: can.id_axes
+        with_one = ", ".join(k for k, r in kinds.items() if "api_level" in r.can.id_axes)
+        raise UsageError(
+            f"target {target.id}: the {target.runner} runner has no API level ({with_one} ids carry one)"
+        )
     if cfg is not None or plan is None:
         options = options_from(cfg, timeout_s=timeout_s)
     else:

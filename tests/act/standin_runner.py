@@ -19,10 +19,8 @@ from pathlib import Path
 
 from ci_onnx import matrix, proc
 from ci_onnx.results import Observation
-from ci_onnx.runners.base import Provisioning, RunnerEnv, read_observation
+from ci_onnx.runners.base import Launch, Provisioning, RunnerEnv, read_observation
 from ci_onnx.runners.python import RUNNER as PYTHON
-from ci_onnx.target import Target
-from ci_onnx.verify_options import VerifyOptions
 
 KIND = "python"
 ENABLE_ENV = "ACT_STANDIN_RUNNER"
@@ -34,18 +32,8 @@ class StandinRunner:
     def provision(self, release: str, provider: str, how: Provisioning) -> RunnerEnv:
         return RunnerEnv(KIND, release, Path(sys.prefix), sys.executable, "onnxruntime (this host's)")
 
-    def launch(
-        self,
-        env: RunnerEnv,
-        bundle: Path,
-        target: Target,
-        out_dir: Path,
-        options: VerifyOptions,
-        *,
-        ep: str,
-        base_env: Mapping[str, str],
-    ) -> proc.Completed:
-        return PYTHON.launch(env, bundle, target, out_dir, options, ep=ep, base_env=base_env)
+    def launch(self, env: RunnerEnv, x: Launch, *, base_env: Mapping[str, str]) -> proc.Completed:
+        return PYTHON.launch(env, x, base_env=base_env)
 
     def collect(self, out_dir: Path) -> Observation:
         return read_observation(out_dir)

@@ -229,7 +229,7 @@ def test_run_verifies_minilm_on_wasm_and_webgpu_beside_native(
         gpu = {k: n for k, n in figures["nodes_by_provider"].items() if k != "CPUExecutionProvider"}
         assert sum(gpu.values()) > figures["nodes_by_provider"]["CPUExecutionProvider"] > 0, figures
         assert "IsNaN" in {n["op_type"] for n in figures["fallback_nodes"]}, figures["fallback_nodes"]
-        log = (tmp_path / "out" / "observations" / i / web.VERBOSE_LOG).read_text()
+        log = (tmp_path / "out" / "observations" / i / web.PLACEMENT.verbose_log).read_text()
         assert "webgpu kernel not found in registries for Op type: IsNaN" in log
         # the verbose session's log ends at creation: the runs, seconds each here, log nothing
         assert log.split(web.RUNS_BEGIN, 1)[1].strip() == "", log.split(web.RUNS_BEGIN, 1)[1][:2000]

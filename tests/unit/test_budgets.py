@@ -202,7 +202,7 @@ def test_serving_figures_off_skips_cold_start_and_the_cache_saying_why(tmp_path:
     say so instead of vanishing (a check left out silently reads as one that never existed)."""
     from ci_onnx.bundle import read_manifest
     from ci_onnx.observer import ort
-    from ci_onnx.runners import python
+    from ci_onnx.runners import base, python
     from ci_onnx.target import Target
     from ci_onnx.verify import cache_check, evidence
     from tests.bundles import mlp_bundle
@@ -213,7 +213,8 @@ def test_serving_figures_off_skips_cold_start_and_the_cache_saying_why(tmp_path:
     assert options_from(config.parse(BASE, Path("onnx-gate.yml"))).serving_figures is True
     bundle, out = mlp_bundle(tmp_path / "b"), tmp_path / "obs"
     target = Target("1.32.0", "cpu", 17, "onnx")
-    args = python.observer_args(bundle, target, out, options, "CPUExecutionProvider", tmp_path / "env")
+    launch = base.Launch(bundle, target, out, options, "CPUExecutionProvider")
+    args = python.observer_args(launch, tmp_path / "env")
     assert "--opt-cache" not in args and {"--no-cold-start", "--no-opt-cache"} <= set(args)
     assert ort.main([*args, "--latency-runs", "2"]) == 0
     obs = serde.from_json(Observation, json.loads((out / "observation.json").read_text()))

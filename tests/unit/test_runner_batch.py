@@ -242,8 +242,8 @@ class CountingRunner:
     def __init__(self) -> None:
         self.launched: list[str] = []
 
-    def launch(self, env, bundle, target, out_dir, options, *, ep, base_env):  # type: ignore[no-untyped-def]
-        self.launched.append(target.id)
+    def launch(self, env, x, *, base_env):  # type: ignore[no-untyped-def]
+        self.launched.append(x.target.id)
         return proc.Completed((), 0, "", "", 0.0)
 
 

@@ -217,13 +217,10 @@ def test_no_token_of_any_name_reaches_a_runner_process(kind: str, tmp_path: Path
     program.chmod(0o755)
     env = base.RunnerEnv(kind, "1.24.1", tmp_path, str(program), "onnxruntime-node")
     secrets = {"GITHUB_TOKEN": "t", "NODE_AUTH_TOKEN": "t", "NPM_CONFIG__AUTH": "t", "HF_TOKEN": "t"}
+    target = Target("1.24.1", "cpu", 17, "onnx", runner=kind)
     done = base.get(kind).launch(
         env,
-        b,
-        Target("1.24.1", "cpu", 17, "onnx", runner=kind),
-        tmp_path / "obs",
-        VerifyOptions(timeout_s=30),
-        ep="CPUExecutionProvider",
+        base.Launch(b, target, tmp_path / "obs", VerifyOptions(timeout_s=30), "CPUExecutionProvider"),
         base_env={"PATH": "/usr/bin:/bin", "NPM_CONFIG_REGISTRY": "https://registry.example", **secrets},
     )
     assert done.ok, done.describe_failure()

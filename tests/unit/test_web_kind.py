@@ -35,11 +35,12 @@ def _env(tmp_path: Path) -> base.RunnerEnv:
     ("provider", "ep", "threads"), [("wasm", "wasm", "1"), ("wasmmt", "wasm", "2"), ("webgpu", "webgpu", "1")]
 )
 def test_the_driver_gets_the_cells_ep_and_threads(
-    tmp_path: Path, provider: str, ep: str, threads: str
+    tmp_path: Path, provider: str, ep: str, threads: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     t = Target("1.22.0", provider, 17, "dynamo", runner="web")
-    args = web.argv(_env(tmp_path), "/usr/bin/chromium", tmp_path / "p", tmp_path, t, tmp_path / "o",
-                    VerifyOptions(latency_runs=7), [1, 8])  # fmt: skip
+    monkeypatch.setattr(web, "served_sizes", lambda bundle: [1, 8])
+    x = base.Launch(tmp_path, t, tmp_path / "o", VerifyOptions(latency_runs=7), ep)
+    args = web.argv(_env(tmp_path), "/usr/bin/chromium", tmp_path / "p", x)
     flags = dict(zip(args[2::2], args[3::2], strict=True))
     assert args[1] == str(web.DRIVER) and web.DRIVER.is_file()
     assert (flags["--ep"], flags["--threads"], flags["--target-id"]) == (ep, threads, t.id)

@@ -5,7 +5,7 @@
 // node drive.mjs --profile-root DIR --jobs FILE
 // DIR holds node_modules/{onnxruntime-web,playwright-core} of one release. A local HTTP server on
 // 127.0.0.1 sends COOP/COEP (without them crossOriginIsolated is false and wasm threads silently
-// drop to 1) and serves the page, the node runner's TensorProto codec, onnxruntime-web's dist/ and
+// drop to 1) and serves the page, the node runner's TensorProto codec and common.mjs, onnxruntime-web's dist/ and
 // the bundle's listed files; the page POSTs back each output file and the Observation. The browser is Chromium at
 // PATH (never a downloaded one) with a fresh profile at --profile; the console is kept as verbose.log
 // (the "Node placements" lines), and the phases' timings as web_timings.json.
@@ -32,7 +32,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const CODEC = path.join(HERE, '..', 'node', 'tensorproto.mjs');
+const SHARED = { '/codec/tensorproto.mjs': 'tensorproto.mjs', '/codec/common.mjs': 'common.mjs' }; // the node runner's
 const DIE_ENV = 'ONNX_GATE_TEST_RUNNER_DIE';
 const BASE_FLAGS = ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-component-update',
   '--disable-sync', '--no-first-run', '--enable-blink-features=ForceEagerMeasureMemory'];
@@ -153,7 +153,7 @@ function serve(current, host) {
     const ortDist = path.join(args.modules, 'node_modules', 'onnxruntime-web', 'dist');
     const bundle = path.resolve(args.bundle);
     if (p === '/' || p === '/index.html') return path.join(HERE, 'page.html');
-    if (p === '/codec/tensorproto.mjs') return CODEC;
+    if (Object.hasOwn(SHARED, p)) return path.join(HERE, '..', 'node', SHARED[p]);
     if (p.startsWith('/runner/')) return within(HERE, p.slice(8), true);
     if (p.startsWith('/ort/')) return within(ortDist, p.slice(5), true);
     if (p.startsWith('/bundle/')) {

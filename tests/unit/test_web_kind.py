@@ -22,6 +22,7 @@ from ci_onnx.serde import dumps
 from ci_onnx.target import Target
 from ci_onnx.verify_options import VerifyOptions
 from tests.conftest import FakeIndex
+from tests.support.cells import HOOKS
 from tests.unit.test_runners import INDEX, cfg
 
 WEB_INDEX = FakeIndex({**INDEX.releases, "npm:onnxruntime-web": ["1.29.0", "1.22.0"]})
@@ -188,6 +189,8 @@ def test_the_page_marks_where_its_runs_begin_on_the_console() -> None:
     """The line the verbose log is split at (bench_web, the e2e tests) is the one the page logs."""
     page = (web.DRIVER.parent / "page.mjs").read_text()
     assert f"const RUNS_BEGIN = '{web.RUNS_BEGIN}';" in page and "console.log(RUNS_BEGIN);" in page
+    hook = (HOOKS / "page_hook.mjs").read_text()  # the tests' hook hangs or throws a page there
+    assert f"const RUNS_BEGIN = '{web.RUNS_BEGIN}';" in hook
 
 
 @pytest.mark.parametrize("log", [None, "a console with no placements\n"])

@@ -22,7 +22,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
 #include <errno.h>
-#include <fnmatch.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -43,7 +42,6 @@
 #define OBSERVE_API_VERSION 12 /* SessionOptionsAppendExecutionProvider is the newest function used */
 #define WARMUP_RUNS 3
 #define MESSAGE_MAX 2000
-#define DIE_ENV "ONNX_GATE_TEST_RUNNER_DIE"
 #define CPU_EP "CPUExecutionProvider"
 
 static const OrtApi *ort;
@@ -727,23 +725,6 @@ static double percentile(const double *sorted, size_t n, double p) {
     return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - (double)lo);
 }
 
-/* ---------------------------------------------------------------- the test hook */
-
-static void die_after_load(const char *target_id) {
-    const char *hook = getenv(DIE_ENV);
-    if (!hook || !*hook) return;
-    char *how = xstrdup(hook), *pattern = strchr(how, ':');
-    if (pattern) *pattern++ = '\0';
-    if (!pattern || fnmatch(pattern, target_id, 0) == 0) {
-        if (!strcmp(how, "hang"))
-            for (;;) sleep(60);
-        if (!strcmp(how, "SIGKILL")) raise(SIGKILL);
-        if (!strcmp(how, "SIGSEGV")) raise(SIGSEGV);
-        if (!strcmp(how, "SIGABRT")) raise(SIGABRT);
-    }
-    free(how);
-}
-
 /* ---------------------------------------------------------------- arguments */
 
 typedef struct {
@@ -1221,7 +1202,6 @@ int main(int argc, char **argv) {
         o.load_error = err;
     } else {
         o.session_create_ms = round_to(now_ms() - start, 3);
-        die_after_load(a.target_id);
         sb_json_str(&registered, config.with_ep ? ep->ep : CPU_EP);
         if (config.with_ep && !is_cpu) sb_printf(&registered, ", \"%s\"", CPU_EP);
 

@@ -18,7 +18,6 @@ import { readTensor, writeTensor } from './tensorproto.mjs';
 
 const EP_NAMES = { cpu: 'CPUExecutionProvider', webgpu: 'WebGpuExecutionProvider', cuda: 'CUDAExecutionProvider',
   tensorrt: 'TensorrtExecutionProvider', dml: 'DmlExecutionProvider', coreml: 'CoreMLExecutionProvider' };
-const DIE_ENV = 'ONNX_GATE_TEST_RUNNER_DIE';
 
 function parseArgs(argv) {
   const args = { latencyRuns: 20, memoryThreads: 4, batchSizes: [] };
@@ -35,18 +34,6 @@ function parseArgs(argv) {
     else throw new Error(`unknown argument ${k}`);
   }
   return args;
-}
-
-function globMatch(pattern, text) {
-  const re = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
-  return new RegExp(`^${re}$`).test(text);
-}
-
-async function die(targetId) {
-  const [how, pattern] = (process.env[DIE_ENV] ?? '').split(/:(.*)/s);
-  if (!how || (pattern && !globMatch(pattern, targetId))) return;
-  if (how === 'hang') await new Promise(() => setInterval(() => {}, 60000));
-  if (['SIGKILL', 'SIGSEGV', 'SIGABRT'].includes(how)) process.kill(process.pid, how);
 }
 
 function save(out, dir, manifest, got) {
@@ -116,7 +103,6 @@ async function observe(args) {
   // the evidence that they were (an unavailable one is an error at creation).
   // A release whose package does not bundle the EP may still create the session, on the CPU alone.
   environment.providers_registered = requested.filter((p) => available.includes(p));
-  await die(args.targetId);
 
   for (const ds of manifest.test_data_sets) {
     try {

@@ -33,7 +33,6 @@ import { fileURLToPath } from 'node:url';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const SHARED = { '/codec/tensorproto.mjs': 'tensorproto.mjs', '/codec/common.mjs': 'common.mjs' }; // the node runner's
-const DIE_ENV = 'ONNX_GATE_TEST_RUNNER_DIE';
 const BASE_FLAGS = ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-component-update',
   '--disable-sync', '--no-first-run', '--enable-blink-features=ForceEagerMeasureMemory'];
 const WEBGPU_FLAGS = ['--enable-unsafe-webgpu', '--enable-features=Vulkan', '--use-vulkan=swiftshader',
@@ -66,20 +65,6 @@ function parseArgs(argv) {
     else throw new Error(`unknown argument ${k}`);
   }
   return args;
-}
-
-function globMatch(pattern, text) {
-  const re = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
-  return new RegExp(`^${re}$`).test(text);
-}
-
-// HOW[:PATTERN][;HOW[:PATTERN]…]: the first entry whose pattern matches the cell's id.
-function dieFor(targetId) {
-  for (const entry of (process.env[DIE_ENV] ?? '').split(';')) {
-    const [how, pattern] = entry.split(/:(.*)/s);
-    if (how && (!pattern || globMatch(pattern, targetId))) return how;
-  }
-  return '';
 }
 
 // `rel` inside `root`, or null: nothing outside the served folders is ever read or written. With
@@ -230,7 +215,7 @@ function cellConfig(args) {
   if (!ortFile) throw new Error(`onnxruntime-web ${version} ships no ES module bundle in dist/`);
   return {
     version, ortFile, ep: args.ep, threads: args.threads, targetId: args.targetId,
-    batchSizes: args.batchSizes, latencyRuns: args.latencyRuns, die: dieFor(args.targetId),
+    batchSizes: args.batchSizes, latencyRuns: args.latencyRuns,
   };
 }
 

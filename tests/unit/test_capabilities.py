@@ -97,3 +97,11 @@ def test_the_folded_graph_rule_is_every_kinds(tmp_path: Path) -> None:
     assert folded.placement is not None and folded.placement.nodes_by_provider == {}
     broken = base.collect("native", tmp_path / "failed", sources)
     assert broken.placement is None and broken.placement_error == sources.none_found
+
+
+def test_the_config_schema_offers_the_kinds_of_the_runner_table() -> None:
+    """The schema names the kinds for editors to complete; the runner table is what plans them."""
+    from ci_onnx import config
+
+    runners = config.schema()["properties"]["targets"]["properties"]["runners"]
+    assert runners["items"]["enum"] == list(matrix.runners())

@@ -6,6 +6,7 @@ optimized-model cache, the install hint), verify (``--python``, the API level), 
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,31 @@ def test_the_config_schema_offers_the_kinds_of_the_runner_table() -> None:
 
     runners = config.schema()["properties"]["targets"]["properties"]["runners"]
     assert runners["items"]["enum"] == list(matrix.runners())
+
+
+def test_a_new_kind_is_one_module_one_observer_and_one_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tests/support/echo_kind.py and a row for it: planned ids, families, verify, judge and the
+    declared capabilities all follow, and nothing else names the kind."""
+    from ci_onnx import proc
+    from ci_onnx.nightly.families import FamilyKey
+    from ci_onnx.target import Status, Target
+    from ci_onnx.verify_options import VerifyOptions
+    from tests import bundles
+
+    rows = dict(matrix.runners())
+    rows["echo"] = matrix.RunnerInfo("echo", "tests.support.echo_kind", "npm", "echo", ("cpu",), "echo")
+    monkeypatch.setattr(matrix, "runners", lambda: rows)
+    t = Target("1.24.1", "cpu", 17, "onnx", runner="echo", runtime_spec="latest")
+    assert t.id == "echo-ort1.24.1-cpu-op17-onnx" and Target.from_id(t.id).runner == "echo"
+    assert FamilyKey.of(t).id == "echo-cpu-op17-onnx@latest"
+    assert "the echo runner does not apply session-options presets" in session.cannot_apply("echo", "no_opt")
+    how = base.Provisioning(tmp_path / "cache", proc.child_environment(os.environ))
+    bundle = bundles.mlp_bundle(tmp_path / "mlp")
+    r = stage.verify_target(bundle, t, tmp_path / "out", VerifyOptions(timeout_s=120), how).result
+    assert r.status == Status.PASSED, r.summary
+    checks = {c.name: c for c in r.checks}
+    assert checks["parity[logits]"].status == checks["decision"].status == Status.PASSED
+    assert checks["optimized-cache"].message == "not measured: the echo runner has no optimized-model cache"
+    assert checks["cold-start"].message == "not measured: the echo runner does not time a fresh process yet"

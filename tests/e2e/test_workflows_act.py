@@ -20,9 +20,9 @@ from click.testing import CliRunner
 from ci_onnx import scaffold
 from ci_onnx.cli import cli
 from ci_onnx.errors import EnvironmentProblem
+from ci_onnx.observer.ort import DIE_ENV
 from ci_onnx.report import CHECK_NAME
 from ci_onnx.runners import web
-from ci_onnx.runners.ort import DIE_ENV
 from tests.act import harness
 from tests.conftest import EXAMPLE_CONFIG
 from tests.fakegithub import server as fake

@@ -8,5 +8,6 @@ other kind through its own runner) + ``reference`` (onnx's ReferenceEvaluator) +
 ``classify`` and ``faults`` (export, runtime, precision, optimization, tolerance, with ``findings``)
 → ``repro`` (the extracted subgraph with its real inputs). ``graph`` holds the topology, the nodes'
 origins and the exposed graph; ci_onnx/triage_contract.py holds the ``triage`` object of a result.
-Nothing here imports onnx at import time: ``observe`` runs in target environments that hold only numpy and onnxruntime.
+Nothing here imports onnx at import time: ``observe`` runs in target environments that hold only
+numpy and onnxruntime.
 """

@@ -29,10 +29,12 @@ def _write_all(out: Path, results: list[TargetResult], writer: Callable[[Path, T
 
 def sizes(results_dir: Path, plan_path: Path) -> str:
     from ci_onnx.plan import read_plan
-    from ci_onnx.report import limits, render, view
+    from ci_onnx.report import gate, limits, render, view
     from ci_onnx.report.collect import collect
 
-    the_view = view.build(collect([results_dir], read_plan(plan_path)))
+    the_plan = read_plan(plan_path)
+    collection = collect([results_dir], the_plan)
+    the_view = view.build(collection, gate.decide(collection, the_plan))
     rows = ["| rendering | size | GitHub's limit | fits | shortened to fit |", "|---|---|---|---|---|"]
     full = render.render(the_view)
     rows.append(f"| report.md (file, no limit) | {len(full):,} characters | — | — | — |")

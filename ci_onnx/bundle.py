@@ -16,6 +16,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +110,7 @@ class Manifest:
 
     @property
     def export_failed(self) -> bool:
-        return any(f.status.blocks for f in self.findings)
+        return any(f.status.failing for f in self.findings)
 
 
 def sha256_of(path: Path) -> str:
@@ -188,6 +189,49 @@ def confined(root: Path, rel: str, what: str) -> Path:
     return path
 
 
+def confine_tree(root: Path) -> None:
+    """Refuse a bundle holding any link that leads outside it, listed in the manifest or not: a runner
+    opens files the manifest need not list (an input by its index, external data the model names)."""
+    for here, dirs, files in os.walk(root):
+        for name in [*dirs, *files]:
+            path = Path(here) / name
+            if path.is_symlink():
+                confined(root, path.relative_to(root).as_posix(), "file")
+
+
+def unencodable(manifest: Manifest) -> str:
+    """Where the manifest holds text that no UTF-8 file can carry (a lone surrogate, which JSON's
+    ``\\ud800`` escape can spell but no ONNX name can hold), as ``outputs[0].name``; '' if nowhere."""
+
+    def walk(value: Any, where: str) -> str:
+        if isinstance(value, str):
+            return "" if _encodable(value) else where
+        items: list[tuple[str, Any]] = []
+        if isinstance(value, dict):
+            for k, v in value.items():
+                key = str(k)
+                if not _encodable(key):
+                    return f"{where}[{key!a}]".lstrip(".")
+                items.append((f"{where}.{key}", v))
+        elif isinstance(value, (list, tuple)):
+            items = [(f"{where}[{i}]", v) for i, v in enumerate(value)]
+        for here, v in items:
+            found = walk(v, here)
+            if found:
+                return found.lstrip(".")
+        return ""
+
+    return walk(dataclasses.asdict(manifest), "")
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_tolerance(tol: Tolerance, where: str) -> None:
     for name in ("atol", "rtol"):
         value = getattr(tol, name)
@@ -208,6 +252,7 @@ def check_manifest(manifest: Manifest, bundle_dir: Path, path: Path) -> None:
     for name in (MODEL, MODEL + ".data"):
         if (bundle_dir / name).exists() or (bundle_dir / name).is_symlink():
             confined(bundle_dir, name, "file")
+    confine_tree(bundle_dir)
     check_tolerance(manifest.tolerance, f"{path}: tolerance")
     for out, tol in manifest.tolerance_per_output.items():
         check_tolerance(tol, f"{path}: tolerance_per_output.{out}")

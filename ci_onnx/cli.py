@@ -26,14 +26,16 @@ from ci_onnx.commands.options import (
 )
 from ci_onnx.commands.report import report
 from ci_onnx.commands.run import run
+from ci_onnx.commands.triage import triage
 from ci_onnx.commands.verify import verify
-from ci_onnx.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_PASS, GateError
+from ci_onnx.errors import EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_PASS, EXIT_USAGE, GateError
 from ci_onnx.scaffold import DEFAULT_ACTION
 
 COMMANDS = {
     "plan": "Expand the target matrix from onnx-gate.yml.",
     "export": "Export the model once per opset and exporter, check it, write bundles.",
     "verify": "Verify one target on its runtime: parity, decisions, batches, placement, latency.",
+    "triage": "Where a failing cell first diverges, whose fault it is, and a minimal reproduction.",
     "report": "Aggregate results into the PR comment, job summary, check and exit code.",
     "nightly": "Keep one tracking issue per target broken by a new runtime release.",
     "run": "All of it on this machine, each runtime in its own environment.",
@@ -42,23 +44,39 @@ COMMANDS = {
 """``onnx-gate --help`` lists the commands once, in the order a run goes through them."""
 
 
+class _Interrupted(BaseException):
+    """A KeyboardInterrupt on its way out of click, which would turn it into exit code 1."""
+
+
 class GateGroup(click.Group):
-    """Turns GateErrors into one line on stderr and their exit code; anything else is a bug."""
+    """Turns GateErrors into one line on stderr and their exit code; anything else is a bug.
+
+    Ctrl-C ends every child process at once and stays a KeyboardInterrupt for whoever called the
+    command: :func:`main` turns it into exit code 130; a caller in the same process (a test through
+    click's CliRunner, the action's entry point) is interrupted too instead of reading an exit code."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(self.commands, key=lambda name: list(COMMANDS).index(name) if name in COMMANDS else 99)
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def main(self, *args: Any, **kwargs: Any) -> Any:
         try:
-            return super().invoke(ctx)
+            return super().main(*args, **kwargs)
+        except _Interrupted:
+            raise KeyboardInterrupt from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from ci_onnx import proc
+
+        try:
+            with proc.interruptible():
+                return super().invoke(ctx)
         except GateError as exc:
             click.echo(f"onnx-gate: error: {exc.message}", err=True)
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except KeyboardInterrupt:
-            click.echo("onnx-gate: interrupted", err=True)
-            ctx.exit(EXIT_INTERRUPTED)
+            raise _Interrupted from None
         except Exception:
             traceback.print_exc()
             click.echo(
@@ -69,8 +87,20 @@ class GateGroup(click.Group):
             ctx.exit(EXIT_INTERNAL)
 
 
+EXIT_CODES = (
+    (EXIT_PASS, "the gate passed"),
+    (EXIT_FAIL, "the gate failed (a check failed, a target errored or is missing)"),
+    (EXIT_USAGE, "bad usage or configuration (one line naming the file, line and key)"),
+    (EXIT_INTERNAL, "an internal or environment error (a package index, a venv, a bug)"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C); every child process is ended"),
+)
+"""What every command exits with, shown by ``--help`` (and the README's command table)."""
+
+
 @click.group(
-    cls=GateGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110}
+    cls=GateGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
+    epilog="\b\nExit codes:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES),
 )
 @click.version_option(__version__, prog_name="onnx-gate")
 def cli() -> None:
@@ -94,9 +124,11 @@ def plan(config_path: Path, only: Sequence[str], fmt: str, out: Path | None) -> 
     """Expand the declared matrix into targets (expected skips keep their reason)."""
     from ci_onnx import config
     from ci_onnx import plan as planning
+    from ci_onnx.export import factory
 
     cfg = config.load(config_path)
-    index = package_index(cfg.targets.nightly_index)
+    factory.check(cfg)  # a factory that is not there fails here, not at export
+    index = package_index(cfg)
     the_plan = planning.select(planning.expand(cfg, index), only)
     if out:
         from ci_onnx.errors import UsageError
@@ -153,17 +185,17 @@ def export(config_path: Path, only: Sequence[str], out: Path, cache_dir: Path | 
     """
     from ci_onnx import config
     from ci_onnx import plan as planning
-    from ci_onnx.export import cache, runner
+    from ci_onnx.export import cache, cache_key, runner
 
     cfg = config.load(config_path)
     onnx_opset = planning.opsets_of(cfg)[0] if cfg.onnx_only else 0
 
     def plan_keys(patterns: Sequence[str]) -> Sequence[str]:
-        return planning.select(planning.expand(cfg, package_index()), patterns).bundle_keys()
+        return planning.select(planning.expand(cfg, package_index(cfg)), patterns).bundle_keys()
 
     jobs = runner.select(runner.candidates(cfg, onnx_opset), only, plan_keys, cfg.export.precisions)
     if key_only:
-        key = cache.combined_key(cfg, jobs, cache_root=cache_dir, out=out) if cfg.export.cache else "off"
+        key = cache_key.combined_key(cfg, jobs, cache_root=cache_dir, out=out) if cfg.export.cache else "off"
         click.echo(key)
         github_output = os.environ.get("GITHUB_OUTPUT")
         if github_output:
@@ -224,7 +256,13 @@ def init(
     With --fork-safe, onnx-gate.yml posts nothing and onnx-gate-comment.yml comments from workflow_run.
     """
     from ci_onnx import scaffold
+    from ci_onnx.errors import UsageError
 
+    if onnx_file and not (directory / onnx_file).is_file():
+        raise UsageError(
+            f"--onnx {onnx_file}: no such file in {directory} (onnx-gate.yml names it relative to "
+            "its own directory)"
+        )
     settings = scaffold.Settings(action=action, android=android, composite=composite)
     files = scaffold.starter_files(settings, fork_safe=fork_safe, onnx=onnx_file)
     for path in scaffold.write(directory, files, force=force):
@@ -234,7 +272,7 @@ def init(
         click.echo(f"added {scaffold.IGNORED} to {ignored}")
     click.echo(
         (
-            "next: put your test data under test_data/"
+            "next: optionally put test data under test_data/ (see model.test_data)"
             if onnx_file
             else "next: point model.factory in onnx-gate.yml at your model"
         )
@@ -243,12 +281,19 @@ def init(
     )
 
 
-for _command in (verify, report, nightly, run):
+for _command in (verify, report, nightly, run, triage):
     cli.add_command(_command)
 for _name, _help in COMMANDS.items():
     cli.commands[_name].short_help = _help
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    cli.main(args=list(argv) if argv is not None else None, prog_name="onnx-gate")
+    from ci_onnx import proc
+
+    proc.end_children_on_signals()  # a signal to onnx-gate ends its runners, browsers and adb calls
+    try:
+        cli.main(args=list(argv) if argv is not None else None, prog_name="onnx-gate")
+    except KeyboardInterrupt:
+        click.echo("onnx-gate: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     sys.exit(EXIT_PASS)

@@ -15,11 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from ci_onnx import config_guard as guard
+from ci_onnx import config_hints as hints
 from ci_onnx import defaults
 from ci_onnx.bundle import Decision, Preprocessing, TensorSpec, Tolerance
 from ci_onnx.errors import ConfigError
-from ci_onnx.serde import load_schema
-from ci_onnx.verify.options import Budgets
+from ci_onnx.gate_settings import ExpectedFailure, GateSettings, ServingRule
+from ci_onnx.schema import load_schema
+from ci_onnx.target import DERIVED_PRECISIONS
+from ci_onnx.verify_options import Budgets
 
 CONFIG_SCHEMA = "config.schema.json"
 DEFAULT_NAME = "onnx-gate.yml"
@@ -65,6 +68,8 @@ class VerifyConfig:
     latency_runs: int
     serving_figures: bool = True
     """verify.serving_figures: time a cold start and probe the optimized-model cache per target."""
+    triage_timeout_s: float = 300.0
+    """verify.triage_timeout_s: how long the triage of one failing cell may take; 0 turns it off."""
     precision_tolerance: dict[str, tuple[Tolerance, dict[str, Tolerance]]] = dataclasses.field(
         default_factory=dict
     )
@@ -109,6 +114,8 @@ class Config:
     budgets: Budgets = dataclasses.field(default_factory=Budgets)
     """Serving budgets (cold start, peak RSS, p99) a cell must stay within; none by default."""
     ci: CiConfig = dataclasses.field(default_factory=CiConfig)
+    gate: GateSettings = dataclasses.field(default_factory=GateSettings)
+    """``gate`` and ``expected_failures``: the mode, the ledger, the comparison's thresholds."""
 
     @property
     def root(self) -> Path:
@@ -137,12 +144,25 @@ def load(path: Path) -> Config:
     return parse(guard.read_text(path), path)
 
 
+def key_location(cfg: Config, *keys: str) -> str:
+    """``path:line: a.b`` for a key of ``cfg``'s file, for a problem found after it was read (a
+    factory that is not there); the path alone where the file cannot be read again."""
+    from ruamel.yaml import YAML
+
+    try:
+        doc = YAML(typ="rt").load(io.StringIO(guard.read_text(cfg.path).removeprefix("\ufeff")))
+    except Exception:  # changed or gone since it was read: the key without its line
+        return f"{cfg.path}: {'.'.join(keys)}"
+    return f"{cfg.path}:{guard.line_of(doc, list(keys))}: {'.'.join(keys)}"
+
+
 def parse(text: str, path: Path) -> Config:
     """The Config in ``text``; every problem, whatever its kind, is a ConfigError naming ``path``."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     yaml = YAML(typ="rt")
+    yaml.Constructor = _constructor()
     guard.check_flow_depth(text, path)
     try:
         doc = yaml.load(io.StringIO(text.removeprefix("\ufeff")))
@@ -166,6 +186,20 @@ def parse(text: str, path: Path) -> Config:
             f"{path}: cannot be read as an onnx-gate config "
             f"({type(exc).__name__}: {guard.one_line(str(exc))})"
         ) from None
+
+
+@functools.cache
+def _constructor() -> Any:
+    """ruamel's round-trip constructor, except that a date stays the text it was: an impossible
+    one (``until: 2026-13-01``) then reaches validation, which names its key and line, instead of
+    failing the YAML parse with neither."""
+    from ruamel.yaml.constructor import RoundTripConstructor
+
+    class Constructor(RoundTripConstructor):
+        pass
+
+    Constructor.add_constructor("tag:yaml.org,2002:timestamp", lambda c, node: c.construct_scalar(node))
+    return Constructor
 
 
 def _validate(plain: Any, doc: Any, path: Path) -> None:
@@ -215,6 +249,11 @@ def _describe(error: Any, doc: Any, path: Path) -> str:
         )
     if error.validator == "required":
         return f"{path}:{line}: {where}: {error.message}"
+    if error.validator == "enum" and keys[-1:] == ["dtype"] and str(error.instance) in hints.TORCH_DTYPES:
+        meant = hints.TORCH_DTYPES[str(error.instance)]
+        return (
+            f"{path}:{line}: {where}: {error.instance!r} is torch's name for {meant}; write `dtype: {meant}`"
+        )
     if error.validator == "enum":
         suggestion = difflib.get_close_matches(
             str(error.instance), [str(v) for v in error.validator_value], n=1
@@ -222,6 +261,20 @@ def _describe(error: Any, doc: Any, path: Path) -> str:
         hint = f"; did you mean {suggestion[0]!r}?" if suggestion else ""
         choices = ", ".join(str(v) for v in error.validator_value)
         return f"{path}:{line}: {where}: {error.instance!r} is not one of: {choices}{hint}"
+    if error.validator == "type" and hints.wants_string(error) and isinstance(error.instance, (int, float)):
+        written = hints.as_written(hints.node_at(doc, keys), error.instance)
+        return (
+            f"{path}:{line}: {where}: YAML reads {written} as the number {error.instance!r}; "
+            f'quote it: "{written}"'
+        )
+    if error.validator == "pattern" and keys == ["model", "factory"]:
+        return (
+            f"{path}:{line}: {where}: {error.instance!r} names no callable; write the file and the "
+            f"function that returns the model, e.g. `{str(error.instance).rstrip(':')}:build` "
+            "(path/to/file.py:callable or package.module:callable)"
+        )
+    if error.validator == "pattern" and keys[:1] == ["expected_failures"] and keys[-1:] == ["until"]:
+        return f"{path}:{line}: {where}: {error.instance!r} is not a date; write YYYY-MM-DD, the last day"
     if error.validator == "pattern" and keys[:2] == ["targets", "runtimes"]:
         return (
             f"{path}:{line}: {where}: {error.instance!r} is not a runtime spec; use an exact version "
@@ -252,6 +305,23 @@ def _per_output(declared: dict[str, Any], base: Tolerance) -> dict[str, Toleranc
     }
 
 
+def _check_range(spec: TensorSpec, integer: bool, where: str) -> None:
+    """``range`` is half-open, [low, high): it must hold a value (an integer one for integer inputs)."""
+    assert spec.value_range is not None
+    low, high = spec.value_range
+    shown = f"[{low:g}, {high:g}]"
+    if low >= high:
+        raise ConfigError(
+            f"{where}: model.inputs.{spec.name}.range: {shown} is empty (values are drawn from [low, high)); "
+            "give the lower bound first, e.g. [0, 100]"
+        )
+    if integer and int(low) >= int(high):
+        raise ConfigError(
+            f"{where}: model.inputs.{spec.name}.range: {shown} holds no integer for a {spec.dtype} input; "
+            "widen it, e.g. [0, 100]"
+        )
+
+
 def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
     m = plain["model"]
     inputs = tuple(
@@ -264,11 +334,16 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         for name, spec in m.get("inputs", {}).items()
     )
     for spec in inputs:
-        if spec.dtype.startswith(("int", "uint")) and spec.value_range is None:
+        integer = spec.dtype.startswith(("int", "uint"))
+        if integer and spec.value_range is None:
             raise ConfigError(
                 f"{path}:{guard.line_of(doc, ['model', 'inputs', spec.name])}: model.inputs.{spec.name}: "
-                f"integer input needs `range: [low, high]` for its random values (token ids: [0, vocab_size])"
+                f"integer input needs `range: [low, high)` for its random values, high excluded "
+                "(token ids: [0, vocab_size))"
             )
+        if spec.value_range is not None:
+            line = guard.line_of(doc, ["model", "inputs", spec.name, "range"])
+            _check_range(spec, integer, f"{path}:{line}")
     pre = m.get("preprocessing")
     name = m.get("name") or (m.get("factory", "").split(":")[-1] or Path(m.get("onnx", "model")).stem)
     model = ModelConfig(
@@ -315,7 +390,7 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
     d = v.get("decision")
     declared_by_precision = v.get("precision_tolerance", {})
     by_precision = {}
-    for precision in ("fp16", "int8-dynamic", "int8-static"):
+    for precision in DERIVED_PRECISIONS:
         p = {
             **_defaults("verify", "precision_tolerance", precision),
             **declared_by_precision.get(precision, {}),
@@ -333,6 +408,7 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         strict_fallback=bool(v["strict_fallback"]),
         latency_runs=int(v["latency_runs"]),
         serving_figures=bool(v["serving_figures"]),
+        triage_timeout_s=float(v["triage_timeout_s"]),
         precision_tolerance=by_precision,
     )
     t = _section(plain, "targets")
@@ -367,9 +443,46 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
             max_job_minutes=float(_section(plain, "ci")["max_job_minutes"]),
             max_cells_per_job=int(_section(plain, "ci")["max_cells_per_job"]),
         ),
+        gate=_gate(plain, doc, path),
     )
     _check_references(config, doc, path)
     return config
+
+
+def _gate(plain: dict[str, Any], doc: Any, path: Path) -> GateSettings:
+    """``gate`` and ``expected_failures``; an ``until`` that is not a calendar day is one line."""
+    import datetime
+
+    entries = []
+    for i, e in enumerate(plain.get("expected_failures", [])):
+        try:
+            datetime.date.fromisoformat(e["until"])
+        except ValueError:
+            line = guard.line_of(doc, ["expected_failures", str(i), "until"])
+            raise ConfigError(
+                f"{path}:{line}: expected_failures.{i}.until: {e['until']!r} is not a calendar day; "
+                "write YYYY-MM-DD, the last day the entry holds"
+            ) from None
+        entries.append(
+            ExpectedFailure(e["select"], e["check"], e["reason"], e["until"], e.get("link", ""), i)
+        )
+    g = _section(plain, "gate")
+    serving = {
+        figure: ServingRule(
+            float(rule["threshold"]),
+            float(rule["p"]) if "p" in rule else None,
+            float(rule["stored_threshold"]) if "stored_threshold" in rule else None,
+        )
+        for figure in _defaults("gate", "serving")
+        for rule in [_section(plain, "gate", "serving", figure)]
+    }
+    return GateSettings(
+        mode=g.get("mode", ""),
+        expected_failures=tuple(entries),
+        parity_drift=float(g["parity_drift"]),
+        serving=serving,
+        stored_figures=str(g["stored_figures"]),
+    )
 
 
 def _check_session_options(targets: TargetsConfig, doc: Any, path: Path) -> None:

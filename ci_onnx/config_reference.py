@@ -7,6 +7,7 @@ prints the table, ``--write README.md`` updates it there, and a test keeps READM
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from ci_onnx.config import schema
@@ -25,6 +26,9 @@ def rows(node: dict[str, Any], prefix: str = "") -> list[tuple[str, str, str, st
         out.append((path, kind, default, desc))
         if sub.get("type") == "object" and "properties" in sub:
             out.extend(rows(sub, path + "."))
+        items = sub.get("items")
+        if sub.get("type") == "array" and isinstance(items, dict) and "properties" in items:
+            out.extend(rows(items, path + "[]."))
         extra = sub.get("additionalProperties")
         if isinstance(extra, dict) and "properties" in extra:
             out.extend(rows(extra, path + ".<name>."))
@@ -53,19 +57,31 @@ def render() -> str:
     return "\n".join(lines)
 
 
+def replace_block(text: str, begin: str, end: str, block: str) -> str:
+    """``text`` with everything from ``begin`` to ``end`` (both markers included) replaced by
+    ``block``, which holds both markers; README's generated tables are spliced in this way."""
+    head, _, rest = text.partition(begin)
+    _, _, tail = rest.partition(end)
+    return head + block + tail
+
+
 def splice(text: str) -> str:
     """``text`` with the block between the markers replaced by the current reference."""
-    head, _, rest = text.partition(BEGIN)
-    _, _, tail = rest.partition(END)
-    return head + render() + tail
+    return replace_block(text, BEGIN, END, render())
+
+
+def command_line(argv: list[str], render: Callable[[], str], begin: str, end: str) -> None:
+    """``python -m …``: print the block; ``--write README.md``: splice it into that file."""
+    if argv[:1] == ["--write"]:
+        from pathlib import Path
+
+        readme = Path(argv[1])
+        readme.write_text(replace_block(readme.read_text(), begin, end, render()))
+    else:
+        print(render())
 
 
 if __name__ == "__main__":
     import sys
-    from pathlib import Path
 
-    if sys.argv[1:2] == ["--write"]:
-        readme = Path(sys.argv[2])
-        readme.write_text(splice(readme.read_text()))
-    else:
-        print(render())
+    command_line(sys.argv[1:], render, BEGIN, END)

@@ -50,6 +50,16 @@ class RunOptions:
     """The process environment for child processes (read once, by the CLI)."""
     export_cache: bool = True
     """Reuse cached bundles (ci_onnx/export/cache.py); ``--no-cache`` turns it off."""
+    config_arg: str | None = None
+    """What the reproduce commands pass as ``--config``: None for the config's path, "" for none (the
+    demo matrix, which `onnx-gate run` plans without a config)."""
+
+    def run_config(self, cfg: Config) -> str:
+        return str(cfg.path) if self.config_arg is None else self.config_arg
+
+    paired_bundles: Path | None = None
+    """The base commit's bundles (``--baseline``, ``--baseline-ref``): each target's base bundle is
+    timed beside its own where the runner kind can."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,12 +71,11 @@ class RunSummary:
     envs_created: int
     bundles_reused: int = 0
 
-    @property
-    def failed(self) -> bool:
-        return any(s.blocks for s in self.statuses.values())
-
 
 def run(cfg: Config, resolver: Resolver, options: RunOptions, echo: Callable[[str], None]) -> RunSummary:
+    from ci_onnx.export import factory
+
+    factory.check(cfg)  # before any environment is made for a model that cannot be built
     out = options.out
     out.mkdir(parents=True, exist_ok=True)
     the_plan = planning.select(planning.expand(cfg, resolver), options.only)
@@ -210,23 +219,32 @@ def _verify_group(
         return statuses
     for t in targets:
         progress.update(t.id, "running", f"{env.package} {env.release}")
+    verify_options = dataclasses.replace(
+        stage.options_from(cfg), paired_bundles=str(options.paired_bundles or "")
+    )
     items = [(options.out / BUNDLES / t.bundle_key, t) for t in targets]
     try:
         if len(targets) == 1:
             record(
                 targets[0],
                 stage.verify(
-                    *items[0], options.out, stage.options_from(cfg), base_env=options.env, environment=env
+                    *items[0],
+                    options.out,
+                    verify_options,
+                    base_env=options.env,
+                    environment=env,
+                    run_config=options.run_config(cfg),
                 ),
             )
         else:
             stage.verify_many(
                 items,
                 options.out,
-                stage.options_from(cfg),
+                verify_options,
                 base_env=options.env,
                 environment=env,
                 on_written=lambda i, found: record(targets[i], found),
+                run_config=options.run_config(cfg),
             )
     except Exception as exc:  # a target's trouble, or a runner that cannot start: never the run's
         for t in targets:
@@ -235,16 +253,11 @@ def _verify_group(
     return statuses
 
 
-def _verify_one(target: Target, cfg: Config, options: RunOptions, progress: Progress) -> Status:
-    """One target in an environment of its own (a group of one)."""
-    return _verify_group([target], cfg, options, progress)[target.id]
-
-
 def _error_result(target: Target, cfg: Config, options: RunOptions, exc: Exception) -> TargetResult:
     """The error result of a target that could not be verified, written like any other."""
     from ci_onnx.verify import stage
 
-    reproduce = f"onnx-gate run --config {cfg.path} --only '{target.id}'"
+    reproduce = stage.reproduce_command(target, options.out / BUNDLES, options.run_config(cfg))
     return stage.write_error(target, options.out, stage.describe_error(exc), reproduce).result
 
 

@@ -21,6 +21,7 @@ from ci_onnx import matrix, serde
 from ci_onnx.cijobs import CiSettings
 from ci_onnx.config import Config
 from ci_onnx.errors import ConfigError, UsageError
+from ci_onnx.gate_settings import GateSettings
 from ci_onnx.resolve import (
     NoRelease,
     Resolver,
@@ -33,7 +34,7 @@ from ci_onnx.resolve import (
 )
 from ci_onnx.runners import session
 from ci_onnx.target import Target
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 
 SCHEMA_VERSION = 1
 
@@ -49,6 +50,8 @@ class Plan:
     judges by the same settings as a local run without checking out the repository."""
     ci: CiSettings = dataclasses.field(default_factory=CiSettings)
     """How the workflows group its cells into verify jobs (ci_onnx/cijobs.py)."""
+    gate: GateSettings = dataclasses.field(default_factory=GateSettings)
+    """The config's gate mode, expected-failure ledger and thresholds, for the report job likewise."""
 
     @property
     def runnable(self) -> tuple[Target, ...]:
@@ -157,10 +160,18 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
         cells.setdefault(target.id, target)
     targets = tuple(sorted((_with_skip_reason(c, ir_version) for c in cells.values()), key=sort_key))
     from ci_onnx import cijobs
-    from ci_onnx.verify.stage import options_from
+    from ci_onnx.verify_options import options_from
 
     ci = cijobs.settings(config, (t for t in targets if not t.expected_skip))
-    return Plan(SCHEMA_VERSION, str(config.path), config.model.name, targets, options_from(config), ci)
+    return Plan(
+        SCHEMA_VERSION,
+        str(config.path),
+        config.model.name,
+        targets,
+        options_from(config),
+        ci,
+        config.gate,
+    )
 
 
 def _runner_cells(config: Config) -> list[tuple[str, str, str]]:

@@ -3,6 +3,11 @@
 No ``shell=True`` anywhere. A crash is reported by signal name, a hang by its timeout, so a runtime
 that segfaults or hangs becomes a value the caller can record rather than an exception that escapes.
 
+Children die with their parent: every child starts in a process group of its own (so a timeout kills
+all of it) and is known here while it lives; :func:`end_children` kills every such group and runs the
+clean-ups registered with :func:`cleanup` (a browser that left its group), and the CLI's edge calls it
+on SIGTERM, SIGHUP and SIGINT (:func:`end_children_on_signals`). After that no child starts.
+
 Every child gets :func:`child_environment`: an allow-list of variable names, with anything that looks
 like a credential removed even from those. The children run code from the pull request (the model
 factory) and third-party runtimes; no token of any name reaches them.
@@ -10,14 +15,17 @@ factory) and third-party runtimes; no token of any name reaches them.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from types import FrameType
 
 from ci_onnx.errors import EnvironmentProblem
 
@@ -112,20 +120,134 @@ def spawn(
 ) -> subprocess.Popen[str]:
     """A child with the allow-listed environment of ``env``, text pipes for stdout and stderr, in a
     process group of its own (so a timeout can kill all of it); one that cannot start is one line."""
+    with _LOCK, _spawning():
+        if _STOPPING.is_set():
+            raise EnvironmentProblem(f"{what}: not started, onnx-gate is stopping on a signal")
+        for finished in [c for c in _LIVE if c.poll() is not None]:
+            _LIVE.discard(finished)
+        try:
+            child = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=child_environment(env),
+                stdin=stdin,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                errors="replace",
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise EnvironmentProblem(f"{what}: cannot start {argv[0]} ({exc.strerror})") from None
+        _LIVE.add(child)
+        return child
+
+
+_LIVE: set[subprocess.Popen[str]] = set()
+_CLEANUPS: list[Callable[[], object]] = []
+_LOCK = threading.RLock()  # re-entrant: a signal handler may run while its thread holds it
+_STOPPING = threading.Event()
+"""Set once a signal ends the children: threads still at work start no new ones."""
+_SPAWNING: set[int] = set()
+"""Threads between starting a child and knowing it: a signal handled there waits until it is known."""
+_DEFERRED: list[int] = []
+
+
+@contextlib.contextmanager
+def _spawning() -> Iterator[None]:
+    me = threading.get_ident()
+    _SPAWNING.add(me)
     try:
-        return subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=child_environment(env),
-            stdin=stdin,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise EnvironmentProblem(f"{what}: cannot start {argv[0]} ({exc.strerror})") from None
+        yield
+    finally:
+        _SPAWNING.discard(me)
+        if _DEFERRED:  # a signal came while this thread started a child: handle it now it is known
+            _on_signal(_DEFERRED.pop(), None)
+
+
+@contextlib.contextmanager
+def cleanup(fn: Callable[[], object]) -> Iterator[None]:
+    """Run ``fn`` too if this process is stopped by a signal while the block runs (for processes
+    that leave their group: a browser sweeps by its profile)."""
+    with _LOCK:
+        _CLEANUPS.append(fn)
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _CLEANUPS.remove(fn)
+
+
+def end_children() -> int:
+    """Kill the process group of every live child and run the registered clean-ups; no child starts
+    after this (until :func:`interruptible` returns). How many children were still running."""
+    with _LOCK:
+        _STOPPING.set()
+        live = [c for c in _LIVE if c.poll() is None]
+        cleanups = list(_CLEANUPS)
+    for child in live:
+        _kill_group(child)
+    for fn in cleanups:
+        with contextlib.suppress(Exception):  # a clean-up that fails must not stop the others
+            fn()
+    return len(live)
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    """End the children; then SIGINT raises KeyboardInterrupt where the main thread is, as Python
+    would, and any other signal kills this process as it would have without the handler."""
+    if threading.get_ident() in _SPAWNING:  # the child just started is not known yet: end it too
+        _DEFERRED.append(signum)
+        return
+    end_children()
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def end_children_on_signals() -> None:
+    """At the process's edge (main thread): SIGTERM, SIGHUP and SIGINT end the children first."""
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, _on_signal)
+    # The kernel may hand the signal to any thread, and Python runs the handler only once the main
+    # thread wakes, which a wait on a child it came to end can put off for the child's whole timeout.
+    # The wakeup fd hears every signal at once: a thread of its own ends the children from there (the
+    # main thread's wait then returns and its handler stops onnx-gate).
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    threading.Thread(target=_relay, args=(read_end,), name="onnx-gate-signals", daemon=True).start()
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """Ctrl-C ends the children at once, then raises KeyboardInterrupt where the main thread is, also
+    where onnx-gate runs inside another program (a test through click's CliRunner, the test session).
+
+    Without it a KeyboardInterrupt would wait for the threads that wait on children (an executor's
+    shutdown joins them), and those children, in sessions of their own, never see the terminal's
+    SIGINT. Where a handler is set already (:func:`end_children_on_signals`), or SIGINT is ignored (a
+    job run with nohup), or this is not the main thread, nothing is installed. On the way out children
+    may start again: the process lives on."""
+    previous = signal.getsignal(signal.SIGINT)
+    install = threading.current_thread() is threading.main_thread() and previous is signal.default_int_handler
+    if install:
+        signal.signal(signal.SIGINT, _on_signal)
+    try:
+        yield
+    except KeyboardInterrupt:
+        end_children()
+        raise
+    finally:
+        if install:
+            signal.signal(signal.SIGINT, previous)
+            _STOPPING.clear()
+
+
+def _relay(read_end: int) -> None:
+    while os.read(read_end, 64):
+        end_children()
 
 
 def run(
@@ -154,6 +276,12 @@ def run(
         _kill_group(proc)
         out, err = _drain(proc)
         timed_out = True
+    except BaseException:  # an interrupt: the child is in its own session, so end it here
+        _kill_group(proc)
+        raise
+    finally:
+        with _LOCK:
+            _LIVE.discard(proc)
     done = Completed(argv, proc.returncode, out, err, time.monotonic() - start, timed_out)
     if check and not done.ok:
         raise EnvironmentProblem(f"{what or argv[0]} failed, {done.describe_failure()}")

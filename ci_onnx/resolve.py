@@ -18,10 +18,12 @@ import json
 import re
 import shutil
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Protocol
 
 from packaging.version import InvalidVersion, Version
@@ -200,7 +202,8 @@ def _ask_npm(package: str, env: Mapping[str, str] | None) -> list[str]:
             f"could not list the releases of {package} on npm: no `npm` on PATH; install Node.js, or pin "
             "exact versions in targets.runtimes"
         )
-    done = proc.run([npm, "view", package, "versions", "--json"], timeout=120, env=env)
+    with tempfile.TemporaryDirectory(prefix="onnx-gate-npm-") as nowhere:  # no repository's .npmrc
+        done = proc.run([npm, "view", package, "versions", "--json"], timeout=120, env=env, cwd=Path(nowhere))
     try:
         found = json.loads(done.stdout) if done.ok else None
     except ValueError:

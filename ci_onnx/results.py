@@ -16,6 +16,7 @@ from typing import Any
 from ci_onnx import serde
 from ci_onnx.errors import UsageError
 from ci_onnx.target import Status, Target
+from ci_onnx.triage_contract import Triage
 
 SCHEMA_VERSION = 1
 
@@ -64,11 +65,25 @@ class LatencyStat:
     p90_ms: float
     p99_ms: float
     runs: int
+    samples_ms: tuple[float, ...] = dataclasses.field(default=(), metadata=serde.OMIT_DEFAULT)
+    """Every timed run in ms, in the order timed: what a comparison with the base tests (the
+    percentiles alone cannot tell noise from change). Empty from runners that do not record them."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PairedLatency:
+    """The base commit's bundle timed beside this one: run i of the head, then run i of the base,
+    per batch size, in one process on one machine (the reference figure on shared runners)."""
+
+    base_bundle: str
+    """The sha256 of the base bundle's model, so the pair is only compared with that base."""
+    head: tuple[LatencyStat, ...]
+    base: tuple[LatencyStat, ...]
 
 
 @dataclasses.dataclass(frozen=True)
 class ServingFigures:
-    """What serving the model costs, measured in the target's environment (ci_onnx/runners/coldstart.py).
+    """What serving the model costs, measured in the target's environment (ci_onnx/observer/coldstart.py).
 
     The cold start is timed from the start of a fresh process to its first answer: importing the
     runtime and numpy, creating the session, one run; the warm median is the same process's next runs.
@@ -129,6 +144,10 @@ class Observation:
     the judge skips the checks that need it with that reason instead of failing them."""
     serving: ServingFigures | None = None
     """Cold start, first run against warm runs, and sizes on disk; see ``unmeasured["cold_start"]``."""
+    paired: PairedLatency | None = dataclasses.field(default=None, metadata=serde.OMIT_DEFAULT)
+    """With a base bundle at hand (``--paired-model``): both timed interleaved."""
+    paired_error: str = dataclasses.field(default="", metadata=serde.OMIT_DEFAULT)
+    """Why the base bundle could not be timed beside this one (its inputs differ, it did not load)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -208,6 +227,14 @@ class TargetResult:
     """The command that reproduces this one target locally."""
     serving: ServingFigures | None = None
     """Cold start, first run against warm runs, and sizes on disk, as the runner observed them."""
+    paired: PairedLatency | None = dataclasses.field(default=None, metadata=serde.OMIT_DEFAULT)
+    """The base bundle's latency timed interleaved with this one's, where it was at hand."""
+    export_failed: bool = dataclasses.field(default=False, metadata=serde.OMIT_DEFAULT)
+    """The bundle's export failed a check: every target of that bundle fails for that one reason
+    (the report shows it once, under the bundle)."""
+    triage: Triage | None = dataclasses.field(default=None, metadata=serde.OMIT_DEFAULT)
+    """Where a failing parity or decision check first diverges and whose fault it is (ci_onnx.triage);
+    left out of the JSON for a cell that was not triaged."""
 
     def check(self, name: str) -> CheckResult | None:
         return next((c for c in self.checks if c.name == name), None)

@@ -37,3 +37,42 @@ def fit(text: str, limit: int) -> str:
         return _cut(one, limit)
     start = " ".join(stripped[: len(stripped) - len(parts[-1])].split())  # the same string split
     return _cut(start, limit - len(key) - len(ELLIPSIS)).removesuffix("…") + ELLIPSIS.rstrip() + " " + key
+
+
+_SOURCE = re.compile(r"(?:[^\s:]*/)?[\w.-]+\.(?:cc|cpp|cxx|h|hpp):\d+\s+")
+_NAME = re.compile(r"[\w:<>,*&~ ]{1,200}")
+"""A return type and a qualified name before a signature's parameters (``void onnxruntime::f``)."""
+_STATUS = re.compile(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ")
+
+
+def runtime_words(message: str) -> str:
+    """onnxruntime's message without its C++ part: the status prefix (``[ONNXRuntimeError] : 1 :
+    FAIL :``) and, after each source location (``…/core/graph/model.cc:180``), the signature of the
+    function that raised (``onnxruntime::Model::Model(onnx::ModelProto&&, …)``): what remains is
+    the sentence a person reads ("Unsupported model IR version: 11, max supported IR version: 10")."""
+    text = _STATUS.sub("", " ".join(message.split()))
+    out, pos = [], 0
+    for m in _SOURCE.finditer(text):
+        if m.start() < pos:
+            continue
+        out.append(text[pos : m.start()].rstrip() + " ")
+        pos = _after_signature(text, m.end())
+    out.append(text[pos:])
+    return "".join(out).strip()
+
+
+def _after_signature(text: str, start: int) -> int:
+    """Where the words after a C++ signature that starts at ``start`` begin; ``start`` if there is
+    none (a qualified name, its parameters in parentheses, maybe ``const``)."""
+    open_at = text.find("(", start)
+    head = text[start:open_at] if open_at > start else ""
+    if "::" not in head or not _NAME.fullmatch(head):
+        return start
+    depth = 0
+    for i in range(open_at, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            rest = text[i + 1 :].lstrip()
+            rest = rest.removeprefix("const ").lstrip()
+            return len(text) - len(rest)
+    return start

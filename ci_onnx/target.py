@@ -22,6 +22,8 @@ EXPORTERS = ("dynamo", "torchscript", "onnx")
 """``onnx`` is the exporter of a model that arrived as ONNX (no torch involved)."""
 
 PRECISIONS = ("fp32", "fp16", "int8-dynamic", "int8-static")
+"""Every precision a cell may have, fp32 first: the others are derived from its export."""
+DERIVED_PRECISIONS = PRECISIONS[1:]
 
 
 class Status(enum.StrEnum):
@@ -35,7 +37,9 @@ class Status(enum.StrEnum):
     MISSING = "missing"  # only the report says it: a planned target whose result never arrived
 
     @property
-    def blocks(self) -> bool:
+    def failing(self) -> bool:
+        """A check or target that failed, errored or never reported. Whether that blocks the merge
+        is not its own to say: ci_onnx.report.gate decides (an expected or a known failure does not)."""
         return self in (Status.FAILED, Status.ERROR, Status.MISSING)
 
 
@@ -45,10 +49,22 @@ DEFAULT_SESSION_OPTIONS = "default"
 DEFAULT_RUNNER = "python"
 """The runner kind whose ids carry no prefix (the ids onnx-gate wrote before runners were an axis)."""
 
+RELEASE = r"\d+\.\d+(?:\.\d+)?(?:[.+_a-zA-Z0-9]*?)?"
+"""A runtime release as ids carry it: 1.20.1, 1.25.0.dev20260101, 1.24.1+cu12."""
+_PARTS = {
+    "runtime": re.compile(rf"^{RELEASE}$"),
+    "provider": re.compile(r"^[a-z0-9]+$"),
+    "runner": re.compile(r"^[a-z][a-z0-9]*$"),
+    "session_options": re.compile(r"^[a-z][a-z0-9_]*$"),
+}
+"""The grammar of each part of an id: what a plan, a result or a device may say is checked against it
+before it reaches a path, a shell or Markdown."""
+PART_MAX = 64
+"""The longest a part of an id may be."""
 _ID = re.compile(
     r"^(?:(?P<runner>[a-z][a-z0-9]*)-)?(?:api(?P<api_level>\d+)-)?"
-    r"ort(?P<runtime>\d+\.\d+(?:\.\d+)?(?:[.+_a-zA-Z0-9]*?)?)-(?P<provider>[a-z0-9]+)-op(?P<opset>\d+)"
-    r"-(?P<exporter>[a-z]+)(?:-(?P<precision>fp16|int8-dynamic|int8-static))?"
+    rf"ort(?P<runtime>{RELEASE})-(?P<provider>[a-z0-9]+)-op(?P<opset>\d+)"
+    rf"-(?P<exporter>[a-z]+)(?:-(?P<precision>{'|'.join(DERIVED_PRECISIONS)}))?"
     r"(?:-so-(?P<session>[a-z][a-z0-9_]*))?$"
 )
 
@@ -80,20 +96,51 @@ class Target:
             raise ValueError(f"unknown exporter {self.exporter!r}; expected one of {EXPORTERS}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"unknown precision {self.precision!r}; expected one of {PRECISIONS}")
+        for name, grammar in _PARTS.items():
+            value = getattr(self, name)
+            if not (isinstance(value, str) and len(value) <= PART_MAX and grammar.match(value)):
+                raise ValueError(f"{name} {str(value)[:80]!r} is not of the form {grammar.pattern}")
+        for name in ("opset", "api_level"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10_000):
+                raise ValueError(f"{name} {str(value)[:80]!r} is not a small non-negative integer")
+        if not _ID.match(self.id):  # the parts fit; so must the whole, as from_id reads it back
+            raise ValueError(f"target id {self.id[:200]!r} does not parse back")
 
     @property
     def id(self) -> str:
-        suffix = "" if self.precision == "fp32" else f"-{self.precision}"
-        so = "" if self.session_options == DEFAULT_SESSION_OPTIONS else f"-so-{self.session_options}"
-        return f"{self.release_label}-{self.provider}-op{self.opset}-{self.exporter}{suffix}{so}"
+        return self._id(f"ort{self.runtime}")
 
     @property
     def release_label(self) -> str:
         """The id's head, what its environment runs: ``ort1.24.1``, ``node-ort1.24.1``,
         ``android-api34-ort1.22.0``."""
-        prefix = "" if self.runner == DEFAULT_RUNNER else f"{self.runner}-"
-        prefix += f"api{self.api_level}-" if self.api_level else ""
-        return f"{prefix}ort{self.runtime}"
+        return self._head(f"ort{self.runtime}")
+
+    @property
+    def family(self) -> str:
+        """The id without its release (``node-cpu-op17-dynamo``, ``cpu-op17-dynamo-so-no_opt``): what
+        stays the same from one release to the next, every other part of the cell kept."""
+        return self._id("")
+
+    def _head(self, release: str) -> str:
+        parts = (
+            "" if self.runner == DEFAULT_RUNNER else self.runner,
+            f"api{self.api_level}" if self.api_level else "",
+            release,
+        )
+        return "-".join(p for p in parts if p)
+
+    def _id(self, release: str) -> str:
+        parts = (
+            self._head(release),
+            self.provider,
+            f"op{self.opset}",
+            self.exporter,
+            "" if self.precision == "fp32" else self.precision,
+            "" if self.session_options == DEFAULT_SESSION_OPTIONS else f"so-{self.session_options}",
+        )
+        return "-".join(p for p in parts if p)
 
     @property
     def bundle_key(self) -> str:
@@ -107,7 +154,8 @@ class Target:
         if not m or m["runner"] == DEFAULT_RUNNER or m["session"] == DEFAULT_SESSION_OPTIONS:
             raise UsageError(
                 f"target id {target_id!r} is not of the form [<runner>-]ort<version>-<provider>-op<opset>"
-                "-<exporter>[-fp16|-int8-dynamic|-int8-static][-so-<preset>]; `onnx-gate plan` lists the ids"
+                f"-<exporter>[{'|'.join('-' + p for p in DERIVED_PRECISIONS)}][-so-<preset>]; "
+                "`onnx-gate plan` lists the ids"
             )
         try:
             return cls(

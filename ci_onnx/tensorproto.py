@@ -73,6 +73,13 @@ NAMES: dict[int, str] = {
 _DIMS, _DATA_TYPE, _FLOAT, _INT32, _STRING, _INT64, _NAME = 1, 2, 4, 5, 6, 7, 8
 _RAW, _DOUBLE, _UINT64, _EXTERNAL, _LOCATION = 9, 10, 11, 13, 14
 _VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
+_INTS = (_DIMS, _INT32, _INT64, _UINT64)
+_WIRES: dict[int, tuple[int, ...]] = {
+    **dict.fromkeys(_INTS, (_VARINT, _LEN)),
+    _DATA_TYPE: (_VARINT,), _LOCATION: (_VARINT,), _FLOAT: (_I32, _LEN), _DOUBLE: (_I64, _LEN),
+    **dict.fromkeys((_STRING, _NAME, _RAW, _EXTERNAL), (_LEN,)),
+}  # fmt: skip
+"""The wire types each field read may come in: a known field in another is no TensorProto."""
 MAX_ELEMENTS = 1 << 34
 """More elements than any test file holds: a larger claimed shape is a lie, not a tensor."""
 
@@ -153,30 +160,36 @@ def loads_tensor(data: bytes) -> Tensor:
 def _loads(data: bytes) -> Tensor:
     dims: list[int] = []
     code = 0
-    name = ""
+    raw_name = b""
     raw: bytes | None = None
     strings: list[bytes] = []
     typed: dict[int, list[bytes | int]] = {}
     for field, wire, value in fields(data):
+        if wire not in _WIRES.get(field, (wire,)):
+            raise TensorProtoError(f"field {field} has wire type {wire}, not one of its type")
         if field == _DIMS:
             dims.extend([signed64(value)] if isinstance(value, int) else map(signed64, decode_varints(value)))
         elif field == _DATA_TYPE and isinstance(value, int):
             code = value
         elif field == _NAME and isinstance(value, bytes):
-            name = value.decode("utf-8", "replace")
+            raw_name = value
         elif field == _RAW and isinstance(value, bytes):
             raw = value
         elif field == _STRING and isinstance(value, bytes):
             strings.append(value)
         elif field == _EXTERNAL or (field == _LOCATION and value == 1):
             raise TensorProtoError("tensors with external data are not supported")
-        elif (field in (_FLOAT, _DOUBLE) and wire != _VARINT) or field in (_INT32, _INT64, _UINT64):
-            typed.setdefault(field, []).append(value)
+        elif field in (_FLOAT, _DOUBLE, _INT32, _INT64, _UINT64):
+            if field in _INTS and isinstance(value, bytes):  # packed varints: read now, as every codec does
+                typed.setdefault(field, []).extend(decode_varints(value))
+            else:
+                typed.setdefault(field, []).append(value)
+    name = _name(raw_name)
     if any(d < 0 for d in dims):
         raise TensorProtoError(f"{name or 'tensor'}: negative dimension in {dims}")
+    if math.prod(d for d in dims if d) > MAX_ELEMENTS:  # a zero dim empties it; a dim no tensor has is a lie
+        raise TensorProtoError(f"{name or 'tensor'}: shape {dims} claims more than {MAX_ELEMENTS} elements")
     count = math.prod(dims)
-    if count > MAX_ELEMENTS:
-        raise TensorProtoError(f"{name or 'tensor'}: shape {dims} claims {count} elements")
     shape = tuple(dims)
     if code == STRING:
         try:
@@ -189,6 +202,17 @@ def _loads(data: bytes) -> Tensor:
     if values.size != count:
         raise TensorProtoError(f"{name or 'tensor'}: {values.size} values for shape {list(shape)}")
     return Tensor(name, code, values.reshape(shape))
+
+
+def _name(raw: bytes) -> str:
+    """A tensor's name: UTF-8 without NUL (what every codec, and a C string, can carry unchanged)."""
+    try:
+        name = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise TensorProtoError("the tensor's name is not UTF-8") from None
+    if "\x00" in name:
+        raise TensorProtoError("the tensor's name holds a NUL byte")
+    return name
 
 
 def save(path: Path, array: Any, name: str = "", data_type: int | None = None) -> None:
@@ -268,12 +292,14 @@ def unpack_bits(raw: bytes, bits: int, count: int) -> np.ndarray:
 
 
 def _typed_values(code: int, typed: dict[int, list[bytes | int]], count: int) -> np.ndarray:
-    if code in (FLOAT, COMPLEX64):
-        floats = _fixed(typed.get(_FLOAT, []), "<f4")
-        return floats.view("<c8") if code == COMPLEX64 and floats.size % 2 == 0 else floats
-    if code in (DOUBLE, COMPLEX128):
-        doubles = _fixed(typed.get(_DOUBLE, []), "<f8")
-        return doubles.view("<c16") if code == COMPLEX128 and doubles.size % 2 == 0 else doubles
+    if code in (FLOAT, COMPLEX64, DOUBLE, COMPLEX128):
+        single = code in (FLOAT, COMPLEX64)
+        values = _fixed(typed.get(_FLOAT if single else _DOUBLE, []), "<f4" if single else "<f8")
+        if code in (FLOAT, DOUBLE):
+            return values
+        if values.size % 2:  # a complex element is two values: real, imaginary
+            raise TensorProtoError(f"{values.size} values, not an even number for complex elements")
+        return values.view("<c8" if single else "<c16")
     if code == INT64:
         return np.array([signed64(v) for v in _ints(typed.get(_INT64, []))], dtype=np.int64)
     if code in (UINT32, UINT64):

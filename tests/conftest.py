@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -46,3 +47,14 @@ def fake_index() -> FakeIndex:
 def env_cache(request: pytest.FixtureRequest) -> Path:
     """Runtime environments, built once and kept in pytest's cache directory across runs and tests."""
     return Path(request.config.cache.mkdir("onnx-gate-envs"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _ctrl_c_ends_children() -> Iterator[None]:
+    """Ctrl-C stops the run at once with every child onnx-gate started, also where a test calls the
+    library directly (through the CLI, the CLI does the same): the children run in sessions of their
+    own and never see the terminal's SIGINT (tests/unit/test_interrupt.py)."""
+    from ci_onnx import proc
+
+    with proc.interruptible():
+        yield

@@ -32,6 +32,8 @@ OPTIONS: dict[str, dict[str, str]] = {
         "config": "--config",
         "plan": "--plan",
         "timeout": "--timeout",
+        "baseline": "--baseline",
+        "github-token": "--github-token",
     },
     "report": {
         "results": "--results",
@@ -41,6 +43,7 @@ OPTIONS: dict[str, dict[str, str]] = {
         "junit": "--junit",
         "check-name": "--check-name",
         "comment-key": "--comment-key",
+        "baseline": "--baseline",
     },
     "nightly": {
         "results": "--results",

@@ -3,14 +3,48 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ci_onnx.commands.options import out_dir_option, plan_option, results_option
 from ci_onnx.errors import EXIT_FAIL
 from ci_onnx.report import CHECK_NAME
+
+if TYPE_CHECKING:
+    from ci_onnx.github.context import GitHubContext
+    from ci_onnx.report.baseline import Baseline
+
+
+GITHUB = "github"
+"""``--baseline github``: the base commit's onnx-gate-baseline artifact, through the REST API."""
+
+
+def _from_github(ctx: GitHubContext, dest: Path, info: Callable[[str], None]) -> tuple[Baseline | None, str]:
+    """The pull request's baseline, or None and why there is none (said in the report)."""
+    from ci_onnx.report import baseline
+
+    if ctx.pr_number is None or not ctx.base_sha:
+        return None, ""  # not a pull request: absolute, and choose() says so
+    if not ctx.can_publish:
+        return None, "no baseline: no GITHUB_TOKEN to read the base commit's artifacts with"
+    from ci_onnx.github import artifacts
+    from ci_onnx.github.client import Client, GitHubError
+
+    assert ctx.repo is not None
+    try:
+        client = Client(ctx.token, ctx.api_url, log=info)
+    except GitHubError as exc:
+        return None, f"no baseline: {exc.message}"
+    found = artifacts.find(
+        client, ctx.repo, base_sha=ctx.base_sha, base_ref=ctx.base_ref, dest=dest, info=info
+    )
+    if found.directory is None:
+        return None, found.note
+    info(f"baseline: {found.source}, commit {found.commit[:7]}" + (f" ({found.note})" if found.note else ""))
+    return baseline.load(found.directory, source=found.source, commit=found.commit, note=found.note), ""
 
 
 @click.command()
@@ -40,6 +74,13 @@ from ci_onnx.report import CHECK_NAME
     show_default=True,
     help="Comment and set the check on GitHub when a token and repository are known.",
 )
+@click.option(
+    "--baseline",
+    "baseline_dir",
+    metavar="DIR|github",
+    help="The base commit's results, to judge what changed: the --out of an earlier run, or `github`: "
+    "the onnx-gate-baseline artifact of the run of the pull request's base commit (needs actions: read).",
+)
 def report(
     results_dirs: Sequence[Path],
     plan_path: Path | None,
@@ -50,12 +91,19 @@ def report(
     check_name: str,
     comment_key: str,
     publish: bool,
+    baseline_dir: str | Path | None = None,
+    baseline_source: str = "",
+    commit: str = "",
 ) -> None:
-    """Aggregate target results into one report: PR comment, job summary, check, exit code."""
+    """Aggregate target results into one report: PR comment, job summary, check, exit code.
+
+    ``baseline_source`` and ``commit`` are for `onnx-gate run` (what the baseline is, and the commit
+    of these results), not options."""
+    from ci_onnx import escape
     from ci_onnx.github import workflow
     from ci_onnx.github.context import from_env
     from ci_onnx.plan import read_plan
-    from ci_onnx.report import junit_reader, limits, render, view
+    from ci_onnx.report import baseline, gate, junit_reader, limits, render, view
     from ci_onnx.report.collect import collect
 
     ctx = from_env(os.environ, token=github_token, pr_number=pr_number)
@@ -63,8 +111,32 @@ def report(
     collection = collect(results_dirs, the_plan)
     junit = junit_reader.read(junit_paths) if junit_paths else None
     report_file = out / "report.md"
+
+    def info(msg: str) -> None:
+        click.echo(f"onnx-gate: {msg}")
+
+    missing = ""
+    if baseline_dir == GITHUB:
+        base, missing = _from_github(ctx, out / "baseline", info)
+    else:
+        base = baseline.load(Path(baseline_dir), source=baseline_source) if baseline_dir else None
+    mode, why = gate.choose(
+        the_plan.gate.mode if the_plan else "",
+        baseline=base is not None,
+        pull_request=ctx.pr_number is not None,
+    )
+    why = missing or why
+    decided = gate.decide(
+        collection,
+        the_plan,
+        base,
+        mode=mode,
+        why=why,
+        junit_failed=junit.failed + junit.errors if junit else 0,
+    )
     the_view = view.build(
         collection,
+        decided,
         commit=view.Commit(ctx.sha, ctx.commit_url),
         run_url=ctx.run_url,
         junit=junit,
@@ -72,13 +144,12 @@ def report(
     )
     out.mkdir(parents=True, exist_ok=True)
     report_file.write_text(render.render(the_view))
+    if commit or ctx.sha:  # what a later run compares with: these results' commit and bundles
+        baseline.write_meta(out, commit or ctx.sha, baseline.bundles_of(collection))
     summary = render.render_within(the_view, limits.JOB_SUMMARY)
     (out / "summary.md").write_text(summary)
     if ctx.step_summary:
         workflow.append_summary(ctx.step_summary, summary)
-
-    def info(msg: str) -> None:
-        click.echo(f"onnx-gate: {msg}")
 
     def warn(msg: str) -> None:
         click.echo(
@@ -116,19 +187,22 @@ def report(
         workflow.set_outputs(
             ctx.output,
             {
-                "verdict": "fail" if the_view.blocks else "pass",
-                "failed": str(the_view.counts.blocking),
+                "verdict": "fail" if decided.blocks else "pass",
+                "failed": str(len(decided.blocking)),
                 "report": str(report_file),
             },
         )
-    # Result text can come from a fork: one line each, so none of it can start a workflow command.
+    # Result text can come from a fork: one capped line each, so none of it can start a workflow command.
     for problem in [*collection.problems, *(junit.parse_errors if junit else ())][:20]:
-        click.echo("  💥 " + " ".join(str(problem).split()))
+        click.echo("  💥 " + escape.line(problem))
     for f in the_view.failures[:20]:
-        click.echo("  " + " ".join(f"{f.icon} {f.target}: {f.reason}".split()))
+        click.echo("  " + escape.line(f"{f.icon} {f.target}: {f.reason}"))
     if len(the_view.failures) > 20:
         click.echo(f"  … and {len(the_view.failures) - 20} more")
-    mark = "❌" if the_view.blocks else "✅"
-    click.echo(" ".join(f"{mark} {the_view.headline}; the full report: {report_file}".split()))
-    if the_view.blocks:
+    for line in the_view.ledger[:20]:
+        click.echo("  " + escape.line(line))
+    mark = "❌" if decided.blocks else "✅"
+    click.echo(f"onnx-gate: {escape.line(the_view.judged_by)}")
+    click.echo(escape.line(f"{mark} {the_view.headline}; the full report: {report_file}"))
+    if decided.blocks:
         raise click.exceptions.Exit(EXIT_FAIL)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Sequence
@@ -37,6 +38,19 @@ from ci_onnx.errors import EnvironmentProblem
     is_flag=True,
     help="Export every bundle, even those an earlier run left in the cache (also: export.cache: false).",
 )
+@click.option(
+    "--baseline",
+    "baseline_dir",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="The --out of an earlier run of the base commit: report what changed against it (its bundles, "
+    "where present, are timed beside this run's).",
+)
+@click.option(
+    "--baseline-ref",
+    metavar="REF",
+    help="Run the base commit REF (main, HEAD~1, a sha) with the same plan in a temporary git worktree "
+    "first, into OUT/baseline, then compare with it.",
+)
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -46,10 +60,13 @@ def run(
     jobs: int | None,
     cache_dir: Path | None,
     no_cache: bool,
+    baseline_dir: Path | None,
+    baseline_ref: str | None,
 ) -> None:
     """Export, verify every target in its own environment, and report, on this machine."""
-    from ci_onnx import config, localrun
+    from ci_onnx import baseref, config, localrun
     from ci_onnx.envs import find_uv
+    from ci_onnx.errors import UsageError
 
     if config_path is None and Path(config.DEFAULT_NAME).is_file():
         config_path = Path(config.DEFAULT_NAME)
@@ -82,8 +99,26 @@ def run(
         uv=find_uv(),
         env=localrun.child_env(os.environ),
         export_cache=not no_cache,
+        config_arg=None if config_path is not None else "",  # the demo plans without a config
     )
-    index = package_index(cfg.targets.nightly_index)
+    index = package_index(cfg)
+    if baseline_dir and baseline_ref:
+        raise UsageError("--baseline and --baseline-ref: give one (a directory, or a commit to run)")
+    source = f"--baseline {baseline_dir}" if baseline_dir else ""
+    if baseline_ref:
+        if config_path is None:
+            raise UsageError("--baseline-ref needs an onnx-gate.yml in a git checkout (--config)")
+        root, sha = baseref.resolve(baseline_ref, config_path, options.env)
+        baseline_dir = out / "baseline"
+        source = f"--baseline-ref {baseline_ref}, run in a temporary worktree"
+        click.echo(f"== baseline: {baseline_ref} ({sha[:7]}) with the same plan, into {baseline_dir}\n")
+        with baseref.worktree(root, sha, options.env) as tree:
+            base_cfg = baseref.base_config(cfg, root, tree, baseline_ref)
+            localrun.run(base_cfg, index, dataclasses.replace(options, out=baseline_dir), click.echo)
+        _describe(baseline_dir, sha)
+        click.echo(f"\n== head: {config_path}\n")
+    if baseline_dir is not None:
+        options = dataclasses.replace(options, paired_bundles=baseline_dir / localrun.BUNDLES)
     summary = localrun.run(cfg, index, options, click.echo)
     click.echo("\n" + localrun.terminal_table(out / "results", summary.plan))
     click.echo(
@@ -96,4 +131,21 @@ def run(
         )
         + "\n"
     )
-    ctx.invoke(report, results_dirs=[out / "results"], plan_path=out / localrun.PLAN, out=out, publish=False)
+    ctx.invoke(
+        report,
+        results_dirs=[out / "results"],
+        plan_path=out / localrun.PLAN,
+        out=out,
+        publish=False,
+        baseline_dir=baseline_dir,
+        baseline_source=source,
+        commit=baseref.commit_of(cfg.root, options.env),
+    )
+
+
+def _describe(out: Path, commit: str) -> None:
+    """``baseline.json``: the commit and bundles of this --out, for a later ``--baseline``."""
+    from ci_onnx.report import baseline
+    from ci_onnx.report.collect import collect
+
+    baseline.write_meta(out, commit, baseline.bundles_of(collect([out / "results"])))

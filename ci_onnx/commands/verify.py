@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -41,6 +41,7 @@ def _ids(_ctx: click.Context, _param: click.Parameter, values: Sequence[str]) ->
     multiple=True,
     required=True,
     callback=_ids,
+    metavar="ID",
     help="A target id as `onnx-gate plan` lists it; repeatable, or several comma-separated.",
 )
 @out_dir_option("Writes results/<id>.json and junit/<id>.xml here.")
@@ -60,7 +61,9 @@ def _ids(_ctx: click.Context, _param: click.Parameter, values: Sequence[str]) ->
     "--python",
     "python",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="The interpreter of the environment to verify in (default: this one).",
+    metavar="PYTHON",
+    help="The interpreter of the environment to verify in (default: this one where it holds the "
+    "target's release, else the target's cached environment, made as `onnx-gate run` makes it).",
 )
 @click.option(
     "--timeout",
@@ -75,6 +78,16 @@ def _ids(_ctx: click.Context, _param: click.Parameter, values: Sequence[str]) ->
     type=click.IntRange(min=1, max=256),
     help="Runner processes at once, for several targets (default: the cores).",
 )
+@click.option(
+    "--baseline",
+    metavar="DIR|github",
+    help="The base commit's bundles, timed beside this one in the same process: a directory holding "
+    "<bundle>/ (an earlier run's OUT/bundles), or `github`: the bundle artifact of the run of the pull "
+    "request's base commit (needs actions: read).",
+)
+@click.option(
+    "--github-token", envvar="GITHUB_TOKEN", default="", help="For --baseline github [env: GITHUB_TOKEN]."
+)
 def verify(
     bundle_dir: Path | None,
     bundles_root: Path | None,
@@ -85,6 +98,8 @@ def verify(
     python: Path | None,
     timeout_s: float | None,
     jobs: int | None,
+    baseline: str | None,
+    github_token: str,
 ) -> None:
     """Verify targets: provider, parity, decisions, batch sizes, placement, latency, memory.
 
@@ -93,7 +108,7 @@ def verify(
     a share of them, and a crash or a hang is only its own target's error; each target writes its
     own result and JUnit. A target that cannot be verified at all gets an error result saying why.
     """
-    from ci_onnx import config, localrun, proc
+    from ci_onnx import config, localrun, matrix, proc
     from ci_onnx import plan as planning
     from ci_onnx.runners.base import Provisioning
     from ci_onnx.verify import job, stage
@@ -109,22 +124,32 @@ def verify(
     settled = [stage.settings(i, cfg, the_plan, timeout_s=timeout_s) for i in target_ids]
     targets = [t for t, _ in settled]
     options = settled[0][1]
-    others = sorted({t.runner for t in targets if t.runner != "python"})
+    if baseline:
+        from ci_onnx.commands.paired import bundles_dir
+
+        say = lambda m: click.echo(f"onnx-gate: {m}")  # noqa: E731
+        one_each = {t.bundle_key: t for t in targets}.values()  # each bundle fetched once
+        found_dirs = {bundles_dir(baseline, t, out, github_token, say) for t in one_each} - {""}
+        options = dataclasses.replace(options, paired_bundles=min(found_dirs, default=""))
+    others = sorted({t.runner for t in targets if not matrix.runners()[t.runner].can.interpreter})
     if python is not None and others:
         raise UsageError(f"--python: the {others[0]} runner's targets do not run on Python")
+    # how the results say to reproduce it: `onnx-gate run` where the config is known, else verify
+    known = the_plan.config if the_plan is not None else str(config_path or "")
     items = [
         (bundle_dir if bundle_dir is not None else job.bundle_for(bundles_root or Path(), t.bundle_key), t)
         for t in targets
     ]
-    how = Provisioning(default_cache_dir(), proc.child_environment(os.environ))
+    how = Provisioning(default_cache_dir(), proc.child_environment(os.environ))  # no token reaches it
     found = job.verify_all(
         items,
         out,
         options,
         how=how,
-        python=str(python) if python else sys.executable,
+        python=str(python) if python else None,
         jobs=jobs or localrun.default_jobs(localrun.cpu_count()),
         record_errors=len(targets) > 1,
+        run_config=known or None,
     )
     alone = found[targets[0].id]
     if len(targets) == 1 and isinstance(alone, Exception):
@@ -137,7 +162,9 @@ def verify(
             blocks = True
             continue
         r = value.result
-        blocks = blocks or r.status.blocks
+        blocks = blocks or r.status.failing
         click.echo(f"{t.id}: {r.status.value}{f' ({r.summary})' if r.summary else ''}")
+        if r.triage is not None:
+            click.echo(f"  triage: {r.triage.summary or 'stopped: ' + r.triage.stopped}")
         click.echo(f"  {value.result_path}\n  {value.junit_path}")
     click.get_current_context().exit(EXIT_FAIL if blocks else EXIT_PASS)

@@ -16,6 +16,11 @@ from ci_onnx.bundle import TensorSpec
 from ci_onnx.results import CheckResult
 from ci_onnx.target import Status
 
+RANDOM_OPS = frozenset(
+    {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Bernoulli", "Multinomial"}
+)
+"""Ops whose outputs are random draws: in an inference graph, noise or dropout left on in eval."""
+
 DECOMPOSED_RATIO = 20
 """A graph with this many nodes per torch module is worth a look: an operator was decomposed."""
 
@@ -109,10 +114,13 @@ def opset(model: Any, requested: int, exporter: str) -> CheckResult:
 
 
 def train_mode(model: Any) -> CheckResult:
-    """A Dropout whose training_mode is a constant True, or BatchNormalization with training_mode=1."""
+    """A Dropout whose training_mode is a constant True, BatchNormalization with training_mode=1, or a
+    node that draws random numbers (randomness left on in eval: no runtime can reproduce its outputs)."""
     constants = _constant_bools(model)
     culprits: list[str] = []
     for node in model.graph.node:
+        if node.op_type in RANDOM_OPS:
+            culprits.append(f"{node.op_type} {node.name or node.output[0]!r} (draws random numbers)")
         if node.op_type == "Dropout" and len(node.input) >= 3 and constants.get(node.input[2]) is True:
             culprits.append(f"Dropout {node.name or node.output[0]!r} (training_mode=True)")
         if node.op_type == "BatchNormalization":
@@ -125,10 +133,13 @@ def train_mode(model: Any) -> CheckResult:
             Status.FAILED,
             f"the graph computes in training mode: {', '.join(culprits[:5])}"
             f"{f' and {len(culprits) - 5} more' if len(culprits) > 5 else ''}; look for a layer that "
-            "hard-codes training=True (F.dropout defaults to it, F.batch_norm(training=True))",
+            "hard-codes training=True (F.dropout defaults to it, F.batch_norm(training=True)) or draws "
+            "noise in forward (torch.randn_like, torch.rand) outside `if self.training`",
             {"nodes": len(culprits)},
         )
-    return CheckResult("train-mode", Status.PASSED, "no Dropout or BatchNormalization in training mode")
+    return CheckResult(
+        "train-mode", Status.PASSED, "no Dropout or BatchNormalization in training mode, no random draws"
+    )
 
 
 def _constant_bools(model: Any) -> dict[str, bool]:
@@ -213,10 +224,32 @@ def dynamic_axes(
     )
 
 
-def outputs(model: Any, declared: Sequence[str], inputs: Sequence[str] = ()) -> CheckResult:
-    """Output names and count as declared; an output named like an input or inner value is an error."""
+def outputs(
+    model: Any,
+    declared: Sequence[str],
+    inputs: Sequence[str] = (),
+    structure: Sequence[str | None] = (),
+) -> CheckResult:
+    """Output names and count as declared; an output named like an input or inner value is an error.
+
+    ``structure``: the names the model's structure gives what it returns, in returned order
+    (``signature.named_leaves``; None where only the position says). A declaration that puts those
+    names in another order contradicts the model: the graph's output would hold another tensor.
+    """
     got = [vi.name for vi in model.graph.output]
-    figures = {"declared": list(declared), "graph": got}
+    figures: dict[str, Any] = {"declared": list(declared), "graph": got}
+    if any(n is not None for n in structure):
+        figures["returned"] = list(structure)
+    contradiction = _misordered(declared, structure)
+    if contradiction:
+        return CheckResult(
+            "outputs",
+            Status.FAILED,
+            f"model.outputs declares {list(declared)}, but the model returns them named in the order "
+            f"{[n or '?' for n in structure]} (its dict keys or output fields): {contradiction}; declare "
+            "model.outputs in the order the model returns them",
+            figures,
+        )
     weights = {i.name for i in model.graph.initializer}
     graph_inputs = [vi.name for vi in model.graph.input if vi.name not in weights]
     renamed = [n for n in inputs if n not in graph_inputs]
@@ -261,7 +294,27 @@ def outputs(model: Any, declared: Sequence[str], inputs: Sequence[str] = ()) -> 
         return CheckResult(
             "outputs", Status.FAILED, f"the graph's outputs are named {got}, not {list(declared)}", figures
         )
-    return CheckResult("outputs", Status.PASSED, f"{len(got)} output(s) named as declared", figures)
+    notes: tuple[str, ...] = ()
+    named = [n for n in structure if n is not None]
+    if named and not set(named) & set(declared):
+        notes = (
+            f"the model names its outputs {named}, model.outputs calls them {list(declared)}: matched by "
+            "position",
+        )
+    return CheckResult(
+        "outputs", Status.PASSED, f"{len(got)} output(s) named as declared", figures, warnings=notes
+    )
+
+
+def _misordered(declared: Sequence[str], structure: Sequence[str | None]) -> str:
+    """Where a declared name is one the model gives to a tensor at another position; "" if nowhere."""
+    position = {n: i for i, n in enumerate(structure) if n is not None}
+    wrong = [
+        f"the graph's output {name!r} would hold what the model calls {structure[i] or f'its output {i}'!r}"
+        for i, name in enumerate(declared)
+        if name in position and position[name] != i and i < len(structure)
+    ]
+    return "; ".join(wrong[:3])
 
 
 def histogram(model: Any) -> dict[str, int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _TS_UNSUPPORTED = re.compile(
@@ -31,6 +32,53 @@ def unsupported_operator(text: str) -> str:
     if "::" not in op and op.startswith("aten."):
         op = "aten::" + op.removeprefix("aten.").lstrip("_").split(".")[0]
     return op
+
+
+_IR_SCOPE = re.compile(r"scope: (?P<scope>\S+)(?: # (?P<where>\S+))?")
+
+
+def construct(text: str, op: str) -> str:
+    """The module whose call became ``op``, from the TorchScript graph dumped with the error:
+    ``module encoder.layers.0 (torch.nn.modules.transformer.TransformerEncoderLayer, transformer.py:917)``;
+    "" where the dump does not say."""
+    if not op:
+        return ""
+    for line in text.splitlines():
+        if f"= {op}(" not in line:
+            continue
+        found = _IR_SCOPE.search(line)
+        if found is None:
+            continue
+        parts = [p.split("::") for p in found["scope"].split("/") if "::" in p]
+        names = [name for _, name in parts[1:] if name]
+        if names and names[0] == "model":  # the gate's wrapper (torch_export.FlatCall) holds it as .model
+            names = names[1:]
+        cls = parts[-1][0] if parts else ""
+        where = (found["where"] or "").rsplit("/", 1)[-1].rsplit(":", 1)[0]
+        details = ", ".join(x for x in (cls, where) if x)
+        return f"module {'.'.join(names) or '(the model itself)'} ({details})"
+    return ""
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)|(\S+\.py)\((\d+)\)')
+"""A frame of a Python stack trace (``File "net.py", line 12``) or of a TorchScript source range
+(``net.py(12): forward``)."""
+
+
+def dynamo_target(text: str) -> str:
+    """The op dynamo found no ONNX function for, as torch names it (``aten._linalg_eigh``), or ''."""
+    m = _DYNAMO_UNSUPPORTED.search(text)
+    return m.group(1) if m else ""
+
+
+def user_line(stack_trace: str, torch_dir: Path) -> str:
+    """``net.py:12``: the innermost frame of ``stack_trace`` outside torch, or ''."""
+    frames = [(a or c, int(b or d)) for a, b, c, d in _FRAME.findall(stack_trace)]
+    mine = [(f, n) for f, n in frames if not Path(f).resolve().is_relative_to(torch_dir.resolve())]
+    if not mine:
+        return ""
+    file, line = mine[-1] if "File " in stack_trace else mine[0]  # innermost last; a source range: first
+    return f"{Path(file).name}:{line}"
 
 
 def is_data_dependent(text: str) -> bool:

@@ -14,9 +14,9 @@ from ci_onnx import tensorproto
 from ci_onnx.bundle import MODEL, Manifest, TensorSpec, TestDataSet
 from ci_onnx.config import Config
 from ci_onnx.errors import ConfigError
-from ci_onnx.export import checks, writer
+from ci_onnx.export import checks, inputs, writer
+from ci_onnx.observer import values
 from ci_onnx.results import CheckResult
-from ci_onnx.runners import values
 from ci_onnx.target import Status
 from ci_onnx.verify import decode
 
@@ -126,10 +126,6 @@ def _count(specs: tuple[TensorSpec, ...], inputs: list[Path]) -> int:
 
 
 def make_bundle(cfg: Config, bundle_dir: Path) -> Manifest:
-    if not cfg.model.test_data:
-        raise ConfigError(
-            "model.test_data: ONNX-only mode needs a directory of test_data_set_N inputs and outputs"
-        )
     raw = _load(cfg, with_data=False)
     proto = _load(cfg, with_data=True)
     source = cfg.resolve(cfg.model.onnx)
@@ -164,20 +160,31 @@ def make_bundle(cfg: Config, bundle_dir: Path) -> Manifest:
         checks.graph(proto, files, None),
     ]
     written = []
-    for i, (_, ins, expected) in enumerate(read_sets(cfg.resolve(m.test_data), specs, outs)):
-        # Copied byte for byte: every element type and value kind reaches the runner as written.
-        directory = f"test_data_set_{i}"
-        (bundle_dir / directory).mkdir()
-        for f in (*ins, *expected):
-            shutil.copyfile(f, bundle_dir / directory / f.name)
-        written.append(TestDataSet(directory, "sample", _count(specs, ins)))
-    findings.append(
-        CheckResult(
-            "reference-parity",
-            Status.SKIPPED,
-            f"{ONLY}; each target compares its runtime with the test data's outputs itself",
+    if m.test_data:
+        for i, (_, ins, expected) in enumerate(read_sets(cfg.resolve(m.test_data), specs, outs)):
+            # Copied byte for byte: every element type and value kind reaches the runner as written.
+            directory = f"test_data_set_{i}"
+            (bundle_dir / directory).mkdir()
+            for f in (*ins, *expected):
+                shutil.copyfile(f, bundle_dir / directory / f.name)
+            written.append(TestDataSet(directory, "sample", _count(specs, ins)))
+        reference = (
+            f"{ONLY}; each target compares its runtime with the test data's outputs itself "
+            "(verify.random_inputs applies only without model.test_data)"
         )
-    )
+    else:
+        from ci_onnx.export import onnx_reference
+
+        feeds, refs, version = onnx_reference.random_set(cfg, path, specs)
+        directory = writer.write_set(bundle_dir, 0, feeds, refs)
+        written.append(TestDataSet(directory, "random", inputs.count_of(feeds, specs)))
+        reference = (
+            f"{ONLY}, and no model.test_data: the reference is onnxruntime {version}'s CPU run with every "
+            f"graph optimization off, on {cfg.verify.random_inputs} seeded random inputs; it shows what "
+            "a runtime, provider or optimization changes, not whether the file computes what the "
+            "original model did (give test data for that)"
+        )
+    findings.append(CheckResult("reference-parity", Status.SKIPPED, reference))
     return writer.write(
         bundle_dir,
         cfg,

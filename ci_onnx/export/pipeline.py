@@ -6,18 +6,25 @@ Runs in the child process (``python -m ci_onnx.export.worker``): it imports torc
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from ci_onnx import labels as labelled
 from ci_onnx.bundle import MODEL, Manifest, TensorSpec, TestDataSet
 from ci_onnx.config import Config
-from ci_onnx.export import checks, control_flow, factory, inputs, parity, signature, torch_export, writer
+from ci_onnx.export import (
+    checks,
+    differential,
+    factory,
+    inputs,
+    parity,
+    reference,
+    signature,
+    torch_export,
+    writer,
+)
 from ci_onnx.results import CheckResult
 from ci_onnx.target import Status
-from ci_onnx.verify import accuracy
 
 NO_MODEL = "not run: the export produced no model"
 
@@ -30,7 +37,7 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
     m = cfg.model
     specs = m.inputs
     samples = inputs.load_samples(cfg.resolve(m.samples), specs) if m.samples else None
-    labels = accuracy.labels_of(cfg, samples)
+    labels = inputs.labels_of(cfg, samples)
     model = factory.build_model(m.factory, cfg.root)
     binding = signature.bind(model.forward, [s.name for s in specs])
     writer.fresh_dir(bundle_dir)
@@ -40,7 +47,7 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
     path = bundle_dir / MODEL
     outcome = torch_export.export(
         model,
-        [torch.from_numpy(example[s.name]) for s in specs],
+        [torch.tensor(example[s.name]) for s in specs],  # copies: a forward may change its inputs
         path,
         exporter=exporter,
         opset=opset,
@@ -70,39 +77,32 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
         checks.checker(path),
         checks.opset(proto, opset, exporter),
         checks.train_mode(proto),
-        checks.dynamic_axes(proto, specs, m.dynamic_axes),
-        checks.outputs(proto, m.outputs, [s.name for s in specs]),
         checks.graph(proto, files, modules),
     ]
 
+    torch_run = reference.Torch(model, binding, specs, m.outputs)
     random = inputs.random_inputs(specs, cfg.verify.random_inputs, cfg.verify.seed, m.dim_sizes)
     data: list[tuple[str, TestDataSet, dict[str, Any], dict[str, Any]]] = []
     torch_failed = ""
+    structure: tuple[str | None, ...] = ()
     for index, (kind, feeds) in enumerate([("random", random), ("sample", samples)]):
         if feeds is None:
             continue
         count = inputs.count_of(feeds, specs)
         try:
-            refs = reference_outputs(model, binding, feeds, specs, m.outputs)
+            run = torch_run.run(feeds)
         except Exception as exc:  # the model itself fails on these inputs: say so, keep the bundle
             torch_failed = f"torch failed on the {kind} inputs ({count} stacked): {type(exc).__name__}: {exc}"
             break
-        directory = writer.write_set(bundle_dir, index, feeds, refs)
+        structure = structure or run.structure
+        directory = writer.write_set(bundle_dir, index, feeds, run.outputs)
         if kind == "sample":
-            accuracy.write_labels(bundle_dir / directory, m.outputs, labels)
-        data.append((directory, TestDataSet(directory, kind, count), feeds, refs))
-    if outcome.frozen_branches:
-        candidates = control_flow.probes(specs, m.dynamic_axes, example_batch, m.dim_sizes, cfg.verify.seed)
-        findings.append(
-            control_flow.differential(
-                path,
-                outcome.frozen_branches,
-                lambda feeds: reference_outputs(model, binding, feeds, specs, m.outputs),
-                candidates,
-                cfg.verify.tolerance,
-                cfg.verify.tolerance_per_output,
-            )
-        )
+            labelled.write_labels(bundle_dir / directory, m.outputs, labels)
+        data.append((directory, TestDataSet(directory, kind, count), feeds, run.outputs))
+    findings.append(checks.outputs(proto, m.outputs, [s.name for s in specs], structure))
+    findings += differential.findings(
+        cfg, path, proto, outcome, exporter, torch_run, example_batch, samples, example
+    )
     if torch_failed:
         findings.append(CheckResult("reference-parity", Status.FAILED, torch_failed.splitlines()[0][:500]))
     else:
@@ -112,6 +112,8 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
                 [(d, feeds, refs) for d, _, feeds, refs in data],
                 cfg.verify.tolerance,
                 cfg.verify.tolerance_per_output,
+                mutated=tuple(torch_run.mutated),
+                rerun=torch_run,
             )
         )
     return writer.write(
@@ -137,20 +139,25 @@ def export_finding(
         "external_data": outcome.external_data,
     }
     call = ""
+    renamed: list[str] = []
     if binding is not None:
         figures["call"] = binding.describe()
         call = "" if binding.obvious else f"; inputs bound as {binding.describe()}"
+        if binding.by_position():
+            figures["by_position"] = dict(binding.by_position())
+        renamed = signature.renamed_warnings(dict(binding.by_position()))
     if outcome.ok:
         return CheckResult(
             "export",
             Status.PASSED,
             f"exported with {exporter} at opset {opset} in {outcome.duration_s:.1f} s{call}",
             figures,
-            warnings=outcome.warnings,
+            warnings=(*renamed, *outcome.warnings),
         )
     if outcome.unsupported_op:
+        made_by = f", made by {outcome.construct}" if outcome.construct else ""
         message = (
-            f"the {exporter} exporter does not support the operator {outcome.unsupported_op} "
+            f"the {exporter} exporter does not support the operator {outcome.unsupported_op}{made_by} "
             f"(at opset {opset}): {outcome.error}; replace it in the model, or try the other exporter "
             "or a newer opset"
         )
@@ -194,23 +201,6 @@ def control_flow_finding(outcome: torch_export.ExportOutcome, exporter: str) -> 
         else "the trace raised no TracerWarning outside torch"
     )
     return CheckResult("control-flow", Status.PASSED, how)
-
-
-def reference_outputs(
-    model: Any,
-    binding: signature.Binding,
-    feeds: dict[str, Any],
-    specs: Sequence[TensorSpec],
-    names: Sequence[str],
-) -> dict[str, Any]:
-    """The PyTorch outputs on ``feeds`` (eval mode, no grad), by declared output name; 0-d stays 0-d."""
-    import torch
-
-    leaves = {s.name: torch.from_numpy(np.asarray(feeds[s.name], order="C")) for s in specs}
-    with torch.no_grad():
-        result = binding.call(model, leaves)
-    tensors = signature.flatten(result)
-    return {name: t.detach().cpu().numpy() for name, t in zip(names, tensors, strict=False)}
 
 
 def graph_outputs(proto: Any) -> tuple[TensorSpec, ...]:

@@ -25,9 +25,8 @@ from ci_onnx.bundle import MODEL, Manifest, hash_files, read_manifest, write_man
 from ci_onnx.config import Config
 from ci_onnx.errors import EXIT_PASS, ConfigError, GateError
 from ci_onnx.results import CheckResult
+from ci_onnx.target import DERIVED_PRECISIONS as DERIVED
 from ci_onnx.target import Status
-
-DERIVED = ("fp16", "int8-dynamic", "int8-static")
 
 FP16_BLOCKED = {
     "Exp": "e^x overflows fp16 (max 65504) from x > 11",
@@ -134,7 +133,7 @@ def convert(
     """Write the ``precision`` version of ``source`` to ``target``; returns (what was done, warnings)."""
 
     if precision == "fp16":
-        return to_fp16(source, target, FP16_BLOCKED), ()
+        return to_fp16(source, target, FP16_BLOCKED), beyond_fp16(source)
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_dynamic, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
@@ -179,6 +178,38 @@ def to_fp16(source: Path, target: Path, blocked_here: Mapping[str, str]) -> str:
 
 
 FLOAT, FLOAT16 = 1, 10
+FP16_MAX = 65504.0
+
+
+def beyond_fp16(source: Path) -> tuple[str, ...]:
+    """A warning naming the constants the fp16 conversion clips to ±65504 (its finite values beyond)."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(source))
+    tensors = [(t.name, t) for t in model.graph.initializer]
+    tensors += [
+        (n.output[0], a.t)
+        for n in model.graph.node
+        if n.op_type == "Constant"
+        for a in n.attribute
+        if a.name == "value"
+    ]
+    clipped = []
+    for name, tensor in tensors:
+        if tensor.data_type != FLOAT:
+            continue
+        arr = numpy_helper.to_array(tensor)
+        finite = arr[np.isfinite(arr)]
+        if finite.size and float(np.abs(finite).max()) > FP16_MAX:
+            clipped.append(f"{name} (up to {float(np.abs(finite).max()):.3g})")
+    if not clipped:
+        return ()
+    return (
+        f"{len(clipped)} constant(s) hold values beyond fp16's range, clipped to ±65504 in the fp16 graph: "
+        f"{', '.join(clipped[:3])}{' …' if len(clipped) > 3 else ''}; parity on the fp16 targets shows "
+        "whether it matters (an attention mask of -1e9 still masks; a scale does not survive)",
+    )
 
 
 def _drop_round_trips(graph: Any, blocked: set[str]) -> None:

@@ -44,7 +44,7 @@ class Outcome:
 
     @property
     def failed(self) -> tuple[CheckResult, ...]:
-        return tuple(f for f in self.manifest.findings if f.status.blocks)
+        return tuple(f for f in self.manifest.findings if f.status.failing)
 
 
 def candidates(cfg: Config, onnx_opset: int = 0) -> list[Job]:
@@ -86,11 +86,9 @@ def preflight(cfg: Config) -> None:
         return
     from ci_onnx.export import factory, inputs
 
-    factory.check_path(cfg.model.factory, cfg.root)
+    factory.check(cfg)
     if cfg.model.samples:
-        from ci_onnx.verify import accuracy
-
-        accuracy.labels_of(cfg, inputs.load_samples(cfg.resolve(cfg.model.samples), cfg.model.inputs))
+        inputs.labels_of(cfg, inputs.load_samples(cfg.resolve(cfg.model.samples), cfg.model.inputs))
     if "int8-static" in cfg.export.precisions:
         from ci_onnx.export import precision
 
@@ -105,6 +103,8 @@ def export_all(cfg: Config, jobs: Sequence[Job], out: Path, log: Log) -> list[Ou
         log(f"{prefix}: exporting…")
         outcome = export_one(cfg, job, out / job.key)
         log(f"{prefix}: {describe(outcome)}")
+        for line in binding_lines(outcome.manifest):
+            log(f"{prefix}: {line}")
         outcomes.append(outcome)
         for precision in (p for p in cfg.export.precisions if p != "fp32"):
             derived = derive_one(cfg, outcome, precision, out)
@@ -176,6 +176,15 @@ def export_one(cfg: Config, job: Job, bundle_dir: Path) -> Outcome:
             package_versions=writer.versions(*writer.EXPORT_PACKAGES),
         )
     return Outcome(job, bundle_dir, read_manifest(bundle_dir), done.duration_s)
+
+
+def binding_lines(manifest: Manifest) -> list[str]:
+    """How the declared inputs reach ``forward``, where not each by its own name (a silent decision
+    otherwise: an input bound by position to a parameter of another name)."""
+    from ci_onnx.export import signature
+
+    export = next((f for f in manifest.findings if f.name == "export"), None)
+    return signature.shown(export.figures) if export is not None else []
 
 
 def describe(outcome: Outcome) -> str:

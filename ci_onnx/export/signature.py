@@ -10,7 +10,9 @@
 - a parameter that gets nothing keeps its default; one without a default is a one-line error.
 
 ``model.outputs`` name the leaves of what ``forward`` returns, depth first: a tensor, tuples and lists,
-dict values, ``ModelOutput``-like objects (their non-None fields in order).
+dict values, ``ModelOutput``-like objects (their non-None fields in order). Where the structure names a
+leaf (a dict key, a ``ModelOutput`` or namedtuple field: :func:`named_leaves`), the name is what it is
+matched by, and a declaration that puts those names in another order is an error of ``outputs``.
 
 The exporters see one flat call (``FlatCall`` in torch_export.py): the graph's inputs are the leaves in
 declared order and its outputs the returned leaves, so both exporters, dynamo's ``dynamic_shapes`` and the
@@ -57,11 +59,42 @@ class Binding:
         parts += [f"{k}={_show(n)}" for k, n in self.keywords]
         return f"forward({', '.join(parts)})"
 
+    def by_position(self) -> tuple[tuple[str, str], ...]:
+        """(input, the parameter it fills) for each input passed by position under another name:
+        ``("image", "x")`` for ``forward(x)``, ``("ids", "*args")`` for ``forward(*args)``."""
+        return tuple(
+            (n.name, p)
+            for p, n in zip(self.parameters, self.positional, strict=True)
+            if isinstance(n, Leaf) and n.name != p
+        )
+
     @property
     def obvious(self) -> bool:
         """Each input is a plain positional parameter of the same name: nothing worth showing."""
         pairs = [*zip(self.parameters, self.positional, strict=True), *self.keywords]
         return all(isinstance(n, Leaf) and n.name == p for p, n in pairs)
+
+
+def renamed_warnings(by_position: Mapping[str, str]) -> list[str]:
+    """A warning per input that fills a parameter of another name (``*args`` has none to differ)."""
+    return [
+        f"model.inputs.{name} is passed by position as forward's parameter {param!r} (no parameter "
+        f"is named {name!r}); check that it is that parameter, or name the input {param!r}"
+        for name, param in by_position.items()
+        if not param.startswith("*")
+    ]
+
+
+def shown(figures: Mapping[str, Any]) -> list[str]:
+    """What the terminal and the report say of an export finding's binding (its ``call`` and
+    ``by_position`` figures): nothing where each input is the parameter of its name."""
+    by_position = figures.get("by_position")
+    if not isinstance(by_position, Mapping) or not by_position:
+        return []
+    return [
+        f"inputs bound as {figures.get('call', '?')}",
+        *(f"warning: {w}" for w in renamed_warnings(by_position)),
+    ]
 
 
 def bind(forward: Any, names: Sequence[str]) -> Binding:
@@ -182,21 +215,41 @@ def _show(node: Node) -> str:
 
 def flatten(result: Any) -> list[Any]:
     """Tensors in the order a model returned them: a tensor, tuples/lists, dicts, ModelOutput, pytrees."""
+    return [t for _, t in named_leaves(result)]
+
+
+def named_leaves(result: Any, path: tuple[str, ...] = ()) -> list[tuple[str | None, Any]]:
+    """Each returned tensor with the name the model's structure gives it, in :func:`flatten`'s order.
+
+    A dict key, a ``ModelOutput`` field or a namedtuple field names what it holds (``logits``;
+    ``past_key_values.0.1`` below it); a leaf reached through plain tuples and lists only has no name
+    (None): only its position says what it is.
+    """
     import torch
 
     if isinstance(result, torch.Tensor):
-        return [result]
+        keyed = path[next((i for i, p in enumerate(path) if not p.isdigit()), len(path)) :]
+        return [(".".join(keyed) if keyed else None, result)]
     if result is None or isinstance(result, (int, float, bool, str)):
         return []
+    if hasattr(result, "to_tuple") and hasattr(result, "keys"):  # a ModelOutput: its non-None fields
+        return [leaf for key in list(result) for leaf in named_leaves(result[key], (*path, str(key)))]
+    if isinstance(result, dict):
+        return [leaf for key, item in result.items() for leaf in named_leaves(item, (*path, str(key)))]
+    if isinstance(result, tuple) and hasattr(type(result), "_fields"):  # a namedtuple
+        fields: tuple[str, ...] = type(result)._fields  # type: ignore[attr-defined]
+        return [
+            leaf
+            for key, item in zip(fields, result, strict=True)
+            for leaf in named_leaves(item, (*path, key))
+        ]
     if hasattr(result, "to_tuple"):
         result = result.to_tuple()
-    if isinstance(result, dict):
-        result = list(result.values())
     if isinstance(result, (list, tuple)):
-        return [t for item in result for t in flatten(item)]
+        return [leaf for i, item in enumerate(result) for leaf in named_leaves(item, (*path, str(i)))]
     from torch.utils import _pytree
 
     leaves = _pytree.tree_leaves(result)
     if len(leaves) == 1 and leaves[0] is result:
         return []
-    return [t for t in leaves if isinstance(t, torch.Tensor)]
+    return [(None, t) for t in leaves if isinstance(t, torch.Tensor)]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ci_onnx.bundle import TensorSpec
-from ci_onnx.export import errors, signature
+from ci_onnx.export import errors, origin, signature
 
 EXTERNAL_DATA_BYTES = 1_800_000_000
 """Above this the model cannot live in one protobuf file (2 GiB limit, with room for the graph)."""
@@ -29,6 +29,8 @@ class ExportOutcome:
     ok: bool
     error: str = ""
     unsupported_op: str = ""
+    construct: str = ""
+    """The module whose call became the unsupported operator, where the exporter's dump says."""
     data_dependent: bool = False
     warnings: tuple[str, ...] = ()
     frozen_branches: tuple[str, ...] = ()
@@ -85,7 +87,11 @@ def export(
     with warnings.catch_warnings(record=True) as caught, logged:
         warnings.simplefilter("always")
         try:
-            with contextlib.redirect_stdout(chatter), torch.no_grad():
+            # TorchScript traces with grad enabled: under no_grad torch picks fused inference kernels
+            # (nn.TransformerEncoderLayer's fast path, aten::_transformer_encoder_layer_fwd) that have
+            # no ONNX translation, and the graph would not be the model's own math
+            grad = torch.no_grad() if exporter == "dynamo" else torch.enable_grad()
+            with contextlib.redirect_stdout(chatter), grad:
                 if exporter == "dynamo":
                     specific: dict[str, Any] = {
                         "dynamo": True,
@@ -118,10 +124,21 @@ def export(
     frozen = tuple(dict.fromkeys(frozen))
     duration = time.monotonic() - start
     if failure:
+        op = errors.unsupported_operator(failure)
+        construct = errors.construct(failure, op)
+        if op and not construct:
+            construct = (
+                origin.dynamo(
+                    wrapped, example, dynamic_shapes(inputs, dynamic_axes), errors.dynamo_target(failure)
+                )
+                if exporter == "dynamo"
+                else origin.torchscript(wrapped, example, op)
+            )
         return ExportOutcome(
             ok=False,
             error=errors.summarise(failure),
-            unsupported_op=errors.unsupported_operator(failure),
+            unsupported_op=op,
+            construct=construct,
             data_dependent=errors.is_data_dependent(failure),
             warnings=tuple(w for w in kept if w not in frozen),
             frozen_branches=frozen,

@@ -123,8 +123,8 @@ def publish_check_run(
 def _create_or_update(
     client: Client, repo: Repo, sha: str, name: str, body: dict[str, Any]
 ) -> tuple[dict[str, Any], str]:
+    found = find(client, repo, sha, name)
     for attempt in range(1, CREATE_ATTEMPTS + 1):
-        found = find(client, repo, sha, name)
         if found is not None:
             update = {k: v for k, v in body.items() if k not in ("head_sha", "name")}
             data = client.request("PATCH", f"{repo.path}/check-runs/{found['id']}", json=update).data
@@ -134,7 +134,24 @@ def _create_or_update(
         except Ambiguous:
             if attempt == CREATE_ATTEMPTS:
                 raise
+            found = _look_again(client, repo, sha, name)
     raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+LOOKS_AFTER_AMBIGUOUS = 4
+"""After a POST whose answer was lost, how many times to list the commit's check runs (waiting the
+client's backoff between looks) before posting again: GitHub lists a run it has just created a moment
+late, and a second POST then makes a second check run that can never be deleted."""
+
+
+def _look_again(client: Client, repo: Repo, sha: str, name: str) -> dict[str, Any] | None:
+    for look in range(LOOKS_AFTER_AMBIGUOUS):
+        if look:
+            client.pause(look, f"check run {name!r} not listed yet after an unconfirmed POST")
+        found = find(client, repo, sha, name)
+        if found is not None:
+            return found
+    return None
 
 
 def _run(data: Any) -> dict[str, Any]:

@@ -53,8 +53,9 @@ class BadToken(GitHubError):
     """The token cannot be sent at all (characters no token has); it is not shown."""
 
 
-RETRYABLE_POSTS = ("/statuses/",)
-"""POSTs that are idempotent (the latest commit status of a context wins): retried as any request."""
+RETRYABLE_POST = re.compile(r"/repos/[^/]+/[^/]+/statuses/[^/?]+$")
+"""POSTs that are idempotent (the latest commit status of a context wins): retried as any request.
+Matched on the whole path, so a repository named ``statuses`` does not make its check runs retried."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,7 +139,7 @@ class Client:
                 f"not sending {what}: GitHub has been too slow "
                 f"({self._retry.budget_s:.0f} s spent on this report already)"
             )
-        once = method == "POST" and not any(p in url for p in RETRYABLE_POSTS)
+        once = method == "POST" and not RETRYABLE_POST.search(url.split("?")[0])
         start = time.monotonic()
         for attempt in range(1, self._retry.attempts + 1):
             last = attempt == self._retry.attempts or time.monotonic() - start > self._retry.total_s
@@ -169,19 +170,47 @@ class Client:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def paginate(
-        self, path: str, params: Mapping[str, Any] | None = None, *, max_pages: int = 100
+        self, path: str, params: Mapping[str, Any] | None = None, *, max_pages: int = 100, key: str = ""
     ) -> Iterator[Any]:
-        """Every item of a list endpoint, following Link rel="next" for at most ``max_pages`` pages."""
+        """Every item of a list endpoint, following Link rel="next" for at most ``max_pages`` pages;
+        ``key``: the endpoint wraps its list in an object (``{"workflow_runs": [...]}``)."""
         url: str | None = path
         query: Mapping[str, Any] | None = {"per_page": 100, **(params or {})}
         for _ in range(max_pages):
             if url is None:
                 return
             r = self.request("GET", url, params=query)
-            yield from r.data or []
+            data = (r.data.get(key) if isinstance(r.data, dict) else None) if key else r.data
+            yield from data or []
             m = _NEXT.search(r.headers.get("Link", ""))
             url, query = (m.group(1), None) if m else (None, None)
         self._log(f"stopped after {max_pages} pages of {path}")
+
+    def pause(self, attempt: int, why: str) -> None:
+        """Wait as before retry number ``attempt`` (the policy's backoff, logged)."""
+        self._wait(self._backoff(attempt), why, attempt)
+
+    def download(self, path: str, *, max_bytes: int) -> bytes:
+        """The body of ``path`` after GitHub's redirect (an artifact's zip). The token goes to GitHub
+        only: requests drops the Authorization header when a redirect leaves the API's host, as it
+        must for the storage the redirect points to. Larger than ``max_bytes``: a GitHubError."""
+        url = path if path.startswith("http") else f"{self.api_url}{path}"
+        what = f"GET {url.removeprefix(self.api_url).split('?')[0]}"
+        try:
+            with self._session.get(url, timeout=self._timeout, stream=True, allow_redirects=True) as r:
+                if r.status_code >= 400:
+                    kind = {401: Forbidden, 403: Forbidden, 404: NotFound}.get(r.status_code, GitHubError)
+                    raise kind(self.redact(f"GitHub answered {r.status_code} to {what}"), r.status_code)
+                chunks: list[bytes] = []
+                size = 0
+                for chunk in r.iter_content(1 << 16):
+                    size += len(chunk)
+                    if size > max_bytes:
+                        raise GitHubError(f"{what}: larger than {max_bytes >> 20} MiB; not read")
+                    chunks.append(chunk)
+        except (requests.RequestException, ValueError, UnicodeError) as exc:
+            raise GitHubError(f"could not download {what} ({type(exc).__name__})") from None
+        return b"".join(chunks)
 
     def _backoff(self, attempt: int) -> float:
         return min(self._retry.backoff_s * 2 ** (attempt - 1), self._retry.max_wait_s)

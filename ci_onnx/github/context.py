@@ -38,6 +38,11 @@ class GitHubContext:
     """The commit the report is about: the PR's head, not the merge commit Actions checks out."""
     pr_number: int | None = None
     event_name: str = ""
+    base_sha: str = ""
+    """A pull request's base commit (``pull_request.base.sha``, not the branch's tip): what its
+    baseline is the results of."""
+    base_ref: str = ""
+    """The branch the pull request goes into (``main``)."""
     from_fork: bool = False
     step_summary: Path | None = None
     output: Path | None = None
@@ -89,10 +94,12 @@ def from_env(env: Mapping[str, str], *, token: str = "", pr_number: int | None =
     sha = env.get("GITHUB_SHA", "")
     number = None
     from_fork = False
+    base: dict[str, Any] = {}
     pr = event.get("pull_request")
     run = event.get("workflow_run")
     if isinstance(pr, dict):
         number = pr.get("number")
+        base = _obj(pr.get("base"))
         head = _obj(pr.get("head"))
         sha = _str(head.get("sha")) or sha
         head_repo = _str(_obj(head.get("repo")).get("full_name"))
@@ -102,6 +109,7 @@ def from_env(env: Mapping[str, str], *, token: str = "", pr_number: int | None =
         prs = run.get("pull_requests")
         first = _obj(prs[0]) if isinstance(prs, list) and prs else {}
         number = first.get("number")
+        base = _obj(first.get("base"))
         head_repo = _str(_obj(run.get("head_repository")).get("full_name"))
         from_fork = bool(head_repo) and head_repo != repository
     return GitHubContext(
@@ -115,6 +123,8 @@ def from_env(env: Mapping[str, str], *, token: str = "", pr_number: int | None =
         if pr_number is not None
         else (number if isinstance(number, int) and not isinstance(number, bool) and number > 0 else None),
         event_name=env.get("GITHUB_EVENT_NAME", ""),
+        base_sha=_str(base.get("sha")),
+        base_ref=_str(base.get("ref")),
         from_fork=from_fork,
         step_summary=Path(env["GITHUB_STEP_SUMMARY"]) if env.get("GITHUB_STEP_SUMMARY") else None,
         output=Path(env["GITHUB_OUTPUT"]) if env.get("GITHUB_OUTPUT") else None,

@@ -10,15 +10,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
+from ci_onnx import escape
+
 MAX_JOB_SUMMARY_BYTES = 1024 * 1024
-
-
-def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
 def annotation(
@@ -29,20 +23,21 @@ def annotation(
     file: str = "",
     line: int | None = None,
 ) -> str:
-    """``::error file=…,line=…,title=…::message``, escaped so that any text stays one command."""
+    """``::error file=…,line=…,title=…::message``, escaped so that any text stays one command, and
+    capped (ci_onnx.escape: a 50 MB summary is cut, saying so)."""
     props = []
     if file:
-        props.append(f"file={_escape_property(file)}")
+        props.append(f"file={escape.workflow_property(file)}")
     if line is not None:
         props.append(f"line={line}")
     if title:
-        props.append(f"title={_escape_property(title)}")
+        props.append(f"title={escape.workflow_property(title)}")
     head = f"::{level} {','.join(props)}" if props else f"::{level}"
-    return f"{head}::{_escape_data(message)}"
+    return f"{head}::{escape.workflow_data(message)}"
 
 
 def group(title: str) -> str:
-    return f"::group::{_escape_data(title)}"
+    return f"::group::{escape.workflow_data(title)}"
 
 
 def endgroup() -> str:

@@ -13,7 +13,7 @@ from ci_onnx.nightly import publish, state, text
 from ci_onnx.nightly.families import group
 from ci_onnx.nightly.night import Decided, OpenIssue, Releases, VerifierFor, decide
 from ci_onnx.plan import Plan
-from ci_onnx.report import limits, render, view
+from ci_onnx.report import gate, limits, render, view
 from ci_onnx.report.collect import collect
 
 Say = Callable[[str], None]
@@ -48,11 +48,12 @@ def run(
     if not plan.targets:
         raise UsageError("the plan has no targets; `onnx-gate plan --format json --out plan.json` writes one")
     collection = collect(results, plan)
+    judged = gate.decide(collection, plan, mode=gate.Mode.ABSOLUTE, why="the nightly judges absolutely")
     report_view = view.build(
-        collection, commit=night.commit, run_url=night.run_url, title="onnx-gate nightly"
+        collection, judged, commit=night.commit, run_url=night.run_url, title="onnx-gate nightly"
     )
     summary = render.render_within(report_view, limits.JOB_SUMMARY)
-    families = group(collection)
+    families = group(collection, judged)
     open_issues: dict[str, OpenIssue] = {}
     if client is not None and repo is not None:
         open_issues = publish.open_tracking_issues(client, repo)

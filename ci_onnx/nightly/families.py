@@ -1,9 +1,10 @@
 """What one tracking issue follows: a target family, the same cell whatever release the spec named.
 
 A nightly plan resolves ``latest`` to a new release now and then; an issue keyed by the resolved
-version would open again with every release. The family is the target without its version: provider,
-opset, exporter, precision and the runtime *spec* (``latest``, ``latest-2``, ``nightly``, ``1.24.*``;
-an exact pin is its own spec). With ``latest-N`` a family holds N releases in one night.
+version would open again with every release. The family is the target without its version (every other
+part of its id: runner, API level, provider, opset, exporter, precision, session options, as
+:attr:`Target.family` derives it) and the runtime *spec* (``latest``, ``latest-2``, ``nightly``,
+``1.24.*``; an exact pin is its own spec). With ``latest-N`` a family holds N releases in one night.
 """
 
 from __future__ import annotations
@@ -13,40 +14,29 @@ import dataclasses
 from ci_onnx import matrix
 from ci_onnx.matrix import version_key
 from ci_onnx.report.collect import Collection, Entry
-from ci_onnx.target import Status, Target
+from ci_onnx.report.gate import Gate
+from ci_onnx.target import DEFAULT_RUNNER, Status, Target
 
 
 @dataclasses.dataclass(frozen=True, order=True)
 class FamilyKey:
-    provider: str
-    opset: int
-    exporter: str
-    precision: str
+    """A target family: :attr:`Target.family` (every part of the id but the release) and the spec."""
+
+    cell: str
+    """The family without its spec (``node-cpu-op17-dynamo``): releases verified under other specs
+    say as much about it."""
     spec: str
-    runner: str = "python"
+    runner: str = dataclasses.field(default=DEFAULT_RUNNER, compare=False)
+    provider: str = dataclasses.field(default="", compare=False)
 
     @classmethod
     def of(cls, target: Target) -> FamilyKey:
-        return cls(
-            target.provider,
-            target.opset,
-            target.exporter,
-            target.precision,
-            target.runtime_spec or target.runtime,
-            target.runner,
-        )
+        return cls(target.family, target.runtime_spec or target.runtime, target.runner, target.provider)
 
     @property
     def id(self) -> str:
         """``cpu-op17-dynamo@latest``: readable, and stable from one release to the next."""
-        suffix = "" if self.precision == "fp32" else f"-{self.precision}"
-        prefix = "" if self.runner == "python" else f"{self.runner}-"
-        return f"{prefix}{self.provider}-op{self.opset}-{self.exporter}{suffix}@{self.spec}"
-
-    @property
-    def cell(self) -> tuple[str, int, str, str, str]:
-        """The family without its spec: releases verified under other specs say as much about it."""
-        return (self.provider, self.opset, self.exporter, self.precision, self.runner)
+        return f"{self.cell}@{self.spec}"
 
     @property
     def marker(self) -> str:
@@ -68,14 +58,16 @@ class FamilyNight:
 
     key: FamilyKey
     entries: tuple[Entry, ...]
+    blocking: frozenset[str] = frozenset()
+    """The ids the gate says block (ci_onnx.report.gate): an expected failure breaks no family."""
 
     @property
     def broken(self) -> bool:
-        return any(e.outcome.blocks for e in self.entries)
+        return bool(self.failing)
 
     @property
     def failing(self) -> tuple[Entry, ...]:
-        return tuple(e for e in self.entries if e.outcome.blocks)
+        return tuple(e for e in self.entries if e.target.id in self.blocking)
 
     @property
     def newest(self) -> Entry:
@@ -100,14 +92,21 @@ def _status(outcome: Status) -> Status:
     return Status.ERROR if outcome is Status.MISSING else outcome
 
 
-def group(collection: Collection) -> list[FamilyNight]:
-    """The families of a night, in a stable order; expected skips and plain skips are not judged."""
+def group(collection: Collection, decided: Gate) -> list[FamilyNight]:
+    """The families of a night, in a stable order; expected skips and plain skips are not judged.
+    A family is broken where the gate's decision (absolute, with the ledger) blocks on one of its
+    targets."""
+    blocking = {c.target.id for c in decided.blocking}
     by_key: dict[FamilyKey, list[Entry]] = {}
     for e in collection.entries:
         if e.outcome in (Status.EXPECTED, Status.SKIPPED):
             continue
         by_key.setdefault(FamilyKey.of(e.target), []).append(e)
     return [
-        FamilyNight(key, tuple(sorted(entries, key=lambda e: version_key(e.target.runtime))))
+        FamilyNight(
+            key,
+            tuple(sorted(entries, key=lambda e: version_key(e.target.runtime))),
+            frozenset(e.target.id for e in entries if e.target.id in blocking),
+        )
         for key, entries in sorted(by_key.items())
     ]

@@ -10,7 +10,7 @@ import dataclasses
 
 from ci_onnx.nightly.families import FamilyNight
 from ci_onnx.nightly.state import TrackState, embed
-from ci_onnx.report import limits, render, view
+from ci_onnx.report import gate, limits, render, view
 from ci_onnx.report.collect import Collection
 from ci_onnx.report.model import Commit, Failure, FallbackRow, LatencyTable, ParityRow, ReportView
 from ci_onnx.target import Status
@@ -71,7 +71,9 @@ class IssueView:
 
 
 def issue_view(fam: FamilyNight, state: TrackState, night: Night) -> IssueView:
-    family_view = view.build(Collection(fam.entries), commit=night.commit, run_url=night.run_url)
+    entries = Collection(fam.entries)
+    decided = gate.decide(entries, mode=gate.Mode.ABSOLUTE, why="the nightly judges absolutely")
+    family_view = view.build(entries, decided, commit=night.commit, run_url=night.run_url)
     first_bad = next((e for e in fam.entries if e.target.runtime == state.first_bad), fam.failing[0])
     target = dataclasses.replace(first_bad.target, runtime=state.first_bad)
     return IssueView(

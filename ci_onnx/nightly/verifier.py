@@ -16,7 +16,7 @@ from ci_onnx.nightly.bisect import VerifyAt
 from ci_onnx.nightly.families import FamilyNight
 from ci_onnx.nightly.night import VerifierFor
 from ci_onnx.target import Status, Target
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,7 +40,7 @@ class EnvVerifier:
             self.bundles / t.bundle_key,
             t,
             self.work / "bisect" / version,
-            self.options,
+            dataclasses.replace(self.options, triage_timeout_s=0),  # a bisection needs verdicts, not triages
             Provisioning(self.cache_dir, self.base_env, self.uv),
         )
         return written.result.status

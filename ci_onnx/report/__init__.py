@@ -1,8 +1,10 @@
 """The report stage: collect every target's result, judge the gate, render it for people.
 
 ``collect`` gathers TargetResults (and the plan, so a target that never reported is missing),
-``view`` turns them into a view model that holds every figure already formatted, ``render`` lays the
-view out with jinja2 templates within GitHub's size limits. Publishing lives in ``ci_onnx.github``.
+``gate`` decides what blocks (against a ``baseline`` where there is one, with the expected-failure
+``ledger``; ``diff`` and ``noise`` compare figures), ``view`` turns them into a view model that
+holds every figure already formatted (``versus``: against the base), ``render`` lays the view out
+with jinja2 templates within GitHub's size limits. Publishing lives in ``ci_onnx.github``.
 """
 
 CHECK_NAME = "onnx-gate"

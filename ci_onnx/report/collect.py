@@ -41,8 +41,9 @@ class Collection:
     config_path: str = ""
 
 
-NOT_RESULTS = frozenset({"observation.json", "manifest.json", "plan.json"})
-"""JSON that artifacts carry beside results (a runner's observation, a bundle's manifest, the plan)."""
+NOT_RESULTS = frozenset({"observation.json", "manifest.json", "plan.json", "baseline.json"})
+"""JSON that artifacts carry beside results (a runner's observation, a bundle's manifest, the plan,
+what a baseline says of itself)."""
 
 
 def _classify(path: Path) -> str:
@@ -60,6 +61,8 @@ def _classify(path: Path) -> str:
         return f"is not valid JSON (truncated or corrupted? {str(exc)[:120]})"
     if not isinstance(data, dict):
         return "other"
+    if not data:  # what a job that died while writing its result can leave
+        return "is an empty JSON object, not a TargetResult"
     if "target" in data or "status" in data or ("schema_version" in data and "targets" not in data):
         return "result"
     return "other"

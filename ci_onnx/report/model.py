@@ -1,7 +1,8 @@
 """The view model's types: every figure of the report, already judged and formatted.
 
-Rows are keyed by target id and carry a ``delta`` that a base-branch comparison will fill; the
-templates show a "vs base" column once ``ReportView.baseline`` is set.
+Rows are keyed by target id; with a baseline each carries its ``delta`` against the base (the
+"vs base" column, shown once ``ReportView.baseline`` is set) and ``ReportView.comparison`` holds the
+regressions, the placement and the serving diffs.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from ci_onnx.report.junit_reader import JUnitSummary
+from ci_onnx.report.triage import TriageRow
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,11 +94,12 @@ class PrecisionRow:
     vs_fp32: str
     vs_pytorch: str
     failed: bool
+    delta: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
 class ServingRow:
-    """The serving figures of one target (ci_onnx/runners/coldstart.py), formatted."""
+    """The serving figures of one target (ci_onnx/observer/coldstart.py), formatted."""
 
     target: str
     cold_start: str
@@ -108,6 +111,20 @@ class ServingRow:
     budgets: str
     """The budgets.* checks: ✅ within, ❌ over by how much, or —."""
     failed: bool
+    delta: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class AccuracyRow:
+    """Top-1 of one target on the labelled samples, beside PyTorch's (ci_onnx/verify/accuracy.py)."""
+
+    target: str
+    output: str
+    samples: int
+    top1: str
+    pytorch: str
+    change: str
+    verdict: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,6 +145,8 @@ class Failure:
     reproduce: str
     affects: tuple[str, ...] = ()
     """For a bundle whose export failed: the targets it fails, shown once under the bundle."""
+    standing: str = ""
+    """The gate's word on it: why it blocks, or why not (known on the base, expected until …)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,10 +166,6 @@ class Counts:
     skipped: int
 
     @property
-    def blocking(self) -> int:
-        return self.failed + self.error + self.missing
-
-    @property
     def judged(self) -> int:
         """The targets that were to run: everything but expected skips."""
         return self.total - self.expected
@@ -163,6 +178,47 @@ class Overview:
 
     columns: tuple[str, ...]
     rows: tuple[tuple[str, tuple[str, ...]], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Regression:
+    """One row of the regressions table: a check that newly fails, or a serving figure past its
+    noise rule."""
+
+    target: str
+    check: str
+    base: str
+    head: str
+    figure: str
+
+
+@dataclasses.dataclass(frozen=True)
+class DiffRow:
+    """One figure that changed against the base (serving, placement, parity drift)."""
+
+    target: str
+    what: str
+    base: str
+    head: str
+    change: str
+    verdict: str
+    """❌ regression (blocks), ⚠️ warning, ✅ improved, or "within noise"."""
+    test: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    regressions: tuple[Regression, ...]
+    fixed: tuple[str, ...]
+    new: tuple[str, ...]
+    removed: tuple[str, ...]
+    placement: tuple[DiffRow, ...]
+    serving: tuple[DiffRow, ...]
+    """Every serving figure that moved past its rule, either way; the rest are counted."""
+    serving_unchanged: int
+    drift: tuple[DiffRow, ...]
+    tests: tuple[str, ...]
+    """How the serving figures were compared (side by side, or against stored figures)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,7 +237,7 @@ class ReportView:
     skips: tuple[Skip, ...]
     junit: JUnitSummary | None = None
     baseline: str = ""
-    """The base-branch commit rows are compared with; empty until comparison is built."""
+    """The base commit the rows are compared with; empty without a baseline."""
     report_file: str = "report.md"
     """Where the full report is written; what a truncated body points to."""
     overview: Overview | None = None
@@ -192,3 +248,19 @@ class ReportView:
     """Cold start, first run against warm runs, sizes on disk: one row per target that has them."""
     reused: tuple[str, ...] = ()
     """Bundles this run took from the export cache instead of exporting ("op17-dynamo (key …)")."""
+    bindings: tuple[str, ...] = ()
+    """Per bundle whose inputs are not each forward's parameter of their name: how they are bound."""
+    accuracy: tuple[AccuracyRow, ...] = ()
+    """Top-1 on the labelled samples, one row per target with an accuracy check."""
+    known: tuple[Failure, ...] = ()
+    """Failures that do not block: known on the base (regression mode) or expected by the ledger."""
+    judged_by: str = ""
+    """The mode and the baseline, in one line: "regression mode (a pull request with a baseline),
+    compared with 4f1d2c3 (the artifact of run 7001 on main)"."""
+    ledger: tuple[str, ...] = ()
+    """Expired and stale expected_failures entries, and base result files that could not be read
+    (they do not block the head), one line each."""
+    comparison: Comparison | None = None
+    """With a baseline: what changed."""
+    triage: tuple[TriageRow, ...] = ()
+    """One line per triaged failing cell: where it first diverges and whose fault it is (ci_onnx.triage)."""

@@ -10,7 +10,8 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import PurePath
 
-from ci_onnx.github.checks import Annotation, CheckRunResult, publish_check_run, publish_status
+from ci_onnx import escape
+from ci_onnx.github.checks import MAX_TITLE, Annotation, CheckRunResult, publish_check_run, publish_status
 from ci_onnx.github.client import Ambiguous, Client, Forbidden, GitHubError
 from ci_onnx.github.comments import CommentResult, upsert
 from ci_onnx.github.context import GitHubContext
@@ -106,7 +107,7 @@ def publish(
     check, status = None, False
     if ctx.sha:
         summary = render_within(view, limits.CHECK_SUMMARY)
-        title = ("❌ " if view.blocks else "✅ ") + view.headline
+        title = escape.line(("❌ " if view.blocks else "✅ ") + view.headline, MAX_TITLE)
         notes = annotations_for(view, config_path)
         for attempt_notes in (notes, []) if notes else ([],):
             try:

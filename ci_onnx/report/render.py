@@ -7,7 +7,7 @@ from typing import Any
 
 import jinja2
 
-from ci_onnx import _data
+from ci_onnx import _data, escape
 from ci_onnx.report.limits import UNLIMITED, Limit, truncate
 
 MARKER = "<!-- onnx-gate:report -->"
@@ -24,19 +24,9 @@ FOLD_ROWS = 24
 JUNIT_LIMIT = 20
 
 
-_ANGLES = (("<=", "≤"), (">=", "≥"), ("<", "‹"), (">", "›"))
-
-
 def cell(value: Any) -> str:
-    """Text safe inside a Markdown table cell or a <summary>: one line, no pipes, no raw HTML.
-
-    Angle brackets become look-alikes (``<=`` → ≤, ``<`` → ‹) rather than HTML entities, so the text
-    reads the same in report.md on a terminal as in the comment GitHub renders.
-    """
-    text = " ".join(str(value).split())
-    for raw, shown in _ANGLES:
-        text = text.replace(raw, shown)
-    return text.replace("|", "\\|")
+    """Text safe inside a Markdown table cell or a <summary>: ci_onnx.escape.markdown, the one path."""
+    return escape.markdown(value)
 
 
 @functools.cache
@@ -50,6 +40,8 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters["cell"] = cell
+    env.filters["code"] = escape.code
+    env.filters["html"] = escape.html
     return env
 
 

@@ -1,24 +1,24 @@
-"""Building the view model (ci_onnx/report/model.py) from a Collection: verdicts, counts, figures.
+"""Building the view model (ci_onnx/report/model.py) from a Collection and the gate's decision.
 
-Templates only lay the view out. A later base-branch comparison fills ``baseline`` and each row's
-``delta``; the templates already show them when present.
+What blocks is the gate's to say (ci_onnx/report/gate.py); this module formats its answer and every
+figure, and templates only lay the view out. With a baseline, each row's ``delta`` (the "vs base"
+column) and the comparison's tables come from ci_onnx/report/versus.py.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Sequence
 
-from ci_onnx.report import precisions
+from ci_onnx.report import accuracy, failures, precisions, triage, versus
 from ci_onnx.report.collect import Collection, Entry
+from ci_onnx.report.figures import fmt_ms, fmt_num, fmt_share
+from ci_onnx.report.gate import Gate
 from ci_onnx.report.junit_reader import JUnitSummary
 from ci_onnx.report.model import (
     Commit,
     Counts,
-    FailedCheck,
-    Failure,
     FallbackRow,
     LatencyRow,
     LatencyTable,
@@ -31,51 +31,7 @@ from ci_onnx.report.model import (
 from ci_onnx.results import SQNR_CAP_DB, TargetResult
 from ci_onnx.target import Status
 
-ICON = {
-    Status.PASSED: "✅",
-    Status.FAILED: "❌",
-    Status.ERROR: "💥",
-    Status.MISSING: "⚠️",
-    Status.EXPECTED: "⏭️",
-    Status.SKIPPED: "⏭️",
-}
 CPU_EP = "CPUExecutionProvider"
-
-
-def fmt_num(x: float | None) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "—"
-    if x == 0:
-        return "0"
-    return f"{x:.2e}" if abs(x) < 1e-3 or abs(x) >= 1e4 else f"{x:.4g}"
-
-
-def fmt_ms(x: float) -> str:
-    return "—" if math.isnan(x) else (f"{x:.2f}" if x < 100 else f"{x:.0f}")
-
-
-def fmt_share(x: float) -> str:
-    return f"{100 * x:.1f} %"
-
-
-_SAFE = re.compile(r"[\w./+@:=-]+")
-
-
-def _arg(text: str, fallback: str) -> str:
-    """``text`` as one shell word a reviewer may paste: plain characters only (results and plans can
-    come from a fork, so anything else, such as a newline that would close the code block, is dropped)."""
-    return text if _SAFE.fullmatch(text) else fallback
-
-
-def default_reproduce(entry: Entry, config_path: str = "") -> str:
-    """A command that reproduces this one target on a laptop: with the config known (from the plan),
-    `onnx-gate run` exports and verifies that cell alone; else verify on a bundle already exported.
-    Built here from the target, never taken from a result file, whose text a fork could choose."""
-    t = entry.target
-    target = _arg(t.id, "TARGET")
-    if config_path:
-        return f"onnx-gate run --config {_arg(config_path, 'onnx-gate.yml')} --only '{target}'"
-    return f"onnx-gate verify --bundle onnx-gate-out/bundles/{_arg(t.bundle_key, 'BUNDLE')} --target {target}"
 
 
 def _parity_rows(entry: Entry, r: TargetResult) -> list[ParityRow]:
@@ -130,7 +86,7 @@ def _fallback_row(entry: Entry, r: TargetResult) -> FallbackRow | None:
     ops = Counter(n.op_type for n in p.fallback_nodes)
     op_text = ", ".join(f"{op} ×{n}" if n > 1 else op for op, n in sorted(ops.items())) or "—"
     check = r.check("fallback")
-    failed = bool(check and check.status.blocks)
+    failed = bool(check and check.status.failing)
     verdict = "❌ over budget" if failed else "✅"
     return FallbackRow(
         target=entry.target.id,
@@ -161,7 +117,7 @@ def _latency(entries: Sequence[Entry]) -> LatencyTable:
             LatencyRow(
                 e.target.id,
                 cells,
-                bool(check and check.status.blocks),
+                bool(check and check.status.failing),
                 session=fmt_ms(r.session_create_ms) if r.session_create_ms else "—",
                 peak_rss=f"{r.peak_rss_mb:.0f}" if r.peak_rss_mb and not math.isnan(r.peak_rss_mb) else "—",
             )
@@ -189,7 +145,7 @@ def _serving(entries: Sequence[Entry]) -> tuple[ServingRow, ...]:
             first = f"{s.first_run_ms:.3g} vs {s.warm_median_ms:.3g} ({ratio:.1f}×)"
         budget_checks = [c for c in e.result.checks if c.name.startswith("budget[")]
         budgets = "; ".join(
-            f"{'❌' if c.status.blocks else '✅' if c.status.value == 'passed' else '⏭️'} {c.message}"
+            f"{'❌' if c.status.failing else '✅' if c.status.value == 'passed' else '⏭️'} {c.message}"
             for c in budget_checks
         )
         rows.append(
@@ -200,7 +156,7 @@ def _serving(entries: Sequence[Entry]) -> tuple[ServingRow, ...]:
                 _mb(s.env_bytes),
                 _mb(s.model_bytes),
                 budgets or "—",
-                any(c.status.blocks for c in budget_checks),
+                any(c.status.failing for c in budget_checks),
             )
         )
     return tuple(rows)
@@ -208,6 +164,19 @@ def _serving(entries: Sequence[Entry]) -> tuple[ServingRow, ...]:
 
 def _mb(n: int | None) -> str:
     return "—" if n is None else f"{n / (1 << 20):.1f}" if n >= 1 << 20 else f"{n / (1 << 20):.3f}"
+
+
+def _bindings(entries: Sequence[Entry]) -> tuple[str, ...]:
+    """Per bundle, how its inputs reach forward where not each by its own name (export/signature)."""
+    from ci_onnx.export.signature import shown
+
+    found: dict[str, str] = {}
+    for e in entries:
+        check = e.result.check("export") if e.result else None
+        lines = shown(check.figures) if check is not None else []
+        if lines:
+            found[e.target.bundle_key] = "; ".join(line.replace("warning: ", "⚠️ ") for line in lines)
+    return tuple(f"`{k}`: {found[k]}" for k in sorted(found))
 
 
 def _reused(entries: Sequence[Entry]) -> tuple[str, ...]:
@@ -219,82 +188,6 @@ def _reused(entries: Sequence[Entry]) -> tuple[str, ...]:
                 f"{e.target.bundle_key} (cache key {check.figures.get('cache_key', '?')})"
             )
     return tuple(found[k] for k in sorted(found))
-
-
-def _figures(figures: dict[str, object]) -> str:
-    """Figures as a person reads them: numbers formatted, lists and tables counted, never a repr."""
-    parts = []
-    for k, v in figures.items():
-        name = k.replace("_", " ")
-        if isinstance(v, bool):
-            shown = "yes" if v else "no"
-        elif isinstance(v, float):
-            shown = fmt_num(v)
-        elif isinstance(v, (int, str)):
-            shown = str(v)
-        elif isinstance(v, (list, tuple, dict)):
-            shown = f"{len(v)}"
-        else:
-            continue
-        parts.append(f"{name} {shown}")
-    return ", ".join(parts)
-
-
-def _failure(entry: Entry, config_path: str) -> Failure:
-    r = entry.result
-    checks: tuple[FailedCheck, ...] = ()
-    if r is not None:
-        checks = tuple(
-            FailedCheck(c.name, c.status.value, c.message, _figures(c.figures))
-            for c in r.checks
-            if c.status.blocks
-        )
-    return Failure(
-        target=entry.target.id,
-        icon=ICON[entry.outcome],
-        outcome=entry.outcome.value,
-        reason=entry.reason or "(no reason recorded)",
-        checks=checks,
-        reproduce=default_reproduce(entry, config_path),
-    )
-
-
-EXPORT_FAILED = "export failed upstream: "
-"""How verify summarises a target of a bundle whose export check failed (ci_onnx/verify/stage.py)."""
-
-
-def _failures(entries: Sequence[Entry], config_path: str) -> tuple[Failure, ...]:
-    """One failure per failing target, except that a bundle whose export failed is shown once, with
-    the targets it fails, rather than once per target."""
-    out: list[Failure] = []
-    by_bundle: dict[str, list[Entry]] = {}
-    for e in entries:
-        if not e.outcome.blocks:
-            continue
-        if e.result is not None and e.result.summary.startswith(EXPORT_FAILED):
-            if e.target.bundle_key not in by_bundle:
-                out.append(_failure(e, config_path))  # placeholder, replaced below
-            by_bundle.setdefault(e.target.bundle_key, []).append(e)
-        else:
-            out.append(_failure(e, config_path))
-    for key, group in by_bundle.items():
-        first = group[0]
-        index = next(i for i, f in enumerate(out) if f.target == first.target.id)
-        r = first.result
-        assert r is not None
-        export = "onnx-gate export" + (
-            f" --config {_arg(config_path, 'onnx-gate.yml')}" if config_path else ""
-        )
-        out[index] = Failure(
-            target=f"bundle {key}",
-            icon=ICON[first.outcome],
-            outcome="export failed",
-            reason=r.summary.removeprefix(EXPORT_FAILED),
-            checks=_failure(first, config_path).checks,
-            reproduce=f"{export} --only '*-{_arg(key, 'BUNDLE')}'",
-            affects=tuple(e.target.id for e in group),
-        )
-    return tuple(out)
 
 
 OVERVIEW_FROM = 12
@@ -313,7 +206,7 @@ def _overview(entries: Sequence[Entry]) -> Overview | None:
         if row not in cells:
             order.append(row)
             cells[row] = {}
-        cells[row][t.bundle_key] = ICON[e.outcome]
+        cells[row][t.bundle_key] = failures.ICON[e.outcome]
     return Overview(tuple(columns), tuple((r, tuple(cells[r].get(c, "·") for c in columns)) for r in order))
 
 
@@ -330,40 +223,47 @@ def _counts(entries: Sequence[Entry]) -> Counts:
     )
 
 
-def failing_kinds(entries: Sequence[Entry]) -> list[str]:
-    """The kinds of check that failed (``parity[logits]`` counts as parity), most frequent first."""
+def failing_kinds(gate: Gate) -> list[str]:
+    """The kinds of check that block (``parity[logits]`` counts as parity), most frequent first."""
     kinds: Counter[str] = Counter()
-    for e in entries:
-        if e.outcome is Status.MISSING:
-            kinds["missing"] += 1
-        elif e.outcome.blocks and e.result is not None:
-            names = {c.name.split("[")[0] for c in e.result.checks if c.status.blocks}
-            kinds.update(names or {e.outcome.value})
+    for c in gate.blocking:
+        kinds.update({name.split("[")[0] for name in c.failing} or {c.outcome.value})
     return [k for k, _ in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
-def headline(counts: Counts, problems: int, junit_failed: int, kinds: Sequence[str] = ()) -> str:
-    if counts.judged == 0 and not problems:
+def headline(gate: Gate, kinds: Sequence[str] = ()) -> str:
+    """What the gate found, in one line: with a baseline, what the change did to the targets."""
+    s = gate.summary()
+    if gate.baseline is not None:
+        text = versus.changed(s)
+    elif gate.judged == 0 and not gate.problems:
         return "no targets reported"
-    if counts.blocking:
-        text = f"{counts.blocking} of {counts.judged} targets failed"
+    elif gate.blocking:
+        targets = "target" if gate.judged == 1 else "targets"
+        text = f"{len(gate.blocking)} of {gate.judged} {targets} failed"
         if kinds:
             text += f" ({', '.join(kinds)})"
     else:
-        text = (
-            f"all {counts.passed} targets passed"
-            if counts.passed == counts.judged
-            else (f"{counts.passed} of {counts.judged} targets passed, none failed")
-        )
-    if problems:
-        text += f"; {problems} problem(s) reading the results"
-    if junit_failed:
-        text += f"; {junit_failed} other test(s) failed"
+        passed = sum(1 for c in gate.cells if c.outcome is Status.PASSED)
+        if passed == gate.judged:
+            text = "the 1 target passed" if passed == 1 else f"all {passed} targets passed"
+        else:
+            text = f"{passed} of {gate.judged} {'target' if gate.judged == 1 else 'targets'} passed"
+        failures = sum(1 for c in gate.cells if c.is_failure)
+        if passed != gate.judged and not failures:
+            text += ", none failed"
+    if gate.baseline is None and s.expected:
+        text += f"; {s.expected} expected failure{'s' if s.expected != 1 else ''}"
+    if gate.problems:
+        text += f"; {len(gate.problems)} problem(s) reading the results"
+    if gate.junit_failed:
+        text += f"; {gate.junit_failed} other test(s) failed"
     return text
 
 
 def build(
     collection: Collection,
+    gate: Gate,
     *,
     commit: Commit | None = None,
     run_url: str = "",
@@ -371,31 +271,49 @@ def build(
     title: str = "onnx-gate",
     report_file: str = "report.md",
 ) -> ReportView:
+    """The view of ``collection`` as ``gate`` judged it (ci_onnx.report.gate.decide)."""
     entries = collection.entries
-    counts = _counts(entries)
-    junit_failed = junit.failed + junit.errors if junit else 0
-    blocks = bool(counts.blocking or collection.problems or junit_failed or counts.judged == 0)
     judged = [e for e in entries if e.result is not None and e.outcome not in (Status.EXPECTED,)]
     fallback = tuple(row for e in judged if e.result and (row := _fallback_row(e, e.result)))
+    parity = tuple(row for e in judged if e.result for row in _parity_rows(e, e.result))
+    latency = _latency(judged)
+    serving = _serving(judged)
+    by_precision = precisions.rows(judged)
+    if gate.baseline is not None:
+        parity, fallback, latency, serving, by_precision = versus.with_deltas(
+            gate, parity, fallback, latency, serving, by_precision
+        )
     return ReportView(
         title=title,
-        headline=headline(counts, len(collection.problems), junit_failed, failing_kinds(entries)),
-        blocks=blocks,
-        counts=counts,
+        headline=headline(gate, failing_kinds(gate)),
+        blocks=gate.blocks,
+        counts=_counts(entries),
         commit=commit or Commit(),
         run_url=run_url,
-        failures=_failures(entries, collection.config_path),
+        failures=failures.failures(entries, gate, collection.config_path, blocking=True),
         problems=collection.problems,
-        parity=tuple(row for e in judged if e.result for row in _parity_rows(e, e.result)),
+        parity=parity,
         fallback=fallback,
-        latency=_latency(judged),
+        latency=latency,
         skips=tuple(
             Skip(e.target.id, e.reason) for e in entries if e.outcome in (Status.EXPECTED, Status.SKIPPED)
         ),
         junit=junit,
+        baseline=gate.baseline.commit or "(unknown commit)" if gate.baseline is not None else "",
         report_file=report_file,
         overview=_overview(entries),
-        precisions=precisions.rows(judged),
-        serving=_serving(judged),
+        precisions=by_precision,
+        serving=serving,
         reused=_reused(entries),
+        bindings=_bindings(entries),
+        accuracy=accuracy.rows(entries),
+        known=failures.failures(entries, gate, collection.config_path, blocking=False),
+        judged_by=versus.judged_by(gate),
+        ledger=(
+            *(f"⏰ {c.target.id}: {c.why}" for c in gate.cells if c.expired),
+            *gate.stale,
+            *(f"the baseline's {p}" for p in (gate.baseline.problems if gate.baseline else ())),
+        ),
+        comparison=versus.comparison(gate),
+        triage=triage.rows(entries),
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from ci_onnx.errors import EnvironmentProblem
 READY = envs.READY
 """The marker of a complete install, the Python environments' own (so a run counts both alike)."""
 INSTALL_TIMEOUT_S = 900.0
+QUIET = ("--no-audit", "--no-fund", "--ignore-scripts")
 _NO_VERSION = re.compile(r"ETARGET|No matching version|E404|is not in this registry", re.IGNORECASE)
 
 
@@ -46,12 +48,23 @@ def install(
             return module  # installed by another process while we waited for the lock
         if path.exists():
             shutil.rmtree(path)  # a half-finished install from an interrupted run
-        done = proc.run(
-            [npm, "install", "--prefix", path, *specs, "--no-audit", "--no-fund", "--ignore-scripts"],
-            timeout=INSTALL_TIMEOUT_S,
-            env=environ,
-            what=what,
-        )
+        with tempfile.TemporaryDirectory(prefix="onnx-gate-npm-") as nowhere:  # no repository's .npmrc
+            done = proc.run(
+                [
+                    npm,
+                    "install",
+                    "--prefix",
+                    path.resolve(),
+                    *specs,
+                    "--no-audit",
+                    "--no-fund",
+                    "--ignore-scripts",
+                ],
+                timeout=INSTALL_TIMEOUT_S,
+                env=environ,
+                what=what,
+                cwd=Path(nowhere),
+            )
         if not done.ok:
             shutil.rmtree(path, ignore_errors=True)
             if _NO_VERSION.search(done.stderr + done.stdout):

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ci_onnx import matrix
 from ci_onnx.runners import base
 from ci_onnx.runners.batch import environment_key, groups
 from ci_onnx.target import Target
 from ci_onnx.verify import stage
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 
 Found = stage.Written | Exception
 
@@ -35,18 +37,21 @@ def verify_all(
     jobs: int = 1,
     record_errors: bool = True,
     on_found: Callable[[Target, Found], None] | None = None,
+    run_config: str | None = None,
 ) -> dict[str, Found]:
     """Verify every (bundle, target) of ``items``; target id → what was written, or the exception that
     stopped it (with ``record_errors``, its error result is written too). ``python`` serves the
-    python kind's targets (the interpreter whose onnxruntime they run on); other kinds are
-    provisioned with ``how``."""
+    targets of a kind that runs in a Python interpreter (the interpreter whose onnxruntime they run
+    on, as CI's action installs it); without it, this interpreter where it holds a target's release,
+    else the target's cached environment, as other kinds are provisioned with ``how``.
+    ``run_config``: how the results say to reproduce a target (stage.reproduce_command)."""
     bundles = {t.id: bundle for bundle, t in items}
     found: dict[str, Found] = {}
     lock = threading.Lock()
 
     def settle(target: Target, value: Found) -> None:
         if isinstance(value, Exception) and record_errors:
-            reproduce = f"onnx-gate verify --bundle {bundles[target.id]} --target {target.id}"
+            reproduce = stage.reproduce_command(target, bundles[target.id], run_config)
             with contextlib.suppress(OSError):  # the exception is still returned: the caller says it
                 stage.write_error(target, out_dir, stage.describe_error(value), reproduce)
         with lock:
@@ -74,6 +79,7 @@ def verify_all(
                 base_env=how.environ,
                 environment=env,
                 on_written=lambda i, value: settle(members[i], value),
+                run_config=run_config,
             )
         except Exception as exc:  # a runner that cannot start: its targets' errors, never the others'
             for t in members:
@@ -89,10 +95,14 @@ def verify_all(
 
 def _environment(target: Target, how: base.Provisioning, python: str | None) -> base.RunnerEnv | Exception:
     try:
-        if target.runner == "python" and python is not None:
-            from ci_onnx.runners.python import from_interpreter
+        if matrix.runners()[target.runner].can.interpreter:
+            from ci_onnx.runners.python import from_interpreter, holds
 
-            return from_interpreter(python)
+            stage.provider_of(target)  # an unknown provider is a usage error before anything runs
+            if python is None and holds(sys.executable, target, how.environ):
+                python = sys.executable  # this interpreter holds the release: verify in it
+            if python is not None:
+                return from_interpreter(python)
         return base.provision(target, how)
     except Exception as exc:  # its targets' error results say it
         return exc

@@ -14,6 +14,7 @@ import numpy as np
 
 from ci_onnx import matrix, serde
 from ci_onnx.bundle import Manifest
+from ci_onnx.observer.values import element_names
 from ci_onnx.results import (
     SCHEMA_VERSION,
     CheckResult,
@@ -22,12 +23,11 @@ from ci_onnx.results import (
     OutputParity,
     TargetResult,
 )
-from ci_onnx.runners.values import element_names
-from ci_onnx.shorten import fit
+from ci_onnx.shorten import fit, runtime_words
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import accuracy, budgets, cache_check, compare, decode, serving
 from ci_onnx.verify.evidence import Evidence, value
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 
 
 def export_checks(manifest: Manifest) -> list[CheckResult]:
@@ -79,8 +79,9 @@ def judge(
                 f"the target asks for {package} {target.runtime}, the environment holds "
                 f"{env.runtime_version}; "
                 + (
-                    f"pass --python of an environment with {package}=={target.runtime}"
-                    if target.runner == "python"
+                    f"verify without --python (onnx-gate makes that environment), or pass --python of "
+                    f"one with {package}=={target.runtime}"
+                    if matrix.runners()[target.runner].can.interpreter
                     else f"clear the {target.runner} runner's cached install of {target.runtime}"
                 ),
             )
@@ -90,7 +91,11 @@ def judge(
     if obs.load_error:
         if expected_skip:
             checks.append(
-                CheckResult("load", Status.EXPECTED, f"{expected_skip}; the runtime says: {obs.load_error}")
+                CheckResult(
+                    "load",
+                    Status.EXPECTED,
+                    f"{expected_skip}; the runtime says: {runtime_words(obs.load_error)}",
+                )
             )
         else:
             checks.append(CheckResult("load", Status.FAILED, obs.load_error))
@@ -133,6 +138,7 @@ def judge(
         session_create_ms=obs.session_create_ms,
         peak_rss_mb=obs.peak_rss_mb,
         serving=obs.serving,
+        paired=obs.paired,
     )
 
 

@@ -119,5 +119,5 @@ def dumps(result: TargetResult) -> str:
 def write(out_dir: Path, result: TargetResult) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{result.target.id}.xml"
-    path.write_text(dumps(result))
+    path.write_text(dumps(result), encoding="utf-8", errors="replace")  # a lone surrogate: "?"
     return path

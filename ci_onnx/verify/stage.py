@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import importlib
+import shlex
 import shutil
 import threading
 import time
@@ -22,14 +23,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ci_onnx import matrix, proc
-from ci_onnx.bundle import MODEL, Manifest, confined, read_manifest
+from ci_onnx.bundle import MANIFEST, MODEL, Manifest, confined, read_manifest, unencodable
 from ci_onnx.config import Config
 from ci_onnx.errors import BundleError, GateError, UsageError
 from ci_onnx.results import CheckResult, TargetResult, write_result
 from ci_onnx.runners import base
 from ci_onnx.shorten import fit
 from ci_onnx.target import Status, Target
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions, options_from
 
 if TYPE_CHECKING:
     from ci_onnx.plan import Plan
@@ -56,11 +57,12 @@ def verify(
     python: str | None = None,
     base_env: Mapping[str, str],
     environment: base.RunnerEnv | None = None,
+    run_config: str | None = None,
 ) -> Written:
     """Verify ``target`` on ``bundle_dir`` in ``environment`` (for a Python target, or in ``python``'s
-    onnxruntime); write results/ and junit/."""
+    onnxruntime); write results/ and junit/. ``run_config``: see :func:`reproduce_command`."""
     if environment is None:
-        if target.runner != "python" or python is None:
+        if not matrix.runners()[target.runner].can.interpreter or python is None:
             raise UsageError(
                 f"target {target.id}: its {target.runner} runner needs a provisioned environment; "
                 "verify it with `onnx-gate run --only` or `onnx-gate verify` without --python"
@@ -68,7 +70,14 @@ def verify(
         from ci_onnx.runners.python import from_interpreter
 
         environment = from_interpreter(python)
-    found = verify_many([(bundle_dir, target)], out_dir, options, base_env=base_env, environment=environment)
+    found = verify_many(
+        [(bundle_dir, target)],
+        out_dir,
+        options,
+        base_env=base_env,
+        environment=environment,
+        run_config=run_config,
+    )
     if isinstance(found[0], Exception):
         raise found[0]
     return found[0]
@@ -82,6 +91,7 @@ def verify_many(
     base_env: Mapping[str, str],
     environment: base.RunnerEnv,
     on_written: Callable[[int, Written | Exception], None] | None = None,
+    run_config: str | None = None,
 ) -> list[Written | Exception]:
     """Verify several targets that share ``environment``: one runner child for all of them where the
     kind batches (base.launch_many: a crash or hang is its target's error, the rest still run), each
@@ -101,9 +111,10 @@ def verify_many(
     with base.early_child(runner, environment, base_env=base_env, count=len(items)) as early:
         for i, (bundle_dir, target) in enumerate(items):
             try:
-                prepared = _prepare(i, bundle_dir, target, out_dir)
+                prepared = _prepare(i, bundle_dir, target, out_dir, run_config)
                 if prepared.result is not None:
-                    settle(i, _write(prepared, prepared.result, out_dir))
+                    found = _triaged(prepared, prepared.result, environment, options, out_dir, base_env)
+                    settle(i, _write(prepared, found, out_dir))
                 else:
                     pending.append(prepared)
             except Exception as exc:  # the caller records it as that target's error
@@ -124,9 +135,11 @@ def _launch_and_judge(
     early: object,
 ) -> None:
     """Observe the pending targets (in ``early``'s child where there is one) and judge each as soon
-    as its observation is in, while the child goes on with the next."""
+    as its observation is in, while the child goes on with the next. A failing cell is triaged once
+    the child is done, so that its triage never competes with the next target's timings."""
     warm = threading.Thread(target=_import, args=(WARM,), daemon=True)
     warm.start()
+    later: list[tuple[_Prepared, TargetResult, float]] = []
 
     def judged(j: int, done: proc.Completed) -> None:
         p = pending[j]
@@ -135,12 +148,23 @@ def _launch_and_judge(
         try:
             result = _judge_launched(p, done, runner, options)
             spent = done.duration_s + time.monotonic() - t
-            settle(p.index, _write(p, result, out_dir, launched_s=spent))
+            if _wants_triage(p, result, options):
+                later.append((p, result, spent))
+            else:
+                settle(p.index, _write(p, result, out_dir, launched_s=spent))
         except Exception as exc:
             settle(p.index, exc)
 
     launches = [base.Launch(p.bundle_dir, p.target, p.obs_dir, options, p.ep) for p in pending]
-    base.launch_many(runner, environment, launches, base_env=base_env, on_done=judged, early=early)
+    try:
+        base.launch_many(runner, environment, launches, base_env=base_env, on_done=judged, early=early)
+    finally:
+        for p, result, spent in later:
+            try:
+                found = _triaged(p, result, environment, options, out_dir, base_env)
+                settle(p.index, _write(p, found, out_dir, launched_s=spent))
+            except Exception as exc:
+                settle(p.index, exc)
 
 
 @dataclasses.dataclass
@@ -159,28 +183,57 @@ class _Prepared:
     """Known without running anything (the export failed upstream)."""
 
 
-def _prepare(index: int, bundle_dir: Path, target: Target, out_dir: Path) -> _Prepared:
-    started = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
-    t0 = time.monotonic()
-    if not bundle_dir.is_dir():
-        raise BundleError(f"{bundle_dir}: no such bundle directory; run `onnx-gate export` first")
+def reproduce_command(target: Target, bundle_dir: Path, run_config: str | None = None) -> str:
+    """The command that verifies ``target`` again, as printed. With the config known (``run_config``,
+    "" for the demo matrix, which `onnx-gate run` plans without one), `onnx-gate run --only` (it makes
+    the environment and exports the bundle, from its cache); else `onnx-gate verify` on the bundle,
+    which makes the target's environment where this interpreter does not hold its release."""
+    only = f"--only {shlex.quote(target.id)}"
+    if run_config is None:
+        return f"onnx-gate verify --bundle {shlex.quote(str(bundle_dir))} --target {shlex.quote(target.id)}"
+    return (
+        f"onnx-gate run --config {shlex.quote(run_config)} {only}" if run_config else f"onnx-gate run {only}"
+    )
+
+
+def provider_of(target: Target) -> matrix.ProviderInfo:
+    """The target's row of the provider table; an unknown provider is a usage error."""
     provider = matrix.providers().get(target.provider)
     if provider is None:
         raise UsageError(
             f"target {target.id!r}: unknown provider {target.provider!r}; "
             f"known: {', '.join(matrix.providers())}"
         )
+    return provider
+
+
+def _prepare(
+    index: int, bundle_dir: Path, target: Target, out_dir: Path, run_config: str | None = None
+) -> _Prepared:
+    started = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+    t0 = time.monotonic()
+    if not bundle_dir.is_dir():
+        raise BundleError(f"{bundle_dir}: no such bundle directory; run `onnx-gate export` first")
+    provider = provider_of(target)
     manifest = read_manifest(bundle_dir)
     _check_bundle_matches(target, manifest, bundle_dir)
-    reproduce = f"onnx-gate verify --bundle {bundle_dir} --target {target.id}"
-    p = _Prepared(index, bundle_dir, target, manifest, started, 0.0, reproduce)
-    if manifest.export_failed or not (bundle_dir / MODEL).is_file():
+    reproduce = reproduce_command(target, bundle_dir, run_config)
+    p = _Prepared(index, bundle_dir, target, manifest, started, 0.0, reproduce, ep=provider.ep)
+    bad_text = unencodable(manifest)
+    if bad_text:
+        p.result = _bundle_error(
+            target,
+            manifest,
+            f"{bundle_dir / MANIFEST}: {bad_text} holds a lone surrogate, which no ONNX name (UTF-8) can "
+            "hold; re-run `onnx-gate export`",
+        )
+    elif manifest.export_failed or not (bundle_dir / MODEL).is_file():
         p.result = _export_failed(target, manifest)
     else:
         p.expected = target.expected_skip or matrix.caps_for(target.runtime).cannot_load(
             manifest.opset, manifest.ir_version
         )
-        p.obs_dir, p.ep = out_dir / OBSERVATIONS / target.id, provider.ep
+        p.obs_dir = out_dir / OBSERVATIONS / target.id
         if p.obs_dir.exists():
             shutil.rmtree(p.obs_dir)  # never judge a previous run's outputs
         p.obs_dir.mkdir(parents=True)
@@ -231,18 +284,25 @@ def _check_bundle_matches(target: Target, manifest: Manifest, bundle_dir: Path) 
         )
 
 
+def _bundle_error(target: Target, manifest: Manifest, why: str) -> TargetResult:
+    """The target's error when its bundle cannot be judged at all (nothing of it is run)."""
+    from ci_onnx.verify import judge
+
+    return judge.result(target, manifest, [CheckResult("bundle", Status.ERROR, why)])
+
+
 def _export_failed(target: Target, manifest: Manifest) -> TargetResult:
     from ci_onnx.verify import judge
 
     checks = judge.export_checks(manifest)
-    blocking = next((c for c in checks if c.status.blocks), None)
+    blocking = next((c for c in checks if c.status.failing), None)
     if blocking is None:
         checks.append(CheckResult("export", Status.FAILED, f"the bundle holds no {MODEL}"))
         reason = f"the bundle holds no {MODEL}"
     else:
         reason = f"{blocking.name}: {blocking.message}"
     res = judge.result(target, manifest, checks)
-    return dataclasses.replace(res, summary=fit(f"export failed upstream: {reason}", 500))
+    return dataclasses.replace(res, summary=fit(f"export failed upstream: {reason}", 500), export_failed=True)
 
 
 def verify_target(
@@ -251,10 +311,20 @@ def verify_target(
     out_dir: Path,
     options: VerifyOptions,
     how: base.Provisioning,
+    *,
+    run_config: str | None = None,
 ) -> Written:
     """Provision ``target``'s environment (cached) with its runner kind, then :func:`verify` in it."""
     environment = base.provision(target, how)
-    return verify(bundle_dir, target, out_dir, options, base_env=how.environ, environment=environment)
+    return verify(
+        bundle_dir,
+        target,
+        out_dir,
+        options,
+        base_env=how.environ,
+        environment=environment,
+        run_config=run_config,
+    )
 
 
 def _judge_launched(
@@ -287,6 +357,26 @@ def _judge_launched(
         return judge.result(target, manifest, [*judge.export_checks(manifest), check])
 
 
+def _wants_triage(p: _Prepared, result: TargetResult, options: VerifyOptions) -> bool:
+    from ci_onnx.triage import attach
+
+    return options.triage_timeout_s > 0 and attach.failing_check(result, p.manifest) is not None
+
+
+def _triaged(
+    p: _Prepared,
+    result: TargetResult,
+    environment: base.RunnerEnv,
+    options: VerifyOptions,
+    out_dir: Path,
+    base_env: Mapping[str, str],
+) -> TargetResult:
+    """``result`` with the triage of a failing parity or decision check (ci_onnx.triage)."""
+    from ci_onnx.triage import attach
+
+    return attach.for_cell(result, p.manifest, p.bundle_dir, out_dir, environment, options, p.ep, base_env)
+
+
 def _import(modules: tuple[str, ...]) -> None:
     for name in modules:
         importlib.import_module(name)
@@ -302,6 +392,14 @@ def settings(
     """The target and the settings to verify it by: the plan's (what CI has), the config's when
     given, else the schema's defaults; ``timeout_s`` over all of them."""
     target = plan.get(target_id) if plan is not None else Target.from_id(target_id)
+    kinds = matrix.runners()
+    if target.runner not in kinds:
+        raise UsageError(f"target {target.id}: unknown runner {target.runner!r}; known: {', '.join(kinds)}")
+    if target.api_level and "api_level" not in kinds[target.runner].can.id_axes:  # runners.toml: can.id_axes
+        with_one = ", ".join(k for k, r in kinds.items() if "api_level" in r.can.id_axes)
+        raise UsageError(
+            f"target {target.id}: the {target.runner} runner has no API level ({with_one} ids carry one)"
+        )
     if cfg is not None or plan is None:
         options = options_from(cfg, timeout_s=timeout_s)
     else:
@@ -309,21 +407,3 @@ def settings(
         if timeout_s:
             options = dataclasses.replace(options, timeout_s=timeout_s)
     return target, options
-
-
-def options_from(cfg: Config | None, *, timeout_s: float | None = None) -> VerifyOptions:
-    """Budgets and run settings from onnx-gate.yml when given, else the config schema's defaults."""
-    if cfg is not None:
-        opts = VerifyOptions(
-            max_cpu_time_share=cfg.cpu_fallback_max_time_share,
-            strict_fallback=cfg.verify.strict_fallback,
-            latency_runs=cfg.verify.latency_runs,
-            serving_figures=cfg.verify.serving_figures,
-            timeout_s=cfg.verify.timeout_s,
-            accuracy_drop=cfg.accuracy_drop,
-            session_presets=cfg.targets.session_presets,
-            budgets=cfg.budgets,
-        )
-    else:
-        opts = VerifyOptions()  # its defaults are the config schema's
-    return dataclasses.replace(opts, timeout_s=timeout_s) if timeout_s else opts

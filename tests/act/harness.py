@@ -33,6 +33,7 @@ from ruamel.yaml import YAML
 from ci_onnx import scaffold
 from tests.act import twin as twin_module
 from tests.conftest import REPO
+from tests.support import tree
 
 STANDINS = Path(__file__).resolve().parent / "standins"
 ACTION = "onnx-gate/onnx-gate@v1"
@@ -127,21 +128,23 @@ def make_repo(root: Path, files: dict[str, str | bytes | Path]) -> str:
         else:
             path.write_text(content)
 
-    def git(*args: str) -> str:
-        done = subprocess.run(
-            ["git", "-c", "user.email=gate@example.com", "-c", "user.name=gate", *args],
-            cwd=root,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        return done.stdout.strip()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "remote", "add", "origin", "https://github.com/acme/digits.git")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "the model")
+    return git(root, "rev-parse", "HEAD")
 
-    git("init", "-q", "-b", "main")
-    git("remote", "add", "origin", "https://github.com/acme/digits.git")
-    git("add", "-A")
-    git("commit", "-q", "-m", "the model")
-    return git("rev-parse", "HEAD")
+
+def git(root: Path, *args: str) -> str:
+    """``git ARGS`` in ``root`` as the test's author; its stdout."""
+    done = subprocess.run(
+        ["git", "-c", "user.email=gate@example.com", "-c", "user.name=gate", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout.strip()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,11 +238,19 @@ def run_workflow(
     for key, value in (env or {}).items():
         argv += ["--env", f"{key}={value}"]
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_", "ACT"))}
+    # each line's time since the start, for the jobs' wall times; Ctrl-C or the timeout ends act
+    # with every step it started (tree.kill_tree), and goes on to pytest
     lines: list[str] = []
     seen_at: list[float] = []
     started = time.monotonic()
     child = subprocess.Popen(
-        argv, cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environ
+        argv,
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=environ,
+        start_new_session=True,
     )
 
     def read() -> None:
@@ -251,8 +262,8 @@ def run_workflow(
     reader.start()
     try:
         code = child.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        child.kill()
+    except BaseException:  # KeyboardInterrupt, TimeoutExpired
+        tree.kill_tree(child.pid)
         child.wait()
         raise
     reader.join()

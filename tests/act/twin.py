@@ -19,9 +19,11 @@ import os
 import sys
 from pathlib import Path
 
-from ci_onnx import envs
+from ci_onnx import envs, matrix
 from ci_onnx.action import Inputs, runtime, split_multi
 from ci_onnx.action import __main__ as entry
+from ci_onnx.runners import python as python_kind
+from ci_onnx.runners.base import Provisioning
 from ci_onnx.target import Target
 from tests.act import standin_runner
 
@@ -34,18 +36,18 @@ def job_interpreter(environ: dict[str, str]) -> str | None:
     if inputs.get("command") != "verify" or not inputs.flag("install-runtime", default=True):
         return None
     targets = [Target.from_id(t) for t in split_multi(inputs.get("target"))]
-    python = [t for t in targets if t.runner == "python"]
-    if not python or not runtime.plan_change_for([t.id for t in python]).needed:
+    in_python = [t for t in targets if matrix.runners()[t.runner].can.interpreter]
+    if not in_python or not runtime.plan_change_for([t.id for t in in_python]).needed:
         return None
-    target = python[0]  # the job's targets share one environment (the plan groups them so)
+    target = in_python[0]  # the job's targets share one environment (the plan groups them so)
     cache = environ.get(CACHE_ENV)
     if not cache:
         raise SystemExit(
             f"act twin: {target.id} needs another runtime than this host's and ${CACHE_ENV} is not "
             "set; the twin never installs into the shared environment"
         )
-    env = envs.for_target(target, Path(cache), uv=envs.find_uv(), environ=environ)
-    return str(env.python)
+    how = Provisioning(Path(cache), environ, uv=envs.find_uv())
+    return python_kind.RUNNER.provision(target.runtime, target.provider, how).program
 
 
 def main() -> None:

@@ -250,10 +250,10 @@ def gate(case: Path, work: Path, batch_sizes: tuple[int, ...] = ()) -> Verdict:
 
     from ci_onnx import config, matrix
     from ci_onnx.export import onnx_only
-    from ci_onnx.runners import ort as runner
+    from ci_onnx.observer import ort as runner
     from ci_onnx.target import Target
     from ci_onnx.verify import evidence, judge
-    from ci_onnx.verify.options import VerifyOptions
+    from ci_onnx.verify_options import VerifyOptions
 
     rtol, atol = tolerances(case)
     if work.exists():
@@ -273,7 +273,7 @@ def gate(case: Path, work: Path, batch_sizes: tuple[int, ...] = ()) -> Verdict:
         target = Target(onnxruntime.__version__, "cpu", manifest.opset, "onnx")
         expected = matrix.caps_for(target.runtime).cannot_load(manifest.opset, manifest.ir_version)
         if manifest.export_failed:
-            blocking = next(f for f in manifest.findings if f.status.blocks)
+            blocking = next(f for f in manifest.findings if f.status.failing)
             return Verdict("failed", f"{blocking.name}: {blocking.message}")
         obs_dir = work / "obs"
         obs_dir.mkdir()

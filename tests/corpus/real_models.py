@@ -276,6 +276,9 @@ class Cell:
     bundle: str = ""
     suspects: tuple[str, ...] = ()
     """control-flow's warnings: branches the trace warned about that no probe showed to diverge."""
+    precision: str = "fp32"
+    messages: tuple[tuple[str, str], ...] = ()
+    """What each failed check said, export's and verify's."""
 
     @property
     def failed(self) -> tuple[str, ...]:
@@ -290,36 +293,55 @@ class Cell:
         return (self.model, self.exporter, self.opset)
 
 
-def config_text(entry: Entry, opsets: Sequence[int] = OPSETS, exporters: Sequence[str] = EXPORTERS) -> str:
+def config_text(
+    entry: Entry,
+    opsets: Sequence[int] = OPSETS,
+    exporters: Sequence[str] = EXPORTERS,
+    factory: str = "",
+    precisions: Sequence[str] = ("fp32",),
+) -> str:
+    """``entry``'s onnx-gate.yml; ``factory`` replaces the zoo's (a mutant of the same model)."""
     model = textwrap.indent(textwrap.dedent(entry.model), "  ")
     return (
         "version: 1\n"
-        f"model:\n  name: {entry.name}\n  factory: {ZOO}:{entry.name}\n{model}"
-        f"export: {{opsets: [{', '.join(map(str, opsets))}], exporters: [{', '.join(exporters)}]}}\n"
+        f"model:\n  name: {entry.name}\n  factory: {factory or f'{ZOO}:{entry.name}'}\n{model}"
+        f"export: {{opsets: [{', '.join(map(str, opsets))}], exporters: [{', '.join(exporters)}], "
+        f"precisions: [{', '.join(precisions)}]}}\n"
         f"{entry.verify}\n"
         "targets: {runtimes: [latest], providers: [cpu]}\n"
     )
 
 
 def run_entry(
-    entry: Entry, work: Path, opsets: Sequence[int] = OPSETS, exporters: Sequence[str] = EXPORTERS
+    entry: Entry,
+    work: Path,
+    opsets: Sequence[int] = OPSETS,
+    exporters: Sequence[str] = EXPORTERS,
+    *,
+    factory: str = "",
+    precisions: Sequence[str] = ("fp32",),
+    label: str = "",
 ) -> list[Cell]:
-    """Export every (opset, exporter) bundle of ``entry`` and verify each on this onnxruntime."""
+    """Export every (opset, exporter) bundle of ``entry`` and verify each on this onnxruntime.
+
+    ``factory``, ``precisions``: as in :func:`config_text`; ``label`` names the work directory."""
     import onnxruntime
 
     from ci_onnx import config
     from ci_onnx.export import runner
 
-    directory = work / entry.name
+    directory = work / (label or entry.name)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "onnx-gate.yml"
-    path.write_text(config_text(entry, opsets, exporters))
+    path.write_text(config_text(entry, opsets, exporters, factory, precisions))
     cfg = config.load(path)
     outcomes = runner.export_all(cfg, runner.candidates(cfg), directory / "bundles", lambda _: None)
     cells = []
     for outcome in outcomes:
         job = outcome.job
-        target = f"ort{onnxruntime.__version__}-cpu-op{job.opset}-{job.exporter}"
+        precision = outcome.manifest.precision
+        suffix = "" if precision == "fp32" else f"-{precision}"
+        target = f"ort{onnxruntime.__version__}-cpu-op{job.opset}-{job.exporter}{suffix}"
         start = time.monotonic()
         done = subprocess.run(
             [sys.executable, "-m", "ci_onnx", "verify", "--bundle", str(outcome.directory),
@@ -332,9 +354,12 @@ def run_entry(
         if result_path.is_file():
             result = json.loads(result_path.read_text())
             status = result["status"]
-            verify_failed = tuple(c["name"] for c in result["checks"] if c["status"] in ("failed", "error"))
+            bad = [c for c in result["checks"] if c["status"] in ("failed", "error")]
+            verify_failed = tuple(c["name"] for c in bad)
+            messages = {c["name"]: c["message"] for c in bad}
             summary = result.get("summary", "")
         else:
+            messages = {}
             status, verify_failed, summary = (
                 "error",
                 ("verify",),
@@ -356,6 +381,8 @@ def run_entry(
                 first[:400],
                 str(outcome.directory),
                 suspects,
+                precision,
+                tuple({**messages, **{f.name: f.message for f in outcome.failed}}.items()),
             )
         )
     return cells

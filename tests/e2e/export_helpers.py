@@ -30,7 +30,7 @@ def manifest(bundle: Path) -> Manifest:
 
 
 def failed(m: Manifest) -> dict[str, str]:
-    return {f.name: f.message for f in m.findings if f.status.blocks}
+    return {f.name: f.message for f in m.findings if f.status.failing}
 
 
 def raw(bundle: Path) -> Any:

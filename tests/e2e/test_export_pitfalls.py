@@ -97,6 +97,7 @@ def test_unsupported_operator_fails_export_naming_it(tmp_path: Path, opset: int,
     assert code == 1
     assert set(fails) == {"export"}
     assert "aten::linalg_eigh" in fails["export"]
+    assert "made by" in fails["export"] and "models.py:" in fails["export"]  # the construct, named
     assert "\x1b[" not in fails["export"]
 
 

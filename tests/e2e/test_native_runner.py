@@ -18,7 +18,7 @@ from ci_onnx.errors import EnvironmentProblem
 from ci_onnx.runners import base, native
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import stage
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 from tests.conftest import DIGITNET_MODEL, EXAMPLE_CONFIG
 from tests.support.cells import verify_at_once
 from tests.support.verdicts import expected_elsewhere, pairs
@@ -125,7 +125,7 @@ def test_the_verbose_log_from_the_logging_callback_gives_the_same_placement(
     both: tuple[Path, int, str], parts: tuple[Path, Path], tmp_path: Path
 ) -> None:
     """The callback's lines are onnxruntime's own format: placement.py reads them unchanged."""
-    from ci_onnx.runners.placement import from_verbose_log
+    from ci_onnx.observer.placement import from_verbose_log
 
     out, _, _ = both
     program, lib = parts
@@ -227,7 +227,7 @@ def test_an_ep_the_library_lacks_fails_the_provider_check_clearly(
         _argv(program, lib, bundle, tmp_path / "obs", "xnnpack"), capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
-    obs = native.collect(tmp_path / "obs")
+    obs = native.RUNNER.collect(tmp_path / "obs")
     assert obs.providers_requested == ("XnnpackExecutionProvider", "CPUExecutionProvider")
     assert obs.environment is not None and obs.environment.providers_registered == ("CPUExecutionProvider",)
     assert any("XnnpackExecutionProvider could not be appended" in n for n in obs.notes)
@@ -246,12 +246,59 @@ def test_a_truncated_input_file_is_a_one_line_run_error_naming_it(
         _argv(program, lib, bundle, tmp_path / "obs", "cpu"), capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
-    obs = native.collect(tmp_path / "obs")
+    obs = native.RUNNER.collect(tmp_path / "obs")
     message = obs.run_errors["test_data_set_0"]
     assert "\n" not in message
     assert f"{pb}: not a TensorProto (truncated field)" in message
     assert obs.batch_reference_error.startswith("reading the inputs failed: ")
     assert "test_data_set_1" in obs.outputs  # the other sets still ran
+
+
+def test_the_observer_built_with_the_sanitizers_refuses_hostile_inputs_with_no_report(
+    env_cache: Path, tmp_path: Path
+) -> None:
+    """The whole observer under ASan and UBSan, on the real 1.29.0 library: a real bundle observed
+    clean, then each hostile file of the fuzz suite as its first data set's input, a run error naming
+    the file while the other set still runs. No sanitizer report (the library's own leaks aside)."""
+    from tests import bundles
+    from tests.robustness import sanitized
+
+    how = base.Provisioning(env_cache, proc.child_environment(os.environ))
+    lib = native.library("1.29.0", how)
+    program = native.build(
+        tmp_path / "build", cc=native.compiler(how.environ), include_dir=native.headers(how),
+        flags=list(sanitized.SANITIZE), environ=how.environ,
+    )  # fmt: skip
+    supp = tmp_path / "lsan.supp"
+    supp.write_text("leak:libonnxruntime.so\n")  # the library's own allocations, never observe.c's
+    asan = sanitized.SAN_ENV["ASAN_OPTIONS"].replace(
+        f"max_allocation_size_mb={sanitized.MAX_ALLOCATION_MB}", "max_allocation_size_mb=4096"
+    )
+    env = {
+        **os.environ,
+        **sanitized.SAN_ENV,
+        "ASAN_OPTIONS": asan,
+        "LSAN_OPTIONS": f"exitcode=88:suppressions={supp}",
+    }
+    source = bundles.mlp_bundle(tmp_path / "mlp")
+    for name in ("none", "count-wraps-to-zero", "complex64-odd-floats", "complex128-2^30-no-data"):
+        bundle = tmp_path / name
+        shutil.copytree(source, bundle)
+        pb = bundle / "test_data_set_0" / "input_0.pb"
+        if name != "none":
+            pb.write_bytes(sanitized.HOSTILE[name])
+        obs_dir = tmp_path / f"obs-{name}"
+        done = subprocess.run(
+            _argv(program, lib, bundle, obs_dir, "cpu"), capture_output=True, text=True, timeout=600, env=env
+        )
+        assert not any(m in done.stderr for m in sanitized.REPORT_MARKS), done.stderr[-4000:]
+        assert done.returncode == 0, (name, done.stderr[-2000:])
+        obs = native.RUNNER.collect(obs_dir)
+        assert "test_data_set_1" in obs.outputs, name
+        if name == "none":
+            assert not obs.run_errors and obs.batch_outputs and obs.latency
+        else:
+            assert f"{pb}: not a TensorProto (" in obs.run_errors["test_data_set_0"], name
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
@@ -271,7 +318,7 @@ def test_the_observer_runs_the_example_under_valgrind_with_no_error_or_leak(
     assert done.returncode == 0, done.stderr[-4000:]
     assert "ERROR SUMMARY: 0 errors" in done.stderr
     assert "definitely lost: 0 bytes" in done.stderr or "All heap blocks were freed" in done.stderr
-    obs = native.collect(tmp_path / "obs")
+    obs = native.RUNNER.collect(tmp_path / "obs")
     assert obs.outputs and not obs.run_errors and obs.batch_outputs and obs.latency
 
 

@@ -1,12 +1,12 @@
-"""The wheel, built from the committed tree, ships every declared data file and an install of it in
-a fresh virtual environment loads them, away from any checkout."""
+"""The README's install path, run as written: its commands build the wheel from the committed tree
+and install it, with its dependencies, in a fresh virtual environment; the wheel ships every declared
+data file and the install loads them, away from any checkout."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import sysconfig
 import textwrap
 import zipfile
 from pathlib import Path
@@ -25,9 +25,21 @@ def _run(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
     return done
 
 
+INSTALL_BEGIN, INSTALL_END = "<!-- install:begin", "<!-- install:end -->"
+
+
+def readme_install_commands() -> list[str]:
+    """The commands of README's install block, as a user copies them."""
+    text = (ROOT / "README.md").read_text()
+    block = text.split(INSTALL_BEGIN, 1)[1].split(INSTALL_END, 1)[0]
+    code = block.split("```sh", 1)[1].split("```", 1)[0]
+    return [line.split("  #")[0].strip() for line in code.splitlines() if line.strip()]
+
+
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Built from a copy of what git would commit, so nothing ignored or stray in the checkout helps."""
+def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(the wheel, the fresh venv's python) after README's commands ran in a copy of what git would
+    commit (nothing ignored or stray in the checkout helps) with that venv's python first on PATH."""
     src = tmp_path_factory.mktemp("src")
     listed = _run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT
@@ -36,23 +48,25 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if (ROOT / name).is_file():
             (src / name).parent.mkdir(parents=True, exist_ok=True)
             (src / name).write_bytes((ROOT / name).read_bytes())
-    out = tmp_path_factory.mktemp("wheel")
-    _run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(out),
-            str(src),
-        ]
-    )
-    (built,) = out.glob("onnx_gate-*.whl")
-    return built
+    venv = tmp_path_factory.mktemp("venv")
+    _run([sys.executable, "-m", "venv", str(venv)])
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"}},
+        "PATH": f"{venv / 'bin'}:{os.environ['PATH']}",
+        "VIRTUAL_ENV": str(venv),
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
+    commands = readme_install_commands()
+    assert commands and all(c.startswith("python -m pip ") for c in commands), commands
+    for command in commands:
+        _run(["bash", "-c", command], cwd=src, env=env)
+    (built,) = (src / "dist").glob("onnx_gate-*.whl")
+    return built, venv / "bin" / "python"
+
+
+@pytest.fixture(scope="module")
+def wheel(installed: tuple[Path, Path]) -> Path:
+    return installed[0]
 
 
 def test_the_wheel_holds_every_declared_data_file_byte_for_byte(wheel: Path) -> None:
@@ -79,17 +93,11 @@ def test_the_wheel_holds_every_declared_data_file_byte_for_byte(wheel: Path) -> 
     ]
 
 
-def test_an_install_in_a_fresh_venv_loads_the_data_from_the_package(wheel: Path, tmp_path: Path) -> None:
-    venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
-    python = venv / "bin" / "python"
-    _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q", str(wheel)])
-    # onnx-gate's dependencies from the dev environment, without its (editable) onnx-gate: a path in a
-    # .pth file is added as it is, and the .pth files inside it are not processed
-    site = Path(
-        _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
-    )
-    (site / "zz-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+def test_an_install_in_a_fresh_venv_loads_the_data_from_the_package(
+    installed: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, python = installed
+    venv = python.parent.parent
     probe = textwrap.dedent(
         """
         import json, sys
@@ -128,3 +136,14 @@ def test_an_install_in_a_fresh_venv_loads_the_data_from_the_package(wheel: Path,
         p.relative_to(ROOT / "templates").as_posix() for p in (ROOT / "templates").rglob("*.j2")
     )
     assert seen["workflow_has_jobs"]
+
+
+def test_the_installed_command_runs_away_from_the_checkout(
+    installed: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, python = installed
+    clean = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "PYTHONHOME"}}
+    command = str(python.parent / "onnx-gate")
+    assert "Exit codes:" in _run([command, "--help"], cwd=tmp_path, env=clean).stdout
+    _run([command, "init"], cwd=tmp_path, env=clean)
+    assert (tmp_path / "onnx-gate.yml").is_file() and (tmp_path / ".github/workflows/onnx-gate.yml").is_file()

@@ -11,14 +11,17 @@ race. It binds 127.0.0.1 on an ephemeral port, serves from a thread, and stops b
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import re
 import socket
 import threading
 import time
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -26,6 +29,9 @@ from tests.fakegithub import spec
 
 TOKEN = "ghs_fake0123456789abcdefTOKEN"
 ACTIONS_BOT = "github-actions[bot]"
+BLOBS = "/_blobs/"
+"""Where artifact zips are served: on ``localhost`` rather than the API's 127.0.0.1, so a download
+that follows GitHub's redirect goes to another host, as it does to GitHub's storage."""
 
 
 @dataclasses.dataclass
@@ -81,8 +87,43 @@ class State:
         self.refs: dict[str, str] = {}
         """Git refs (``tags/v1``) → commit, for the release's moving tags."""
         self.releases: dict[int, dict[str, Any]] = {}
+        self.list_lag = 0
+        """How many listings of a commit's check runs miss a run just created (GitHub's lists are read
+        from replicas: a new run can show up a moment late)."""
+        self.unlisted: dict[int, int] = {}
         self.list_barrier: threading.Barrier | None = None
         self.barrier_uses = 0
+        self.workflow_runs: list[dict[str, Any]] = []
+        """Workflow runs, newest last: id, head_sha, head_branch, event, conclusion, head_repo."""
+        self.artifacts: dict[int, list[dict[str, Any]]] = {}
+        """Run id → its artifacts (id, name, expired)."""
+        self.blobs: dict[int, bytes] = {}
+        """Artifact id → its zip, served from the storage host a download redirects to."""
+        self.actions_forbidden = False
+        """The token has no ``actions: read``."""
+
+    def add_run(
+        self,
+        head_sha: str,
+        *,
+        branch: str = "main",
+        event: str = "push",
+        conclusion: str = "success",
+        head_repo: str = "acme/digits",
+        artifacts: dict[str, bytes] | None = None,
+    ) -> int:
+        """A completed workflow run and the artifacts it uploaded (name → zip)."""
+        rid = self.new_id()
+        self.workflow_runs.append(
+            {"id": rid, "head_sha": head_sha, "head_branch": branch, "event": event,
+             "conclusion": conclusion, "head_repo": head_repo}
+        )  # fmt: skip
+        self.artifacts[rid] = []
+        for name, data in (artifacts or {}).items():
+            aid = self.new_id()
+            self.artifacts[rid].append({"id": aid, "name": name, "expired": False, "size": len(data)})
+            self.blobs[aid] = data
+        return rid
 
     def new_id(self) -> int:
         with self.lock:
@@ -146,8 +187,20 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
+    def _blob(self) -> None:
+        """The artifact storage a download redirects to (another host): it must get no token."""
+        state = self.server.state
+        if self.headers.get("Authorization"):
+            state.violations.append(f"GET {self.path}: the GitHub token was sent to the artifact storage")
+        data = state.blobs.get(int(self.path.rsplit("/", 1)[-1].removesuffix(".zip") or 0))
+        if data is None:
+            return self._send(404, {"message": "no such blob"})
+        return self._send_raw(200, data, "application/zip")
+
     def _handle(self, method: str) -> None:
         state = self.server.state
+        if method == "GET" and self.path.startswith(BLOBS):
+            return self._blob()
         url = urlsplit(self.path)
         query = dict(parse_qsl(url.query))
         length = int(self.headers.get("Content-Length") or 0)
@@ -235,6 +288,8 @@ class FakeGitHub(ThreadingHTTPServer):
             if not s.user_endpoint_allowed:
                 return forbidden
             return 200, spec.example(self._schema(op, "200"), {"login": s.login}), {}
+        if op.startswith("actions/"):
+            return forbidden if s.actions_forbidden else self._actions(op, parts, query)
         if s.read_only and op not in ("issues/list-comments", "issues/list-for-repo", "pulls/get"):
             return forbidden
         if op == "pulls/get":
@@ -355,6 +410,64 @@ class FakeGitHub(ThreadingHTTPServer):
             },
         )
 
+    def _actions(self, op: str, parts: list[str], query: dict[str, str]) -> tuple[int, Any, dict[str, str]]:
+        s = self.state
+        if op == "actions/download-artifact":
+            aid = int(parts[5])
+            if aid not in s.blobs or parts[6] != "zip":
+                return 404, {"message": "Not Found"}, {}
+            port = self.server_address[1]
+            return 302, None, {"Location": f"http://localhost:{port}{BLOBS}{aid}.zip"}
+        if op == "actions/list-workflow-run-artifacts":
+            rid = int(parts[5])
+            found = [a for a in s.artifacts.get(rid, []) if query.get("name", a["name"]) == a["name"]]
+            schema = self._schema(op, "200")["properties"]["artifacts"]["items"]
+            shaped = [
+                spec.example(
+                    schema,
+                    {
+                        "id": a["id"],
+                        "name": a["name"],
+                        "size_in_bytes": a["size"],
+                        "expired": a["expired"],
+                        "archive_download_url": f"{self.url}/repos/{self.repo}/actions/artifacts/{a['id']}/zip",
+                    },
+                )
+                for a in found
+            ]
+            return 200, {"total_count": len(shaped), "artifacts": shaped}, {}
+        runs = [
+            r
+            for r in reversed(s.workflow_runs)  # newest first, as GitHub lists them
+            if query.get("head_sha", r["head_sha"]) == r["head_sha"]
+            and query.get("branch", r["head_branch"]) == r["head_branch"]
+            and query.get("event", r["event"]) == r["event"]
+            and query.get("status", r["conclusion"]) in (r["conclusion"], "completed")
+        ]
+        schema = self._schema(op, "200")["properties"]["workflow_runs"]["items"]
+        repo = spec.example(schema["properties"]["repository"], {"full_name": self.repo})
+        shaped = [
+            spec.example(
+                schema,
+                {
+                    "id": r["id"],
+                    "head_sha": r["head_sha"],
+                    "head_branch": r["head_branch"],
+                    "event": r["event"],
+                    "status": "completed",
+                    "conclusion": r["conclusion"],
+                    "run_number": r["id"],
+                    "html_url": f"https://github.com/{self.repo}/actions/runs/{r['id']}",
+                    "repository": repo,
+                    "head_repository": spec.example(
+                        schema["properties"]["head_repository"], {"full_name": r["head_repo"]}
+                    ),
+                },
+            )
+            for r in runs
+        ]
+        return 200, {"total_count": len(shaped), "workflow_runs": shaped}, {}
+
     def _schema(self, op: str, status: str) -> Any:
         found = next(o for o in spec.load()[1] if o.id == op)
         return found.responses[status]
@@ -444,7 +557,9 @@ class FakeGitHub(ThreadingHTTPServer):
                 s.barrier_uses += 1
                 barrier = s.list_barrier
         if barrier is not None:
-            barrier.wait(timeout=10)
+            barrier.wait(
+                timeout=60
+            )  # generous: on a loaded machine the other reporter can take a while to list
         with s.lock:
             items = sorted((c for c in s.comments.values() if c["issue"] == issue), key=lambda c: c["id"])
         per_page = min(int(query.get("per_page", 30)), 100)
@@ -494,6 +609,10 @@ class FakeGitHub(ThreadingHTTPServer):
             for rid, run in sorted(s.check_runs.items())
             if run.get("head_sha") == sha and query.get("check_name", run["name"]) == run["name"]
         ]
+        late = [rid for rid in ids if s.unlisted.get(rid, 0) > 0]
+        for rid in late:
+            s.unlisted[rid] -= 1
+        ids = [rid for rid in ids if rid not in late]
         runs = [self._shaped_run(rid, "checks/list-for-ref", "200") for rid in ids]
         return 200, {"total_count": len(runs), "check_runs": runs}, {}
 
@@ -503,6 +622,7 @@ class FakeGitHub(ThreadingHTTPServer):
             rid = s.new_id()
             s.check_runs[rid] = dict(body)
             s.annotations[rid] = []
+            s.unlisted[rid] = s.list_lag
         else:
             rid = int(parts[4])
             if rid not in s.check_runs:
@@ -514,6 +634,16 @@ class FakeGitHub(ThreadingHTTPServer):
             s.check_runs[rid]["output"] = {k: v for k, v in output.items() if k != "annotations"}
         shaped = self._shaped_run(rid, op, "201" if op == "checks/create" else "200")
         return (201 if op == "checks/create" else 200), shaped, {}
+
+
+def zip_dir(directory: Path) -> bytes:
+    """``directory``'s files as the zip GitHub serves for an artifact (paths relative to it)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for path in sorted(directory.rglob("*")):
+            if path.is_file():
+                zf.write(path, path.relative_to(directory).as_posix())
+    return buf.getvalue()
 
 
 @contextmanager

@@ -38,6 +38,10 @@ OPERATIONS = (
     "repos/get-release-by-tag",
     "repos/create-release",
     "repos/update-release",
+    # a pull request's baseline: the run of its base commit, that run's artifacts, the zip
+    "actions/list-workflow-runs-for-repo",
+    "actions/list-workflow-run-artifacts",
+    "actions/download-artifact",
 )
 DROP = {"description", "examples", "example", "externalDocs", "x-github", "x-octokit", "summary", "title"}
 OUT = Path(__file__).parent.parent / "data" / "github-openapi-subset.json"

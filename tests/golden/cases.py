@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ci_onnx.report import limits, render, view
-from ci_onnx.report.collect import merge
+from ci_onnx.report import gate, limits, render, view
+from ci_onnx.report.collect import Collection, merge
 from ci_onnx.report.junit_reader import JUnitCase, JUnitSummary
 from tests.golden import scenarios
 
@@ -14,9 +14,17 @@ COMMIT = view.Commit(
 RUN_URL = "https://github.com/acme/digits/actions/runs/7001"
 
 
+def _view(
+    collection: Collection, *, junit: JUnitSummary | None = None, commit: view.Commit, run_url: str
+) -> view.ReportView:
+    """The view as `onnx-gate report` builds it: the gate decides, the view shows."""
+    decided = gate.decide(collection, junit_failed=junit.failed + junit.errors if junit else 0)
+    return view.build(collection, decided, junit=junit, commit=commit, run_url=run_url)
+
+
 def tinycnn_view() -> view.ReportView:
     plan, results = scenarios.tinycnn()
-    return view.build(merge({r.target.id: r for r in results}, plan), commit=COMMIT, run_url=RUN_URL)
+    return _view(merge({r.target.id: r for r in results}, plan), commit=COMMIT, run_url=RUN_URL)
 
 
 def missing_view() -> view.ReportView:
@@ -38,12 +46,12 @@ def missing_view() -> view.ReportView:
             ),
         ),
     )
-    return view.build(merge({r.target.id: r for r in results}, plan), commit=COMMIT, run_url="", junit=junit)
+    return _view(merge({r.target.id: r for r in results}, plan), junit=junit, commit=COMMIT, run_url="")
 
 
 def passing_view() -> view.ReportView:
     plan, results = scenarios.all_passing()
-    return view.build(merge({r.target.id: r for r in results}, plan), commit=COMMIT, run_url=RUN_URL)
+    return _view(merge({r.target.id: r for r in results}, plan), commit=COMMIT, run_url=RUN_URL)
 
 
 def export_failed_view() -> view.ReportView:
@@ -68,6 +76,7 @@ def export_failed_view() -> view.ReportView:
                 r,
                 status=Status.FAILED,
                 summary="export failed upstream: opset: asked for opset 17 but the file is at opset 18",
+                export_failed=True,
                 checks=(CheckResult("export", Status.PASSED), opset),
                 parity=(),
                 latency=(),
@@ -96,12 +105,71 @@ def export_failed_view() -> view.ReportView:
         for t in plan.targets
     )
     plan = dataclasses.replace(plan, targets=skips)
-    return view.build(merge({r.target.id: r for r in changed}, plan), commit=COMMIT, run_url=RUN_URL)
+    return _view(merge({r.target.id: r for r in changed}, plan), commit=COMMIT, run_url=RUN_URL)
 
 
 def many_view(n: int = 256) -> view.ReportView:
     plan, results = scenarios.many(n)
-    return view.build(merge({r.target.id: r for r in results}, plan), commit=COMMIT, run_url=RUN_URL)
+    return _view(merge({r.target.id: r for r in results}, plan), commit=COMMIT, run_url=RUN_URL)
+
+
+BASE = "9e8d7c6b5a49382716f5e4d3c2b1a09f8e7d6c5b"
+
+
+def versus_view() -> view.ReportView:
+    """A pull request against its base: the parity failure is new, the fallback failure was there
+    already (known), one cell is fixed, one model got slower (side by side) and fell back more."""
+    import dataclasses
+    import random
+
+    from ci_onnx.report.baseline import Baseline
+    from ci_onnx.results import LatencyStat, PairedLatency, PlacedNode
+
+    plan, head = scenarios.tinycnn()
+    _, base = scenarios.tinycnn(seed=3)
+    fixed = "ort1.32.0-cpu-op17-dynamo"
+    slower = "ort1.32.0-cpu-op18-dynamo"
+    rng = random.Random(7)
+
+    def timed(median: float) -> LatencyStat:
+        values = tuple(round(median * (1 + rng.gauss(0, 0.03)), 4) for _ in range(20))
+        ordered = sorted(values)
+        return LatencyStat(8, ordered[10], ordered[18], ordered[19], 20, values)
+
+    by_id = {r.target.id: r for r in base}
+    by_id[scenarios.PARITY_FAIL] = next(
+        r for r in scenarios.all_passing()[1] if r.target.id == scenarios.PARITY_FAIL
+    )
+    by_id[fixed] = scenarios.errored(
+        by_id[fixed], "onnxruntime crashed with SIGSEGV while creating the session"
+    )
+    moved = []
+    for r in head:
+        if r.target.id == slower:
+            r = dataclasses.replace(
+                r,
+                bundle="head-sha",
+                paired=PairedLatency(by_id[slower].bundle, (timed(0.9),), (timed(0.45),)),
+            )
+        if r.target.id == scenarios.FALLBACK_FAIL and r.placement is not None:
+            nodes = (*r.placement.fallback_nodes, PlacedNode("/head/IsNaN", "IsNaN", scenarios.CPU))
+            r = dataclasses.replace(r, placement=dataclasses.replace(r.placement, fallback_nodes=nodes))
+        moved.append(r)
+    by_id[slower] = dataclasses.replace(by_id[slower], bundle="base-sha")
+    moved = [
+        dataclasses.replace(r, paired=dataclasses.replace(r.paired, base_bundle="base-sha"))
+        if r.paired
+        else r
+        for r in moved
+    ]
+    baseline = Baseline(
+        BASE, "the artifact of run 6990 on main", by_id, planned=tuple(t.id for t in plan.targets),
+        skipped=tuple(t.id for t in plan.targets if t.expected_skip),
+    )  # fmt: skip
+    collection = merge({r.target.id: r for r in moved}, plan)
+    mode, why = gate.choose("", baseline=True, pull_request=True)
+    decided = gate.decide(collection, plan, baseline, mode=mode, why=why)
+    return view.build(collection, decided, commit=COMMIT, run_url=RUN_URL)
 
 
 def rendered() -> dict[str, str]:
@@ -111,4 +179,5 @@ def rendered() -> dict[str, str]:
         "all-passed.md": render.render_within(passing_view(), limits.COMMENT),
         "export-failed.md": render.render_within(export_failed_view(), limits.COMMENT),
         "many-256-comment.md": render.render_within(many_view(), limits.COMMENT, marker=render.MARKER),
+        "versus-base-comment.md": render.render_within(versus_view(), limits.COMMENT, marker=render.MARKER),
     }

@@ -209,6 +209,30 @@ CONFIG_VALUES: list[tuple[str, str, Any, tuple[str, ...]]] = [
         {"x": {"shape": [8], "dtype": "int64", "range": [0, INF]}},
         ("finite",),
     ),
+    (
+        "input-range-inverted",
+        "model.inputs",
+        {"x": {"shape": [8], "dtype": "int64", "range": [100, 0]}},
+        ("model.inputs.x.range", "[100, 0]", "empty"),
+    ),
+    (
+        "input-range-empty",
+        "model.inputs",
+        {"x": {"shape": [8], "dtype": "int64", "range": [5, 5]}},
+        ("model.inputs.x.range", "empty"),
+    ),
+    (
+        "input-range-no-integer",
+        "model.inputs",
+        {"x": {"shape": [8], "dtype": "int32", "range": [0.2, 0.7]}},
+        ("model.inputs.x.range", "no integer"),
+    ),
+    (
+        "input-float-range-inverted",
+        "model.inputs",
+        {"x": {"shape": [8], "range": [1.0, -1.0]}},
+        ("model.inputs.x.range", "empty"),
+    ),
     ("input-not-object", "model.inputs", {"x": [8]}, ("model.inputs.x",)),
     ("inputs-list", "model.inputs", [{"x": 1}], ("model.inputs",)),
     ("outputs-empty-name", "model.outputs", [""], ("logits",)),
@@ -420,6 +444,8 @@ RESULT_EDITS: list[tuple[str, Mutation | bytes, tuple[str, ...]]] = [
     ("checks-not-list", _set("checks", {"a": 1}), ("checks",)),
     ("duration-string", _set("duration_s", "fast"), ("duration_s",)),
     ("a-list", lambda r: [r], ()),
+    ("empty-object", b"{}", ("empty JSON object",)),
+    ("empty-object-spaced", b" {\n}\n", ("empty JSON object",)),
 ]
 
 
@@ -580,6 +606,9 @@ BUNDLE_EDITS: list[tuple[str, str, tuple[str, ...]]] = [
     ("test-data-dotdot", "manifest:dataset=../", ("'../'",)),
     ("test-data-symlink-out", "symlink-dataset", ("test_data_set_0",)),
     ("model-symlink-out", "symlink-model", ("model.onnx",)),
+    ("unlisted-input-symlink-out", "symlink-unlisted:test_data_set_0/input_0.pb", ("input_0.pb", "outside")),
+    ("unlisted-file-symlink-out", "symlink-unlisted:model.onnx.data", ("model.onnx.data", "outside")),
+    ("unlisted-dir-symlink-out", "symlink-unlisted-dir:test_data_set_1", ("test_data_set_1", "outside")),
     ("tolerance-null", "manifest:atol=null", ("atol", "finite")),
     ("tolerance-negative", "manifest:atol=-1", ("atol", "finite")),
     ("tolerance-rtol-null", "manifest:rtol=null", ("rtol", "finite")),

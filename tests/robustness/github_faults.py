@@ -30,6 +30,8 @@ class GitHubFault:
     """Words a warning must hold ("" : no warning is required)."""
     existing_comments: int = 0
     """Marked comments already on the pull request (a race, or an earlier report)."""
+    list_lag: int = 0
+    """Listings of the commit's check runs that miss a run just created (tests/fakegithub State.list_lag)."""
 
 
 def _f(method: str, path: str, status: int, **kw: object) -> Fault:
@@ -45,6 +47,11 @@ FAULTS: tuple[GitHubFault, ...] = (
     GitHubFault("comment-post-slow-after", (_f("POST", COMMENTS, 201, after=True, delay_s=1.2),)),
     GitHubFault("check-post-502-after", (_f("POST", CHECKS, 502, after=True),)),
     GitHubFault("check-post-reset-after", (_f("POST", CHECKS, 502, after=True, reset=True),)),
+    GitHubFault("check-post-502-after-listed-late", (_f("POST", CHECKS, 502, after=True),), list_lag=2),
+    GitHubFault(
+        "check-post-502-after-twice-listed-late", (_f("POST", CHECKS, 502, after=True, times=2),), list_lag=3
+    ),
+    GitHubFault("check-post-500-before-listed-late", (_f("POST", CHECKS, 500),), list_lag=2),
     GitHubFault("check-post-slow-after", (_f("POST", CHECKS, 201, after=True, delay_s=1.2),)),
     GitHubFault(
         "both-posts-slow-after",

@@ -139,6 +139,16 @@ def _bundle_edit(d: Path, source: Path, edit: str) -> tuple[str, ...]:
     elif kind == "symlink-model":
         shutil.move(b / bundle_mod.MODEL, outside / bundle_mod.MODEL)
         (b / bundle_mod.MODEL).symlink_to(outside / bundle_mod.MODEL)
+    elif kind == "symlink-unlisted":  # a file a runner opens, dropped from manifest.files, linked out
+        (outside / "secret").write_bytes((b / arg).read_bytes() if (b / arg).is_file() else b"not yours")
+        if (b / arg).exists():
+            (b / arg).unlink()
+        (b / arg).symlink_to(outside / "secret")
+        _manifest(b, lambda m: m["files"].pop(arg, None))
+    elif kind == "symlink-unlisted-dir":
+        shutil.move(b / arg, outside / arg)
+        (b / arg).symlink_to(outside / arg, target_is_directory=True)
+        _manifest(b, lambda m: [m["files"].pop(k) for k in list(m["files"]) if k.startswith(f"{arg}/")])
     elif kind == "target":
         return (arg,)
     elif kind == "manifest":
@@ -274,3 +284,53 @@ def test_case(case: Case, tmp_path: Path, good_bundle: Path) -> None:
     assert not outcome.traceback, detail
     assert not outcome.token_seen, f"the planted token reached {outcome.token_seen}"
     assert not outcome.problems, detail
+
+
+@pytest.mark.parametrize("runner", ["python", "node", "native", "web", "android"])
+def test_an_unlisted_file_linked_outside_is_refused_before_any_kind_runs(
+    runner: str, tmp_path: Path, good_bundle: Path
+) -> None:
+    """The one check every kind's verify passes through (verify.stage._prepare) covers files the
+    manifest does not list: each kind opens test_data_set_N/input_i.pb by its index."""
+    from ci_onnx.errors import BundleError
+    from ci_onnx.target import Target
+    from ci_onnx.verify import stage
+
+    _bundle_edit(tmp_path, good_bundle, "symlink-unlisted:test_data_set_0/input_0.pb")
+    provider = {"web": "wasm"}.get(runner, "cpu")
+    target = Target("1.32.0", provider, 17, "onnx", runner=runner, api_level=34 if runner == "android" else 0)
+    with pytest.raises(BundleError, match=r"input_0\.pb.*leads outside"):
+        stage._prepare(0, tmp_path / "bundle", target, tmp_path / "out")
+
+
+@pytest.mark.parametrize("where", ["inputs", "outputs", "dynamic_axes"])
+def test_a_lone_surrogate_in_a_manifest_name_is_an_error_result_with_its_junit(
+    where: str, tmp_path: Path, good_bundle: Path
+) -> None:
+    """No ONNX name can hold one (names are UTF-8): the target is an error saying where, not a crash."""
+    _bundle_edit(tmp_path, good_bundle, "target:x")
+
+    def edit(m: dict[str, Any]) -> None:
+        if where == "dynamic_axes":
+            m["dynamic_axes"]["\ud800"] = {"0": "batch"}
+        else:
+            m[where][0]["name"] = "y\ud800"
+
+    _manifest(tmp_path / "bundle", edit)
+    argv = [
+        "verify",
+        "--bundle",
+        str(tmp_path / "bundle"),
+        "--target",
+        corpus.TARGET,
+        "--out",
+        str(tmp_path / "out"),
+    ]
+    r = CliRunner().invoke(cli, argv, env=planted_env(tmp_path, {}), catch_exceptions=True)
+    assert "Traceback" not in r.output and "internal error" not in r.output, r.output[-2000:]
+    assert r.exit_code == 1, r.output[-2000:]
+    result = json.loads((tmp_path / "out" / "results" / f"{corpus.TARGET}.json").read_text())
+    assert result["status"] == "error"
+    assert "lone surrogate" in result["summary"] and where in result["summary"]
+    junit = (tmp_path / "out" / "junit" / f"{corpus.TARGET}.xml").read_text(encoding="utf-8")
+    assert "lone surrogate" in junit

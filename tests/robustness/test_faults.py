@@ -20,7 +20,7 @@ from ci_onnx.cli import cli
 from ci_onnx.github.checks import external_id
 from ci_onnx.github.client import Client, RetryPolicy
 from ci_onnx.github.context import GitHubContext
-from ci_onnx.report import view
+from ci_onnx.report import gate, view
 from ci_onnx.report.collect import merge
 from ci_onnx.report.publish import publish
 from ci_onnx.report.render import MARKER
@@ -43,13 +43,15 @@ def gh() -> Iterator[FakeGitHub]:
 
 def _view() -> view.ReportView:
     plan, results = scenarios.tinycnn()  # two failing targets: annotations on the check run
-    return view.build(merge({r.target.id: r for r in results}, plan))
+    c = merge({r.target.id: r for r in results}, plan)
+    return view.build(c, gate.decide(c, plan))
 
 
 def published(fake: FakeGitHub, fault: GitHubFault) -> tuple[list[str], list[str], int, int]:
     for _ in range(fault.existing_comments):
         fake.state.add_comment(PR, f"{MARKER}\nan earlier report", server.ACTIONS_BOT)
     fake.state.faults.extend(fault.faults)
+    fake.state.list_lag = fault.list_lag
     client = Client(
         server.TOKEN,
         fake.url,
@@ -336,9 +338,10 @@ def test_in_run_one_target_that_breaks_the_verifier_is_an_error_result(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Whatever escapes verifying one target becomes its error result; the other targets go on."""
-    from ci_onnx import envs, localrun
+    from ci_onnx import localrun
     from ci_onnx.config import load
     from ci_onnx.progress import Progress
+    from ci_onnx.runners import base
     from ci_onnx.target import Status, Target
     from ci_onnx.verify import stage
     from tests.robustness import corpus
@@ -351,13 +354,13 @@ def test_in_run_one_target_that_breaks_the_verifier_is_an_error_result(
         raise IndexError("list index out of range")
 
     monkeypatch.setattr(
-        envs,
-        "for_target",
-        lambda *_a, **_k: type("E", (), {"package": "p", "version": "v", "python": "py"})(),
+        base, "provision", lambda t, _how: base.RunnerEnv(t.runner, t.runtime, tmp_path, "py")
     )
     monkeypatch.setattr(stage, "verify", boom)
+    monkeypatch.setattr(stage, "verify_many", boom)
     options = localrun.RunOptions(out=tmp_path / "out", cache_dir=tmp_path / "cache", jobs=1)
-    status = localrun._verify_one(target, cfg, options, Progress([target.id], io.StringIO(), live=False))
+    progress = Progress([target.id], io.StringIO(), live=False)
+    status = localrun._verify_group([target], cfg, options, progress)[target.id]
     assert status is Status.ERROR
     result = json.loads((tmp_path / "out" / "results" / f"{target.id}.json").read_text())
     assert "IndexError" in result["summary"] + json.dumps(result["checks"])

@@ -121,3 +121,14 @@ def test_without_pull_request_inputs_the_event_is_left_alone() -> None:
     env = {"GITHUB_EVENT_NAME": "pull_request"}
     pr_context.apply("", "", env)
     assert env == {"GITHUB_EVENT_NAME": "pull_request"}
+
+
+def test_a_failing_target_leaves_its_verify_step_green_and_the_report_decides() -> None:
+    from ci_onnx.action.__main__ import step_exit
+    from ci_onnx.errors import EXIT_FAIL, EXIT_INTERNAL, EXIT_PASS, EXIT_USAGE
+
+    assert step_exit("verify", EXIT_FAIL) == EXIT_PASS
+    assert (
+        step_exit("verify", EXIT_INTERNAL) == EXIT_INTERNAL and step_exit("verify", EXIT_USAGE) == EXIT_USAGE
+    )
+    assert step_exit("report", EXIT_FAIL) == EXIT_FAIL  # the report is the gate

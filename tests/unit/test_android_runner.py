@@ -27,7 +27,7 @@ from ci_onnx.runners import adb as adb_mod
 from ci_onnx.runners import android, base
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import stage
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 from tests.conftest import FakeIndex
 from tests.support import standin_adb
@@ -423,3 +423,27 @@ def test_onnx_gate_init_android_writes_the_cells_and_the_job(tmp_path: Path) -> 
     plain = tmp_path / "plain"
     assert CliRunner().invoke(cli, ["init", str(plain)]).exit_code == 0
     assert "android" not in (plain / ".github/workflows/onnx-gate.yml").read_text()
+
+
+@pytest.mark.parametrize(
+    "abi", ["/../../../victim", "../../victim", "x86_64/../../victim", "x86_64;touch pwned", "mips"]
+)
+def test_a_device_reported_abi_outside_the_four_known_names_touches_no_path(
+    runner_env: dict[str, Any], tmp_path: Path, abi: str
+) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("still here")
+    standin_adb.configure(runner_env["root"], props={**standin_adb.PROPS, "ro.product.cpu.abi": abi})
+    with pytest.raises(EnvironmentProblem, match=r"reports ABI .*not one of x86_64, arm64-v8a"):
+        android.RUNNER.provision(RELEASE, "cpu", runner_env["how"])
+    assert (victim / "keep.txt").read_text() == "still here"
+    assert not list((tmp_path / "cache").glob("**/ort*")), "nothing was made from the reported ABI"
+
+
+def test_a_device_model_name_reaches_the_report_as_plain_words(runner_env: dict[str, Any]) -> None:
+    hostile = "Pixel</details><script>x</script>\n## ✅ all passed [x](http://e.vil) @team" + "A" * 200
+    standin_adb.configure(runner_env["root"], props={**standin_adb.PROPS, "ro.product.model": hostile})
+    device = android.Device.probe(adb_mod.Adb.from_environ(runner_env["how"].environ))
+    assert len(device.model) <= android.MODEL_MAX
+    assert not set(device.model) & set("<>\n[]@#`|*\\&")

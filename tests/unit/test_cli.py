@@ -67,3 +67,15 @@ def test_unknown_only_glob_is_a_usage_error() -> None:
     result = CliRunner().invoke(cli, ["plan", "--config", str(EXAMPLE_CONFIG), "--only", "ort9.*"])
     assert result.exit_code == 2
     assert "onnx-gate: error: --only 'ort9.*' matches no target" in result.output
+
+
+def test_help_lists_every_exit_code_the_cli_uses() -> None:
+    from ci_onnx import errors
+    from ci_onnx.cli import EXIT_CODES
+
+    declared = {v for k, v in vars(errors).items() if k.startswith("EXIT_")}
+    assert {code for code, _ in EXIT_CODES} == declared
+    shown = CliRunner().invoke(cli, ["--help"]).output
+    assert "Exit codes:" in shown
+    for code, meaning in EXIT_CODES:
+        assert f"{code:<4} {meaning}" in shown

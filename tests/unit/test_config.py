@@ -69,7 +69,7 @@ BAD = [
     (
         "  factory: model.py:build",
         "  factory: model.py",
-        r"x\.yml:3: model\.factory: 'model\.py' does not match",
+        r"x\.yml:3: model\.factory: 'model\.py' names no callable; .*e\.g\. `model\.py:build`",
     ),
     (
         "{image: {0: batch}, logits",
@@ -84,7 +84,7 @@ BAD = [
     (
         "{shape: [batch, 1, 8, 8]}",
         "{shape: [batch, 16], dtype: int64}",
-        r"x\.yml:4: model\.inputs\.image: integer input needs `range: \[low, high\]`",
+        r"x\.yml:4: model\.inputs\.image: integer input needs `range: \[low, high\)`.*high excluded",
     ),
     (
         "export: {opsets: [17]}",
@@ -92,6 +92,21 @@ BAD = [
         r"x\.yml:8: verify\.decision\.output: 'logit' is not a declared input or output; did you mean 'logits'\?",
     ),
     ("version: 1\n", "version: 2\n", r"x\.yml:1: version: 1 was expected"),
+    (
+        'runtimes: ["1.20.1"]',
+        "runtimes: [1.20, latest]",
+        r'x\.yml:8: targets\.runtimes\.0: YAML reads 1\.20 as the number 1\.2; quote it: "1\.20"$',
+    ),
+    (
+        'runtimes: ["1.20.1"]',
+        'runtimes: ["1.20.1"], exclude: [{runtime: 1.17}]',
+        r'x\.yml:8: targets\.exclude\.0\.runtime: YAML reads 1\.17 as the number 1\.17; quote it: "1\.17"$',
+    ),
+    (
+        "{shape: [batch, 1, 8, 8]}",
+        "{shape: [batch, 1, 8, 8], dtype: float}",
+        r"x\.yml:4: model\.inputs\.image\.dtype: 'float' is torch's name for float32; write `dtype: float32`$",
+    ),
     ("export: {opsets: [17]}", "export: {opsets: [17]", r"x\.yml:\d+: not valid YAML"),
 ]
 

@@ -143,3 +143,41 @@ def test_checker_runs_full_check_on_the_file(tmp_path: Path) -> None:
     onnx.save(_model([helper.make_node("Relu", ["nowhere"], ["y"])]), bad)
     f = checks.checker(bad)
     assert f.status is Status.FAILED and "nowhere" in f.message
+
+
+def _two_outputs(names: tuple[str, str]) -> onnx.ModelProto:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", 4]) for n in names]
+    nodes = [helper.make_node("Relu", ["x"], [names[0]]), helper.make_node("Neg", ["x"], [names[1]])]
+    return helper.make_model(helper.make_graph(nodes, "g", [x], outs))
+
+
+def test_a_declaration_that_contradicts_the_models_own_output_names_fails_naming_both_orders() -> None:
+    m = _two_outputs(("scores", "boxes"))  # the exporter names the graph's outputs as declared
+    f = checks.outputs(m, ["scores", "boxes"], ["x"], structure=["boxes", "scores"])
+    assert f.status is Status.FAILED
+    assert "declares ['scores', 'boxes']" in f.message and "in the order ['boxes', 'scores']" in f.message
+    assert "'scores' would hold what the model calls 'boxes'" in f.message
+    assert f.figures["returned"] == ["boxes", "scores"]
+    ok = checks.outputs(m, ["scores", "boxes"], ["x"], structure=["scores", "boxes"])
+    assert ok.status is Status.PASSED and not ok.warnings
+
+
+def test_a_plain_tuple_is_matched_by_position_and_other_names_are_a_warning() -> None:
+    m = _two_outputs(("scores", "boxes"))
+    assert checks.outputs(m, ["scores", "boxes"], ["x"], structure=[None, None]).status is Status.PASSED
+    f = checks.outputs(m, ["scores", "boxes"], ["x"], structure=["out", "aux"])
+    assert f.status is Status.PASSED
+    assert "names its outputs ['out', 'aux']" in f.warnings[0] and "by position" in f.warnings[0]
+
+
+def test_a_node_that_draws_random_numbers_fails_train_mode() -> None:
+    m = _model(
+        [
+            helper.make_node("RandomNormalLike", ["x"], ["noise"], name="noise"),
+            helper.make_node("Add", ["x", "noise"], ["y"]),
+        ]
+    )
+    f = checks.train_mode(m)
+    assert f.status is Status.FAILED
+    assert "RandomNormalLike 'noise' (draws random numbers)" in f.message and "randn_like" in f.message

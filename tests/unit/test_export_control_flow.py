@@ -10,6 +10,7 @@ from onnx import TensorProto, helper
 
 from ci_onnx.bundle import TensorSpec, Tolerance
 from ci_onnx.export import control_flow
+from ci_onnx.export.probing import Comparer
 from ci_onnx.target import Status
 
 SUSPECT = "TracerWarning: Converting a tensor to a Python boolean (net.py:12)"
@@ -29,45 +30,93 @@ def _relu(tmp_path: Path) -> Path:
     return path
 
 
-def test_probes_vary_values_and_every_dynamic_dim() -> None:
-    probes = control_flow.probes(SPECS, AXES, 2, {"seq": 4}, seed=0)
+def _comparer(path: Path, torch_run: object, self_check: object = None) -> Comparer:
+    return Comparer(path, torch_run, self_check, Tolerance(), {})  # type: ignore[arg-type]
+
+
+def test_probes_vary_values_drawn_like_the_inputs_not_only_constants() -> None:
+    samples = {"x": np.full((2, 4), 3.0, np.float32), "ids": np.array([1, 2])}
+    probes = control_flow.probes(SPECS, 2, {"seq": 4}, seed=0, samples=samples)
     labels = [p.label for p in probes]
-    assert "every input at its lowest (zeros)" in labels and "a fresh random draw" in labels
-    assert {"batch = 1", "batch = 5", "batch = 8", "seq = 1", "seq = 9", "seq = 16"} <= set(labels)
+    assert labels[:3] == ["a fresh random draw", "another random draw", "the real samples"]
+    assert "every input at its lowest (zeros)" in labels
+    assert not any("=" in label for label in labels), "sizes are the sweep's, under dynamic-axes"
     by = {p.label: p.feeds for p in probes}
-    assert by["seq = 9"]["x"].shape == (2, 9) and by["batch = 5"]["ids"].shape == (5,)
+    assert by["a fresh random draw"]["x"].std() > 0.1  # drawn like the declared input, not a constant
     assert (by["every input at its highest (ones)"]["ids"] == 9).all()  # the top of range [0, 10)
     assert not by["every input at its lowest (zeros)"]["x"].any()
 
 
 def test_a_suspect_that_never_diverges_is_a_warning(tmp_path: Path) -> None:
-    probes = control_flow.probes(SPECS, AXES, 2, {"seq": 4}, seed=0)
-    f = control_flow.differential(
-        _relu(tmp_path), [SUSPECT], lambda feeds: {"y": np.maximum(feeds["x"], 0)}, probes, Tolerance(), {}
-    )
+    probes = control_flow.probes(SPECS, 2, {"seq": 4}, seed=0)
+    relu = _comparer(_relu(tmp_path), lambda feeds: {"y": np.maximum(feeds["x"], 0)})
+    f = control_flow.differential(relu, [SUSPECT], probes)
     assert f.status is Status.PASSED and f.warnings == (SUSPECT,)
     assert f"matched torch on {len(probes)} probe(s)" in f.message
 
 
-def test_a_branch_on_a_value_is_convicted_by_the_probe_that_flips_it(tmp_path: Path) -> None:
-    def branchy(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        x = feeds["x"]
-        return {"y": np.maximum(x, 0) if x.sum() >= 0 else np.minimum(x, 0)}
+def _branchy(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    x = feeds["x"]
+    return {"y": np.maximum(x, 0) if x.sum() >= 0 else np.minimum(x, 0)}
 
-    probes = control_flow.probes(SPECS, AXES, 2, {"seq": 4}, seed=0)
-    f = control_flow.differential(_relu(tmp_path), [SUSPECT], branchy, probes, Tolerance(), {})
+
+def test_a_branch_on_a_value_is_convicted_by_the_probe_that_flips_it(tmp_path: Path) -> None:
+    probes = control_flow.probes(SPECS, 2, {"seq": 4}, seed=0)
+    f = control_flow.differential(_comparer(_relu(tmp_path), _branchy, _branchy_f64), [SUSPECT], probes)
     assert f.status is Status.FAILED
     assert "disagrees with torch on" in f.message and "net.py:12" in f.message
+    assert "torch float32 against torch float64 on the same probe" in f.message  # what was compared
     assert f.figures["diverged_on"] in {p.label for p in probes}
 
 
+def _branchy_f64(feeds: dict[str, np.ndarray]) -> tuple[str, dict[str, np.ndarray]]:
+    wide = {k: v.astype(np.float64) if v.dtype.kind == "f" else v for k, v in feeds.items()}
+    return "torch float32 against torch float64", _branchy(wide)
+
+
+def test_a_divergence_torch_shows_against_itself_convicts_nothing(tmp_path: Path) -> None:
+    """An ill-conditioned probe (a normalisation of a constant): torch float32 and float64 disagree."""
+
+    def unstable(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {"y": np.maximum(feeds["x"], 0) + (0.5 if feeds["x"].std() == 0 else 0.0)}
+
+    def itself(feeds: dict[str, np.ndarray]) -> tuple[str, dict[str, np.ndarray]]:
+        return "torch float32 against torch float64", {"y": np.maximum(feeds["x"], 0).astype(np.float64)}
+
+    probes = control_flow.probes(SPECS, 2, {"seq": 4}, seed=0)
+    f = control_flow.differential(_comparer(_relu(tmp_path), unstable, itself), [SUSPECT], probes)
+    assert f.status is Status.PASSED, f.message
+    ill = [s for s in f.figures["skipped_probes"] if "ill-conditioned" in s]
+    assert ill and all("zeros" in s or "ones" in s for s in ill)
+    assert "torch float32 against torch float64 already differ" in ill[0]
+
+
+def test_a_divergence_the_other_exporter_reproduces_is_not_blamed_on_the_trace(tmp_path: Path) -> None:
+    probes = control_flow.probes(SPECS, 2, {"seq": 4}, seed=0)
+    comparer = _comparer(_relu(tmp_path), _branchy, _branchy_f64)
+    same_graph = comparer.graph  # dynamo's graph gives what this one gives
+    f = control_flow.differential(comparer, [SUSPECT], probes, same_graph)
+    assert f.status is Status.PASSED, f.message
+    assert any("and so does the dynamo export" in w and "not blamed on the branch" in w for w in f.warnings)
+    no_graph = control_flow.differential(comparer, [SUSPECT], probes, lambda feeds: None)
+    assert no_graph.status is Status.FAILED  # dynamo could not export it: no evidence against the trace
+
+
 def test_a_probe_torch_rejects_is_no_evidence(tmp_path: Path) -> None:
-    def only_seq_4(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        if feeds["x"].shape[1] != 4:
+    def no_negatives(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if (feeds["x"] < 0).all():
             raise ValueError("positions")
         return {"y": np.maximum(feeds["x"], 0)}
 
-    probes = control_flow.probes(SPECS, AXES, 2, {"seq": 4}, seed=0)
-    f = control_flow.differential(_relu(tmp_path), [SUSPECT], only_seq_4, probes, Tolerance(), {})
+    probes = control_flow.probes(SPECS, 2, {"seq": 4}, seed=0)
+    probes.append(control_flow.Probe("all negative", {"x": -np.ones((2, 4), np.float32), "ids": np.zeros(2)}))
+    f = control_flow.differential(_comparer(_relu(tmp_path), no_negatives), [SUSPECT], probes)
     assert f.status is Status.PASSED
-    assert any(s.startswith("seq = 16 (torch: ValueError") for s in f.figures["skipped_probes"])
+    assert any(
+        s.startswith("all negative (torch rejects it (ValueError") for s in f.figures["skipped_probes"]
+    )
+
+
+def test_a_model_onnxruntime_cannot_load_is_not_judged() -> None:
+    f = control_flow.differential("bad file", [SUSPECT], [])
+    assert f.status is Status.SKIPPED and "bad file" in f.message

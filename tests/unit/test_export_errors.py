@@ -46,3 +46,34 @@ def test_summary_strips_colours_and_keeps_the_dispatch_error() -> None:
     assert "\x1b[" not in summary
     assert summary.startswith("DispatchError: No ONNX function found")
     assert errors.strip_ansi("\x1b[1;31mred\x1b[0m") == "red"
+
+
+TS_FAST_PATH = (
+    "Torch IR graph at exception: graph(%0 : Float(*, *, 16)):\n"
+    "  %38 : Float(2, 5, 16) = aten::_transformer_encoder_layer_fwd(%0, %39), scope: "
+    "ci_onnx.export.torch_export.FlatCall::/net.Encoder::model/torch.nn.modules.transformer."
+    "TransformerEncoderLayer::layer # /venv/torch/nn/modules/transformer.py:917:0\n"
+    "  return (%38)\n\n"
+    "<class 'torch.onnx.errors.UnsupportedOperatorError'>: Exporting the operator "
+    "'aten::_transformer_encoder_layer_fwd' to ONNX opset version 17 is not supported."
+)
+
+
+def test_the_module_whose_call_became_the_unsupported_operator_is_named() -> None:
+    op = errors.unsupported_operator(TS_FAST_PATH)
+    assert op == "aten::_transformer_encoder_layer_fwd"
+    assert errors.construct(TS_FAST_PATH, op) == (
+        "module layer (torch.nn.modules.transformer.TransformerEncoderLayer, transformer.py:917)"
+    )
+    assert errors.construct(TS_UNSUPPORTED, "aten::linalg_eigh") == ""
+
+
+def test_the_users_line_is_the_innermost_frame_outside_torch() -> None:
+    from pathlib import Path
+
+    torch_dir = Path("/venv/torch")
+    python = 'File "/venv/torch/nn/module.py", line 9, in _call\nFile "/src/net.py", line 12, in forward\n'
+    assert errors.user_line(python, torch_dir) == "net.py:12"
+    traced = "/src/net.py(70): forward\n/venv/torch/nn/module.py(1768): _slow_forward\n/src/run.py(3): main\n"
+    assert errors.user_line(traced, torch_dir) == "net.py:70"
+    assert errors.user_line("/venv/torch/x.py(1): f\n", torch_dir) == ""

@@ -63,12 +63,58 @@ def test_onnx_only_copies_the_test_data_byte_for_byte(tmp_path: Path) -> None:
         assert written.read_bytes() == next(tmp_path.rglob(f"data/test_data_set_0/{name}")).read_bytes()
 
 
-def test_onnx_only_without_test_data_names_the_key(tmp_path: Path) -> None:
+def test_onnx_only_without_test_data_draws_random_inputs_against_onnxruntimes_unoptimised_run(
+    tmp_path: Path,
+) -> None:
+    """plan passed and run failed here: the docs and init call test_data optional, and it is."""
+    import onnxruntime as ort
+
     cfg = _make(tmp_path, 2.0)
+    cfg.write_text("version: 1\nmodel: {onnx: model.onnx}\nverify: {random_inputs: 5, seed: 3}\n")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["export", "--config", str(cfg), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    m = read_manifest(out / "op17-onnx")
+    assert [(s.directory, s.kind, s.count) for s in m.test_data_sets] == [("test_data_set_0", "random", 5)]
+    (parity,) = [f for f in m.findings if f.name == "reference-parity"]
+    assert f"onnxruntime {ort.__version__}'s CPU run with every graph optimization off" in parity.message
+    assert "5 seeded random inputs" in parity.message
+    written = out / "op17-onnx" / "test_data_set_0"
+    x = numpy_helper.to_array(onnx.load_tensor(str(written / "input_0.pb")))
+    y = numpy_helper.to_array(onnx.load_tensor(str(written / "output_0.pb")))
+    assert x.shape == (5, 3) and np.array_equal(y, 2 * x)  # the model's own numbers, on random x
+    again = tmp_path / "again"
+    CliRunner().invoke(cli, ["export", "--config", str(cfg), "--out", str(again)])
+    assert (again / "op17-onnx" / "test_data_set_0" / "input_0.pb").read_bytes() == (
+        written / "input_0.pb"
+    ).read_bytes()  # seeded
+
+
+def _int_model(tmp_path: Path) -> None:
+    ids = helper.make_tensor_value_info("ids", TensorProto.INT64, ["n", 4])
+    table = numpy_helper.from_array(np.arange(20, dtype=np.float32).reshape(10, 2), "table")
+    out = helper.make_tensor_value_info("emb", TensorProto.FLOAT, ["n", 4, 2])
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["table", "ids"], ["emb"])], "g", [ids], [out], [table]
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "model.onnx")
+
+
+def test_onnx_only_integer_inputs_without_test_data_need_a_range(tmp_path: Path) -> None:
+    _int_model(tmp_path)
+    cfg = tmp_path / "onnx-gate.yml"
     cfg.write_text("version: 1\nmodel: {onnx: model.onnx}\n")
     result = CliRunner().invoke(cli, ["export", "--config", str(cfg), "--out", str(tmp_path / "out")])
     assert result.exit_code == 2
-    assert "model.test_data" in result.output.strip().splitlines()[-1]
+    line = result.output.strip().splitlines()[-1]
+    assert "model.inputs.ids.range" in line and "[low, high)" in line
+    cfg.write_text("version: 1\nmodel: {onnx: model.onnx, inputs: {ids: {shape: [n, 4], range: [0, 10]}}}\n")
+    result = CliRunner().invoke(cli, ["export", "--config", str(cfg), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    ids = numpy_helper.to_array(onnx.load_tensor(str(tmp_path / "out/op17-onnx/test_data_set_0/input_0.pb")))
+    assert ids.min() >= 0 and ids.max() < 10
 
 
 def test_plan_and_export_read_the_file_s_opset_in_one_place(tmp_path: Path) -> None:

@@ -84,3 +84,44 @@ def test_a_graph_with_a_fixed_batch_is_run_in_slices(tmp_path: Path) -> None:
         path, [("test_data_set_0", {"x": x}, {"y": np.maximum(x, 0)})], Tolerance(), {}
     )
     assert f.status is Status.PASSED, f.message
+
+
+def test_a_tolerance_tighter_than_float32_noise_is_not_blamed_on_the_model(tmp_path: Path) -> None:
+    """torch and onnxruntime that differ in the last digits fail a zero tolerance; the message said
+    "so the model itself is wrong"."""
+    path = _relu(tmp_path, "batch")
+    x = np.linspace(0.5, 2, 12, dtype=np.float32).reshape(4, 3)
+    last_digits = np.nextafter(x, np.float32(3))  # one ulp: what another order of float32 sums gives
+    tight = parity.reference_parity(path, _one_set(x, last_digits), Tolerance(atol=0.0, rtol=0.0), {})
+    assert tight.status is Status.FAILED
+    assert "loosen verify.tolerance (this says nothing against the model)" in tight.message
+    assert "the exported graph is wrong" not in tight.message and tight.figures["float32_noise"] is True
+    wrong = parity.reference_parity(path, _one_set(x, x * 1.01), Tolerance(atol=0.0, rtol=0.0), {})
+    assert "by more than float32 arithmetic explains, so the exported graph is wrong" in wrong.message
+    assert "float32_noise" not in wrong.figures
+
+
+def test_an_input_the_forward_changed_in_place_is_a_warning_or_named_in_the_failure(tmp_path: Path) -> None:
+    path = _relu(tmp_path, "batch")
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+    kept = parity.reference_parity(path, _one_set(x, np.maximum(x, 0)), Tolerance(), {}, mutated=("x",))
+    assert kept.status is Status.PASSED
+    assert "changes input(s) 'x' in place" in kept.warnings[0] and "fresh copies" in kept.warnings[0]
+    assert kept.figures["mutated_inputs"] == ["x"]
+    lost = parity.reference_parity(path, _one_set(x, np.maximum(2 * x, 0)), Tolerance(), {}, mutated=("x",))
+    assert lost.status is Status.FAILED and "changes input(s) 'x' in place" in lost.message
+
+
+def test_a_reference_that_disagrees_with_itself_is_said_to_be_random(tmp_path: Path) -> None:
+    path = _relu(tmp_path, "batch")
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+    rng = np.random.default_rng(0)
+
+    def noisy(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {"y": np.maximum(feeds["x"], 0) + rng.normal(0, 0.01, feeds["x"].shape).astype(np.float32)}
+
+    f = parity.reference_parity(path, _one_set(x, noisy({"x": x})), Tolerance(), {}, rerun=noisy)
+    assert f.status is Status.FAILED
+    assert "torch disagrees with itself on the same inputs" in f.message and "random in eval" in f.message
+    steady = parity.reference_parity(path, _one_set(x, x), Tolerance(), {}, rerun=lambda feeds: {"y": x})
+    assert "disagrees with itself" not in steady.message

@@ -165,3 +165,11 @@ def test_a_connection_refused_is_an_error_after_retries(sleeps: list[float]) -> 
     with pytest.raises(GitHubError, match="did not answer"):
         c.request("GET", COMMENTS)
     assert len(sleeps) == 1
+
+
+def test_only_commit_statuses_are_posts_retried_even_in_a_repository_named_statuses() -> None:
+    from ci_onnx.github.client import RETRYABLE_POST
+
+    assert RETRYABLE_POST.search("https://api.github.com/repos/acme/digits/statuses/4f1d2c3b")
+    assert not RETRYABLE_POST.search("https://api.github.com/repos/acme/statuses/check-runs")
+    assert not RETRYABLE_POST.search("https://api.github.com/repos/statuses/statuses/issues/7/comments")

@@ -37,6 +37,9 @@ def test_init_then_plan(empty: Path) -> None:
         ".gitignore",
         "onnx-gate.yml",
     ]
+    unpointed = runner.invoke(cli, ["plan"])  # model.factory still names the placeholder
+    assert unpointed.exit_code == 2 and "model.factory: model.py does not exist" in unpointed.output
+    (empty / "model.py").write_text("def build():\n    ...\n")
     planned = runner.invoke(cli, ["plan"])
     assert planned.exit_code == 0, planned.output
     assert "ort1.20.1-cpu-op17-dynamo" in planned.output
@@ -103,20 +106,37 @@ def test_init_ignores_the_output_folder_once(empty: Path) -> None:
     assert (empty / ".gitignore").read_text().count("onnx-gate-out") == 1
 
 
-def test_init_for_an_onnx_file_writes_an_onnx_only_config(empty: Path) -> None:
+def test_init_for_an_onnx_file_writes_an_onnx_only_config_that_exports_as_written(empty: Path) -> None:
+    import onnx
+
+    from ci_onnx.bundle import read_manifest
+    from tests import bundles
+
+    missing = CliRunner().invoke(cli, ["init", "--onnx", "detector.onnx"])
+    assert missing.exit_code == 2 and not list(empty.iterdir())
+    assert missing.output.strip().splitlines() == [
+        "onnx-gate: error: --onnx detector.onnx: no such file in . (onnx-gate.yml names it relative to its own directory)"
+    ]
+    onnx.save(bundles.mlp(), empty / "detector.onnx")
     done = CliRunner().invoke(cli, ["init", "--onnx", "detector.onnx"])
     assert done.exit_code == 0, done.output
-    assert "put your test data under test_data/" in done.output
+    assert "optionally put test data under test_data/" in done.output
     text = (empty / "onnx-gate.yml").read_text()
-    assert "factory:" not in text and "onnx: detector.onnx" in text and "test_data: test_data" in text
+    assert "factory:" not in text and "onnx: detector.onnx" in text and "  # test_data: test_data" in text
     cfg = config.load(empty / "onnx-gate.yml")
-    assert cfg.onnx_only and cfg.model.name == "detector"
+    assert cfg.onnx_only and cfg.model.name == "detector" and not cfg.model.test_data
+    # what the comment promises: without test data, random inputs against onnxruntime's own run
+    exported = CliRunner().invoke(cli, ["export", "--out", "bundles"])
+    assert exported.exit_code == 0, exported.output
+    (data_set,) = read_manifest(empty / "bundles" / "op17-onnx").test_data_sets
+    assert (data_set.kind, data_set.count) == ("random", cfg.verify.random_inputs)
 
 
 def test_help_lists_each_command_once_in_pipeline_order() -> None:
     text = CliRunner().invoke(cli, ["--help"]).output
-    listed = [line.split()[0] for line in text.split("Commands:")[1].splitlines() if line.startswith("  ")]
+    commands = text.split("Commands:")[1].split("Exit codes:")[0]
+    listed = [line.split()[0] for line in commands.splitlines() if line.startswith("  ") and line.strip()]
     listed = [name for name in listed if name.isalpha()]
-    assert listed == ["plan", "export", "verify", "report", "nightly", "run", "init"]
+    assert listed == ["plan", "export", "verify", "triage", "report", "nightly", "run", "init"]
     for name in listed:
         assert len(re.findall(rf"^\s+{name}\s", text, re.MULTILINE)) == 1, name

@@ -71,6 +71,7 @@ def test_latest_wildcards_and_exact_resolve_on_maven(maven_url: str) -> None:
 
 def _config(tmp_path: Path, runtimes: str) -> config.Config:
     path = tmp_path / "onnx-gate.yml"
+    (tmp_path / "m.py").write_text("def build():\n    raise NotImplementedError\n")  # plan reads it
     path.write_text(
         "version: 1\nmodel: {factory: m.py:build, inputs: {x: {shape: [1, 3]}}, outputs: [y]}\n"
         "export: {opsets: [17], exporters: [dynamo]}\n"

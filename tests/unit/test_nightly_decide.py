@@ -9,6 +9,7 @@ from ci_onnx.nightly.night import Decided, Kind, OpenIssue, decide
 from ci_onnx.nightly.state import Memory, TrackState, embed, extract
 from ci_onnx.nightly.text import Night
 from ci_onnx.plan import Plan
+from ci_onnx.report import gate
 from ci_onnx.report.collect import merge
 from ci_onnx.target import Status, Target
 from tests.support.nights import result, target
@@ -36,7 +37,7 @@ def run(
         return asked[version]
 
     return decide(
-        group(merge(by_id, plan)),
+        group(collection := merge(by_id, plan), gate.decide(collection, plan)),
         issues or {},
         Memory(1, memory or {}),
         Night("2026-11-29"),

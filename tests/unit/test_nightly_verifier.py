@@ -11,9 +11,10 @@ import pytest
 from ci_onnx.nightly import verifier
 from ci_onnx.nightly.families import FamilyNight, group
 from ci_onnx.plan import Plan
+from ci_onnx.report import gate
 from ci_onnx.report.collect import merge
 from ci_onnx.target import Status
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 from tests.support.nights import result, target
 
@@ -21,7 +22,8 @@ from tests.support.nights import result, target
 def families() -> dict[str, FamilyNight]:
     cells = [target("1.32.0", provider=p) for p in ("cpu", "openvino", "cuda")]
     plan = Plan(1, "onnx-gate.yml", "digitnet", tuple(cells))
-    return {f.key.provider: f for f in group(merge({t.id: result(t, fails=True) for t in cells}, plan))}
+    collection = merge({t.id: result(t, fails=True) for t in cells}, plan)
+    return {f.key.provider: f for f in group(collection, gate.decide(collection, plan))}
 
 
 def test_only_families_the_linux_container_serves_get_a_verifier(tmp_path: Path) -> None:

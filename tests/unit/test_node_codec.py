@@ -80,3 +80,101 @@ def _parse(data: bytes):  # type: ignore[no-untyped-def]
     t = TensorProto()
     t.ParseFromString(data)
     return t
+
+
+# Untrusted bytes: the JavaScript codec refuses what the Python codec refuses, with its own error.
+
+FUZZ = Path(__file__).parents[1] / "support" / "tensorproto_fuzz.mjs"
+
+
+def _js_verdicts(
+    tmp_path: Path, files: list[bytes], *extra: str, node_flags: tuple[str, ...] = ()
+) -> tuple[list[str], int]:
+    import struct
+
+    assert NODE is not None
+    corpus = tmp_path / "corpus.bin"
+    corpus.write_bytes(b"".join(struct.pack("<I", len(d)) + b"T" + d for d in files))
+    argv = [NODE, *node_flags, str(FUZZ), str(corpus), *extra]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.split("\n")[:-1]
+    assert len(lines) == len(files) + 1 and lines[-1].startswith("maxrss ")
+    return lines[:-1], int(lines[-1].split()[1])
+
+
+def _key(field: int, wire: int) -> bytes:
+    return tensorproto.field_key(field, wire)
+
+
+HOSTILE_JS = {
+    "data-type-as-bytes": b"\x08\x02" + tensorproto.len_field(2, b"\x01"),
+    "dims-as-fixed32": _key(1, 5) + b"\x02\x00\x00\x00" + b"\x10\x01",
+    "raw-as-varint": b"\x08\x01\x10\x01" + _key(9, 0) + b"\x05",
+    "name-as-varint": b"\x08\x01\x10\x01" + _key(8, 0) + b"\x05",
+    "float-packed-odd-length": b"\x08\x01\x10\x01" + tensorproto.len_field(4, b"\x00" * 3),
+    "negative-dim": b"\x08" + tensorproto.encode_varint(-2) + b"\x10\x01",
+    "negative-dims-cancel": b"\x08"
+    + tensorproto.encode_varint(-1)
+    + b"\x08"
+    + tensorproto.encode_varint(-1)
+    + b"\x10\x01"
+    + tensorproto.len_field(9, b"\x00" * 4),
+    "name-not-utf8": b"\x08\x01\x10\x01"
+    + tensorproto.len_field(8, b"\xff")
+    + tensorproto.len_field(9, b"\x00" * 4),
+    "string-not-utf8": b"\x08\x01\x10\x08" + tensorproto.len_field(6, b"\xc3"),
+    "varint-over-64-bits": b"\x08" + b"\xff" * 9 + b"\x7f" + b"\x10\x01",
+    "field-zero": b"\x00\x01",
+    "group-wire-type": b"\x0b",
+}
+
+
+def test_hostile_files_are_refused_with_the_codecs_own_error_as_python_refuses_them(tmp_path: Path) -> None:
+    from tests.robustness.sanitized import HOSTILE
+
+    cases = {**HOSTILE_JS, **{k: v for k, v in HOSTILE.items() if "complex" not in k}}
+    verdicts, _ = _js_verdicts(tmp_path, list(cases.values()))
+    for (name, data), verdict in zip(cases.items(), verdicts, strict=True):
+        assert verdict.startswith("0 TensorProtoError: "), (name, verdict)
+        with pytest.raises(tensorproto.TensorProtoError):
+            tensorproto.loads_tensor(data)
+
+
+def test_a_mutation_corpus_gets_the_python_codecs_verdict_and_bytes(tmp_path: Path) -> None:
+    import random
+
+    from tests.robustness import sanitized
+
+    rng = random.Random(7)
+    seeds = [v for k, v in sanitized.tensor_seeds().items() if "complex" not in k and "int4" not in k
+             and "uint2" not in k and "bfloat16" not in k]  # fmt: skip
+    files = seeds + [sanitized.mutate(rng.choice(seeds), rng) for _ in range(6000)]
+    verdicts, _ = _js_verdicts(tmp_path, files)
+    wrong = []
+    for data, verdict in zip(files, verdicts, strict=True):
+        ok, back = sanitized.python_verdict(data)
+        if verdict.startswith("0 "):
+            if not verdict.startswith("0 TensorProtoError: ") or (ok and _node_has(data)):
+                wrong.append((data.hex(), verdict, ok))
+        elif not ok or bytes.fromhex(verdict[2:]) != back:
+            wrong.append((data.hex(), verdict[:80], ok))
+    assert not wrong, wrong[:10]
+
+
+def _node_has(data: bytes) -> bool:
+    """Whether onnxruntime-node has the tensor's type (the JS codec refuses the others, rightly)."""
+    t = tensorproto.loads_tensor(data)
+    return t.data_type in range(1, 14)
+
+
+def test_an_8_mb_packed_field_decodes_without_a_big_int_per_value(tmp_path: Path) -> None:
+    """In a 64 MB JavaScript heap: the values go straight into their typed array (off the heap);
+    a BigInt and an array slot per value needed some 600 MB here."""
+    import hashlib
+
+    packed = bytes(range(1, 128)) * ((8 << 20) // 127)  # 8 MB of one-byte varints
+    data = b"\x08" + tensorproto.encode_varint(len(packed)) + b"\x10\x06" + tensorproto.len_field(5, packed)
+    verdicts, _ = _js_verdicts(tmp_path, [data], "--digest", node_flags=("--max-old-space-size=64",))
+    expected = tensorproto.dumps(np.frombuffer(packed, np.uint8).astype(np.int32))
+    assert verdicts[0] == f"1 {hashlib.sha256(expected).hexdigest()}"

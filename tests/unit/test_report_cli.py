@@ -176,3 +176,106 @@ def test_a_refused_annotation_still_leaves_a_check(tmp_path: Path, gh: FakeGitHu
     (run_id, run) = next(iter(gh.state.check_runs.items()))
     assert run["conclusion"] == "failure" and gh.state.annotations[run_id] == []
     assert "retrying without them" in result.output
+
+
+def _earlier_out(directory: Path, kind: str, commit: str) -> Path:
+    """What an earlier `onnx-gate run --out DIR` left: results/, plan.json, baseline.json."""
+    from ci_onnx.report import baseline
+    from ci_onnx.report.collect import merge
+
+    the_plan, results = scenarios.tinycnn() if kind == "tinycnn" else scenarios.all_passing()
+    for r in results:
+        write_result(directory / "results", r)
+    (directory / "plan.json").write_text(planning.to_json(the_plan))
+    baseline.write_meta(
+        directory, commit, baseline.bundles_of(merge({r.target.id: r for r in results}, the_plan))
+    )
+    return directory
+
+
+def test_report_against_an_earlier_out_blocks_on_what_changed_only(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)  # the head: a parity failure and a fallback failure
+    healthy = _earlier_out(tmp_path / "base-healthy", "passing", "a" * 40)
+    result = report(ws, None, "--no-publish", "--baseline", str(healthy))
+    assert result.exit_code == 1, result.output
+    assert (
+        "onnx-gate: regression mode (what changed against the base blocks; a comparison with a baseline)"
+        in result.output
+    )
+    assert f"compared with `aaaaaaa` (--baseline {healthy})" in result.output
+    assert "❌ 2 regressions, 0 fixed, 10 unchanged" in result.output
+    same = _earlier_out(tmp_path / "base-same", "tinycnn", "b" * 40)
+    known = report(ws, None, "--no-publish", "--baseline", str(same))
+    assert known.exit_code == 0, known.output
+    assert "✅ 0 regressions, 0 fixed, 12 unchanged (2 known failures)" in known.output
+    text = (ws / "out" / "report.md").read_text()
+    assert "2 known or expected failure(s), not blocking" in text and "| vs base |" in text
+
+
+def test_a_baseline_that_is_not_an_earlier_out_is_one_line(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    (tmp_path / "empty").mkdir()
+    result = CliRunner().invoke(
+        cli,
+        [
+            "report",
+            "--results",
+            str(ws / "artifacts"),
+            "--out",
+            str(ws / "out"),
+            "--baseline",
+            str(tmp_path / "empty"),
+        ],
+    )
+    assert result.exit_code == 2
+    assert (
+        f"--baseline {tmp_path / 'empty'}: holds no results; give the --out of an earlier `onnx-gate run`"
+        in result.output
+    )
+
+
+def _pr_env(ws: Path, gh: FakeGitHub, base_sha: str) -> dict[str, str]:
+    env = actions_env(ws, gh)
+    event = json.loads((ws / "event.json").read_text())
+    event["pull_request"]["base"] = {"sha": base_sha, "ref": "main", "repo": {"full_name": "acme/digits"}}
+    (ws / "event.json").write_text(json.dumps(event))
+    return env
+
+
+def test_report_finds_the_base_commits_baseline_artifact_through_the_api(
+    tmp_path: Path, gh: FakeGitHub
+) -> None:
+    from ci_onnx.github.artifacts import ARTIFACT
+
+    ws = workspace(tmp_path)
+    base_sha = "b" * 40
+    same = _earlier_out(tmp_path / "push-run", "tinycnn", base_sha)  # the base had the same two failures
+    rid = gh.state.add_run(base_sha, artifacts={ARTIFACT: server.zip_dir(same)})
+    result = report(ws, _pr_env(ws, gh, base_sha), "--baseline", "github")
+    assert result.exit_code == 0, result.output
+    assert (
+        "onnx-gate: regression mode (what changed against the base blocks; a pull request with a baseline); "
+        f"compared with `bbbbbbb` (the onnx-gate-baseline artifact of run {rid} (push to main))"
+    ) in result.output
+    assert next(iter(gh.state.check_runs.values()))["conclusion"] == "success"
+    assert (
+        "0 regressions, 0 fixed, 12 unchanged (2 known failures)"
+        in next(iter(gh.state.comments.values()))["body"]
+    )
+
+
+def test_without_a_baseline_on_github_the_pull_request_is_judged_absolutely_and_says_why(
+    tmp_path: Path, gh: FakeGitHub
+) -> None:
+    ws = workspace(tmp_path)
+    result = report(ws, _pr_env(ws, gh, "b" * 40), "--baseline", "github")
+    assert result.exit_code == 1
+    assert (
+        "onnx-gate: absolute mode (every failure blocks; no baseline: no run of the base commit bbbbbbb"
+        in result.output
+    )
+    body = next(iter(gh.state.comments.values()))["body"]
+    assert (
+        "_Judged in absolute mode (every failure blocks; no baseline: no run of the base commit bbbbbbb"
+        in body
+    )

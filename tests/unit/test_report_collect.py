@@ -41,7 +41,7 @@ def test_a_target_without_result_is_missing_and_blocks(tmp_path: Path) -> None:
     got = collect([tmp_path], plan)
     missing = [e for e in got.entries if e.outcome is Status.MISSING]
     assert [e.target.id for e in missing] == ["ort1.32.0-cpu-op18-dynamo"]
-    assert missing[0].outcome.blocks and "cancelled or crashed" in missing[0].reason
+    assert missing[0].outcome.failing and "cancelled or crashed" in missing[0].reason
 
 
 def test_without_a_plan_missing_targets_cannot_be_known(tmp_path: Path) -> None:

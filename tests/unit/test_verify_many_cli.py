@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from ci_onnx.cli import cli
-from ci_onnx.runners.ort import DIE_ENV
+from ci_onnx.observer.ort import DIE_ENV
 from tests import bundles
 
 PLAIN = "ort1.32.0-cpu-op17-onnx"

@@ -65,10 +65,34 @@ def test_a_target_result_does_not_carry_the_exporters_warnings(tmp_path: Path) -
 
 
 @pytest.mark.parametrize("status", list(Status))
-def test_missing_is_a_status_that_blocks_like_failed_and_error(status: Status) -> None:
-    assert status.blocks == (status in (Status.FAILED, Status.ERROR, Status.MISSING))
+def test_missing_is_a_failing_status_like_failed_and_error(status: Status) -> None:
+    assert status.failing == (status in (Status.FAILED, Status.ERROR, Status.MISSING))
 
 
 def test_the_two_shapes_are_gone() -> None:
     assert not hasattr(bundle, "Finding")
     assert not hasattr(collect, "Outcome")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("runtime", "1.20.1\n## ✅ onnx-gate: all 9 targets passed"),
+        ("runtime", "1.20.1</details><script>alert(1)</script>"),
+        ("runtime", "../../etc"),
+        ("runtime", "latest"),
+        ("provider", "cpu\n<!-- onnx-gate:report -->"),
+        ("provider", "CPU"),
+        ("runner", "web;rm"),
+        ("session_options", "x y"),
+        ("opset", -1),
+        ("api_level", True),
+    ],
+)
+def test_a_target_part_outside_its_grammar_is_refused(field: str, value: object) -> None:
+    """What a plan, a result or a fork supplies becomes a Target only if every part fits the id."""
+    from ci_onnx.target import Target
+
+    parts: dict[str, object] = {"runtime": "1.20.1", "provider": "cpu", "opset": 17, "exporter": "dynamo"}
+    with pytest.raises(ValueError, match=field):
+        Target(**{**parts, field: value})  # type: ignore[arg-type]

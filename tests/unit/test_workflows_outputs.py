@@ -17,7 +17,7 @@ from ci_onnx import plan as planning
 from ci_onnx.errors import ConfigError
 from ci_onnx.target import Target
 from ci_onnx.verify import stage
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions, options_from
 
 
 def _plan(n: int, max_cells_per_job: int = 0, **verify: object) -> planning.Plan:
@@ -75,7 +75,7 @@ def test_verify_settings_travel_in_the_plan() -> None:
     _, overridden = stage.settings(plan.targets[0].id, None, decoded, timeout_s=5)
     assert overridden.timeout_s == 5 and overridden.latency_runs == 3
     _, defaults = stage.settings(plan.targets[0].id, None, None)
-    assert defaults == stage.options_from(None)
+    assert defaults == options_from(None)
 
 
 def _round_trip(plan: planning.Plan) -> planning.Plan:
@@ -129,7 +129,7 @@ def test_only_the_steps_that_post_get_a_token() -> None:
     for path in ("action.yml", "runner/action.yml"):
         spec = YAML(typ="safe").load((REPO / path).read_text())
         assert spec["inputs"]["github-token"]["default"] == "", f"{path}: no token unless a step passes one"
-    posting = 0
+    posting = reading = 0
     for fork_safe in (False, True):
         for name, text in scaffold.starter_files(scaffold.Settings(), fork_safe=fork_safe).items():
             if name.suffix != ".yml" or "workflows" not in str(name):
@@ -143,9 +143,20 @@ def test_only_the_steps_that_post_get_a_token() -> None:
                     if given["command"] in ("report", "nightly") and token:
                         posting += 1
                         assert token == "${{ github.token }}"
+                    elif given["command"] == "verify" and token:  # reads the base bundle, in a PR only
+                        reading += 1
+                        assert token == "${{ github.event_name == 'pull_request' && github.token || '' }}"
+                        assert (
+                            given["baseline"]
+                            == "${{ github.event_name == 'pull_request' && 'github' || '' }}"
+                        )
+                        assert job["permissions"] == {"contents": "read", "actions": "read"}
                     else:
                         assert not token, f"{name}: {given['command']} gets a token"
     assert posting == 4  # the PR gate's report, the nightly twice, the trusted comment job
+    # the PR gate's verify jobs of a job declaring `baseline` (the container job: verify … verify-4);
+    # the runner process never sees the token
+    assert reading == sum(j.matrices for j in matrix.jobs().values() if j.baseline) == 4
 
 
 def test_fork_text_in_results_cannot_start_a_workflow_command(tmp_path: Path) -> None:

@@ -22,7 +22,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
 #include <errno.h>
-#include <fnmatch.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -35,20 +34,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "json.h"
+#include "manifest.h"
 #include "onnxruntime_c_api.h"
 #include "tensorproto.h"
 
 #define OBSERVE_API_VERSION 12 /* SessionOptionsAppendExecutionProvider is the newest function used */
 #define WARMUP_RUNS 3
 #define MESSAGE_MAX 2000
-#define DIE_ENV "ONNX_GATE_TEST_RUNNER_DIE"
 #define CPU_EP "CPUExecutionProvider"
-
-#if defined(__GNUC__) || defined(__clang__)
-#define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
-#else
-#define PRINTF_LIKE(f, a)
-#endif
 
 static const OrtApi *ort;
 static OrtEnv *env;
@@ -65,25 +59,6 @@ PRINTF_LIKE(1, 2) static void usage(const char *fmt, ...) {
     va_end(ap);
     fputc('\n', stderr);
     exit(2);
-}
-
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) usage("out of memory");
-    return p;
-}
-
-static void *xcalloc(size_t n, size_t size) {
-    void *p = calloc(n ? n : 1, size ? size : 1);
-    if (!p) usage("out of memory");
-    return p;
-}
-
-static char *xstrdup(const char *s) {
-    size_t n = strlen(s);
-    char *p = xmalloc(n + 1);
-    memcpy(p, s, n + 1);
-    return p;
 }
 
 static char *join_path(const char *a, const char *b) {
@@ -148,385 +123,19 @@ static char *status_message(OrtStatus *status) {
     return m;
 }
 
-PRINTF_LIKE(1, 2) static char *format(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    char *p = xmalloc((size_t)n + 1);
-    va_start(ap, fmt);
-    vsnprintf(p, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    return p;
-}
-
-/* ---------------------------------------------------------------- a growing string, and JSON out */
-
-typedef struct {
-    char *s;
-    size_t len, cap;
-} sb;
-
-static void sb_put(sb *b, const char *p, size_t n) {
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *grown = realloc(b->s, cap);
-        if (!grown) usage("out of memory");
-        b->s = grown;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, p, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-PRINTF_LIKE(2, 3) static void sb_printf(sb *b, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    char *tmp = xmalloc((size_t)n + 1);
-    va_start(ap, fmt);
-    vsnprintf(tmp, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    sb_put(b, tmp, (size_t)n);
-    free(tmp);
-}
-
-static void sb_json_str(sb *b, const char *s) {
-    sb_put(b, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') {
-            char esc[2] = {'\\', (char)*p};
-            sb_put(b, esc, 2);
-        } else if (*p < 0x20) {
-            sb_printf(b, "\\u%04x", *p);
-        } else {
-            sb_put(b, (const char *)p, 1);
-        }
-    }
-    sb_put(b, "\"", 1);
-}
-
-/* A JSON object or array built one entry at a time. */
-static void sb_entry(sb *b, const char *key) {
-    if (b->len) sb_put(b, ", ", 2);
-    if (key) {
-        sb_json_str(b, key);
-        sb_put(b, ": ", 2);
-    }
-}
-
-static void sb_kv_str(sb *b, const char *key, const char *value) {
-    sb_entry(b, key);
-    sb_json_str(b, value);
-}
-
-/* ---------------------------------------------------------------- JSON in (the bundle's manifest) */
-
-typedef enum { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ } jtype;
-
-typedef struct jval {
-    jtype t;
-    double num;
-    char *str;
-    size_t n;
-    struct jval *items;
-    char **keys;
-} jval;
-
-typedef struct {
-    const char *p, *end;
-    const char *err;
-} jparser;
-
-static void j_free(jval *v) {
-    free(v->str);
-    for (size_t i = 0; i < v->n; i++) {
-        j_free(&v->items[i]);
-        if (v->keys) free(v->keys[i]);
-    }
-    free(v->items);
-    free(v->keys);
-}
-
-static void j_ws(jparser *j) {
-    while (j->p < j->end && (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t')) j->p++;
-}
-
-static void utf8_put(sb *b, unsigned cp) {
-    char u[4];
-    if (cp < 0x80) {
-        u[0] = (char)cp;
-        sb_put(b, u, 1);
-    } else if (cp < 0x800) {
-        u[0] = (char)(0xC0 | (cp >> 6));
-        u[1] = (char)(0x80 | (cp & 0x3F));
-        sb_put(b, u, 2);
-    } else if (cp < 0x10000) {
-        u[0] = (char)(0xE0 | (cp >> 12));
-        u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        u[2] = (char)(0x80 | (cp & 0x3F));
-        sb_put(b, u, 3);
-    } else {
-        u[0] = (char)(0xF0 | (cp >> 18));
-        u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-        u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        u[3] = (char)(0x80 | (cp & 0x3F));
-        sb_put(b, u, 4);
-    }
-}
-
-static int j_hex4(jparser *j, unsigned *out) {
-    if (j->end - j->p < 4) return -1;
-    unsigned v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = *j->p++;
-        v <<= 4;
-        if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
-        else return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static char *j_string(jparser *j) {
-    sb b = {0};
-    sb_put(&b, "", 0);
-    j->p++; /* the opening quote */
-    while (j->p < j->end && *j->p != '"') {
-        char c = *j->p++;
-        if (c != '\\') {
-            sb_put(&b, &c, 1);
-            continue;
-        }
-        if (j->p >= j->end) break;
-        char e = *j->p++;
-        const char *simple = strchr("\"\\/bfnrt", e);
-        if (simple && e) {
-            static const char map[] = "\"\\/\b\f\n\r\t";
-            sb_put(&b, &map[simple - "\"\\/bfnrt"], 1);
-        } else if (e == 'u') {
-            unsigned cp;
-            if (j_hex4(j, &cp)) goto bad;
-            if (cp >= 0xD800 && cp < 0xDC00 && j->end - j->p >= 6 && j->p[0] == '\\' && j->p[1] == 'u') {
-                unsigned lo;
-                j->p += 2;
-                if (j_hex4(j, &lo) || lo < 0xDC00 || lo > 0xDFFF) goto bad;
-                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-            }
-            utf8_put(&b, cp);
-        } else {
-            goto bad;
-        }
-    }
-    if (j->p >= j->end) goto bad;
-    j->p++;
-    return b.s;
-bad:
-    free(b.s);
-    j->err = "a bad string";
-    return NULL;
-}
-
-static int j_value(jparser *j, jval *v, int depth) {
-    memset(v, 0, sizeof *v);
-    j_ws(j);
-    if (depth > 64) return j->err = "nested too deep", -1;
-    if (j->p >= j->end) return j->err = "unexpected end", -1;
-    char c = *j->p;
-    if (c == '{' || c == '[') {
-        int obj = c == '{';
-        v->t = obj ? J_OBJ : J_ARR;
-        j->p++;
-        size_t cap = 0;
-        j_ws(j);
-        if (j->p < j->end && *j->p == (obj ? '}' : ']')) {
-            j->p++;
-            return 0;
-        }
-        for (;;) {
-            if (v->n == cap) {
-                cap = cap ? cap * 2 : 8;
-                jval *items = realloc(v->items, cap * sizeof *items);
-                char **keys = obj ? realloc(v->keys, cap * sizeof *keys) : NULL;
-                if (!items || (obj && !keys)) usage("out of memory");
-                v->items = items;
-                if (obj) v->keys = keys;
-            }
-            if (obj) {
-                j_ws(j);
-                if (j->p >= j->end || *j->p != '"') return j->err = "expected a key", -1;
-                char *key = j_string(j);
-                if (!key) return -1;
-                j_ws(j);
-                if (j->p >= j->end || *j->p != ':') {
-                    free(key);
-                    return j->err = "expected ':'", -1;
-                }
-                j->p++;
-                v->keys[v->n] = key;
-            }
-            if (j_value(j, &v->items[v->n], depth + 1)) {
-                v->n++;
-                return -1;
-            }
-            v->n++;
-            j_ws(j);
-            if (j->p < j->end && *j->p == ',') {
-                j->p++;
-                continue;
-            }
-            if (j->p < j->end && *j->p == (obj ? '}' : ']')) {
-                j->p++;
-                return 0;
-            }
-            return j->err = "expected ',' or a closing bracket", -1;
-        }
-    }
-    if (c == '"') {
-        v->t = J_STR;
-        v->str = j_string(j);
-        return v->str ? 0 : -1;
-    }
-    if (!strncmp(j->p, "null", 4) && j->end - j->p >= 4) return j->p += 4, v->t = J_NULL, 0;
-    if (!strncmp(j->p, "true", 4) && j->end - j->p >= 4) return j->p += 4, v->t = J_BOOL, v->num = 1, 0;
-    if (!strncmp(j->p, "false", 5) && j->end - j->p >= 5) return j->p += 5, v->t = J_BOOL, 0;
-    char *stop;
-    v->num = strtod(j->p, &stop);
-    if (stop == j->p) return j->err = "unexpected character", -1;
-    v->t = J_NUM;
-    j->p = stop;
-    return 0;
-}
-
-static const jval *j_get(const jval *obj, const char *key) {
-    if (!obj || obj->t != J_OBJ) return NULL;
-    for (size_t i = 0; i < obj->n; i++)
-        if (!strcmp(obj->keys[i], key)) return &obj->items[i];
-    return NULL;
-}
 
 /* ---------------------------------------------------------------- the manifest */
 
-typedef struct {
-    char *name;
-    char *dtype;
-    int tensor;          /* values.kind(dtype) == "tensor" */
-    size_t ndim;
-    char *dim0;          /* str(shape[0]), NULL for a 0-d spec */
-    int dim0_symbolic;
-    int dim0_declared;   /* "0" in dynamic_axes[name] */
-} spec;
-
-typedef struct {
-    spec *inputs, *outputs;
-    size_t n_inputs, n_outputs;
-    char **sets;
-    size_t n_sets;
-} manifest;
-
-static int read_specs(const jval *list, const jval *dynamic, spec **out, size_t *n) {
-    if (!list || list->t != J_ARR) return -1;
-    *out = xcalloc(list->n, sizeof(spec));
-    *n = list->n;
-    for (size_t i = 0; i < list->n; i++) {
-        spec *s = &(*out)[i];
-        const jval *name = j_get(&list->items[i], "name"), *shape = j_get(&list->items[i], "shape");
-        const jval *dtype = j_get(&list->items[i], "dtype");
-        if (!name || name->t != J_STR || !shape || shape->t != J_ARR) return -1;
-        s->name = xstrdup(name->str);
-        s->dtype = xstrdup(dtype && dtype->t == J_STR ? dtype->str : "");
-        const char *paren = strchr(s->dtype, '(');
-        s->tensor = !paren || !strncmp(s->dtype, "tensor(", 7);
-        s->ndim = shape->n;
-        if (shape->n) {
-            const jval *d0 = &shape->items[0];
-            s->dim0_symbolic = d0->t == J_STR;
-            s->dim0 = d0->t == J_STR ? xstrdup(d0->str) : format("%lld", (long long)d0->num);
-        }
-        const jval *axes = j_get(dynamic, s->name);
-        s->dim0_declared = j_get(axes, "0") != NULL;
-    }
-    return 0;
-}
-
-static void free_manifest(manifest *m) {
-    for (size_t i = 0; i < m->n_inputs + m->n_outputs; i++) {
-        spec *s = i < m->n_inputs ? &m->inputs[i] : &m->outputs[i - m->n_inputs];
-        free(s->name);
-        free(s->dtype);
-        free(s->dim0);
-    }
-    free(m->inputs);
-    free(m->outputs);
-    for (size_t i = 0; i < m->n_sets; i++) free(m->sets[i]);
-    free(m->sets);
-}
-
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    sb b = {0};
-    char chunk[65536];
-    size_t n;
-    sb_put(&b, "", 0);
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) sb_put(&b, chunk, n);
-    fclose(f);
-    *len = b.len;
-    return b.s;
-}
-
 static void read_manifest(const char *bundle, manifest *m) {
-    memset(m, 0, sizeof *m);
     char *path = join_path(bundle, "manifest.json");
     size_t len;
     char *text = read_file(path, &len);
     if (!text) usage("%s: %s; is this a bundle written by `onnx-gate export`?", path, strerror(errno));
-    jparser j = {text, text + len, NULL};
-    jval root;
-    if (j_value(&j, &root, 0)) usage("%s: not valid JSON (%s); re-run `onnx-gate export`", path, j.err);
-    const jval *dynamic = j_get(&root, "dynamic_axes"), *sets = j_get(&root, "test_data_sets");
-    if (read_specs(j_get(&root, "inputs"), dynamic, &m->inputs, &m->n_inputs) ||
-        read_specs(j_get(&root, "outputs"), dynamic, &m->outputs, &m->n_outputs) || !sets || sets->t != J_ARR)
-        usage("%s: not a manifest of onnx-gate (inputs, outputs or test_data_sets); re-run `onnx-gate export`",
-              path);
-    m->sets = xcalloc(sets->n, sizeof(char *));
-    for (size_t i = 0; i < sets->n; i++) {
-        const jval *dir = j_get(&sets->items[i], "directory");
-        if (!dir || dir->t != J_STR || strstr(dir->str, "..") || dir->str[0] == '/')
-            usage("%s: test_data_sets[%zu].directory is not a directory of the bundle", path, i);
-        m->sets[m->n_sets++] = xstrdup(dir->str);
-    }
-    j_free(&root);
+    char *why = NULL;
+    if (parse_manifest(text, len, m, &why))
+        usage("%s: not a manifest of onnx-gate: %s; re-run `onnx-gate export`", path, why);
     free(text);
     free(path);
-}
-
-/* Why the inputs have no batch axis to serve other batch sizes on; NULL when they have one
- * (ci_onnx/runners/feeds.py batch_axis_problem: the same rule). */
-static int batch_axis_problem(const manifest *m) {
-    if (!m->n_inputs) return 1;
-    for (size_t i = 0; i < m->n_inputs; i++) {
-        const spec *s = &m->inputs[i];
-        if (!s->tensor || !s->ndim) return 1;
-        if (!s->dim0_symbolic && !s->dim0_declared) return 1;
-        if (strcmp(s->dim0, m->inputs[0].dim0)) return 1;
-    }
-    return 0;
-}
-
-/* Whether output `s`'s axis 0 is the inputs' batch axis (feeds.py batched_outputs). */
-static int batched_output(const manifest *m, const spec *s) {
-    if (!s->tensor || !s->ndim) return 0;
-    if (s->dim0_declared) return 1;
-    if (!s->dim0_symbolic) return 0;
-    for (size_t i = 0; i < m->n_inputs; i++)
-        if (m->inputs[i].ndim && m->inputs[i].dim0_symbolic && !strcmp(m->inputs[i].dim0, s->dim0)) return 1;
-    return 0;
 }
 
 /* ---------------------------------------------------------------- values: a set of named tensors */
@@ -595,13 +204,18 @@ static int take_rows(const tp_tensor *t, const size_t *idx, size_t n, tp_tensor 
     if (!t->ndim) return *err = format("tensor %s is 0-d, so it has no batch axis", t->name), -1;
     if (tp_bits(t->data_type) && tp_bits(t->data_type) < 8)
         return *err = format("the native runner cannot take rows of %d-bit elements", tp_bits(t->data_type)), -1;
-    *out = *t;
-    out->name = xstrdup(t->name);
     size_t dim0 = (size_t)t->dims[0];
     if (!dim0) n = 0; /* an empty axis stays empty */
+    /* A decoded tensor holds dim0 * elems elements and dim0 * per bytes (tp_decode checked both
+     * against the file), so only the n rows asked for can overflow. */
+    size_t per = dim0 ? row_bytes(t) : 0, elems = 1;
+    for (size_t d = 1; dim0 && d < t->ndim; d++) elems *= (size_t)t->dims[d];
+    size_t widest = per > elems ? per : elems;
+    if (widest && n > (size_t)-1 / widest)
+        return *err = format("%zu rows of tensor %s are more than this machine can address", n, t->name), -1;
+    *out = *t;
+    out->name = xstrdup(t->name);
     out->dims[0] = (int64_t)n;
-    size_t per = row_bytes(t), elems = 1;
-    for (size_t d = 1; d < t->ndim; d++) elems *= (size_t)t->dims[d];
     out->count = n * elems;
     out->data = NULL;
     out->strings = NULL;
@@ -970,7 +584,7 @@ static void ORT_API_CALL on_log(void *param, OrtLoggingLevel severity, const cha
     static const char letters[] = "VIWEF";
     char letter = severity >= 0 && severity <= 4 ? letters[severity] : '?';
     pthread_mutex_lock(&log_lock);
-    /* The line onnxruntime's own sink writes, so ci_onnx/runners/placement.py reads it unchanged. */
+    /* The line onnxruntime's own sink writes, so ci_onnx/observer/placement.py reads it unchanged. */
     FILE *to = capture ? capture : (severity >= ORT_LOGGING_LEVEL_WARNING ? stderr : NULL);
     if (to) fprintf(to, "[%c:%s:%s, %s] %s\n", letter, category, logid, code_location, message);
     pthread_mutex_unlock(&log_lock);
@@ -1109,23 +723,6 @@ static double percentile(const double *sorted, size_t n, double p) {
     double rank = p / 100.0 * (double)(n - 1); /* numpy's default (linear) interpolation */
     size_t lo = (size_t)rank, hi = lo + 1 < n ? lo + 1 : n - 1;
     return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - (double)lo);
-}
-
-/* ---------------------------------------------------------------- the test hook */
-
-static void die_after_load(const char *target_id) {
-    const char *hook = getenv(DIE_ENV);
-    if (!hook || !*hook) return;
-    char *how = xstrdup(hook), *pattern = strchr(how, ':');
-    if (pattern) *pattern++ = '\0';
-    if (!pattern || fnmatch(pattern, target_id, 0) == 0) {
-        if (!strcmp(how, "hang"))
-            for (;;) sleep(60);
-        if (!strcmp(how, "SIGKILL")) raise(SIGKILL);
-        if (!strcmp(how, "SIGSEGV")) raise(SIGSEGV);
-        if (!strcmp(how, "SIGABRT")) raise(SIGABRT);
-    }
-    free(how);
 }
 
 /* ---------------------------------------------------------------- arguments */
@@ -1274,7 +871,7 @@ static void parity_runs(const session *s, const manifest *m, const args *a, obse
 }
 
 /* Each served batch size in one run, and the same samples one at a time as its reference
- * (ci_onnx/runners/ort.py _batch_runs: the same semantics). Returns the sizes that ran. */
+ * (ci_onnx/observer/ort.py _batch_runs: the same semantics). Returns the sizes that ran. */
 static size_t batch_runs(const session *s, const manifest *m, const args *a, observation *o, const values *data,
                          size_t *working) {
     size_t n_working = 0, max = a->sizes[a->n_sizes - 1];
@@ -1605,7 +1202,6 @@ int main(int argc, char **argv) {
         o.load_error = err;
     } else {
         o.session_create_ms = round_to(now_ms() - start, 3);
-        die_after_load(a.target_id);
         sb_json_str(&registered, config.with_ep ? ep->ep : CPU_EP);
         if (config.with_ep && !is_cpu) sb_printf(&registered, ", \"%s\"", CPU_EP);
 

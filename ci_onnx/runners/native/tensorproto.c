@@ -161,6 +161,19 @@ typedef struct {
     size_t n;
 } slice;
 
+/* The wire types a field of TensorProto may come in (a bit per wire type), 0 for fields not read:
+ * a known field in another wire type is no TensorProto, as protobuf's own parsers say. */
+static int wire_of(uint64_t field) {
+    switch (field) {
+    case F_DIMS: case F_INT32: case F_INT64: case F_UINT64: return 1 << W_VARINT | 1 << W_LEN;
+    case F_DATA_TYPE: case F_LOCATION: return 1 << W_VARINT;
+    case F_STRING: case F_NAME: case F_RAW: case F_EXTERNAL: return 1 << W_LEN;
+    case F_FLOAT: return 1 << W_I32 | 1 << W_LEN;
+    case F_DOUBLE: return 1 << W_I64 | 1 << W_LEN;
+    default: return 0;
+    }
+}
+
 int tp_decode(const unsigned char *buf, size_t len, tp_tensor *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     buffer dims = {0}, i32 = {0}, i64 = {0}, u64 = {0}, f32 = {0}, f64 = {0}, strs = {0};
@@ -204,27 +217,31 @@ int tp_decode(const unsigned char *buf, size_t len, tp_tensor *out, char *err, s
             fail(err, errlen, "field number 0");
             goto done;
         }
-        int is_int = wire == W_VARINT;
+        int want = wire_of(field);
+        if (want && !(want & (1 << wire))) {
+            fail(err, errlen, "field %llu has wire type %d, not one of its type", (unsigned long long)field, wire);
+            goto done;
+        }
         if (field == F_DIMS) {
             if (ints_of(&dims, wire, chunk, clen, value, err, errlen)) goto done;
-        } else if (field == F_DATA_TYPE && is_int) {
+        } else if (field == F_DATA_TYPE) {
             code = value;
-        } else if (field == F_NAME && !is_int) {
+        } else if (field == F_NAME) {
             name.p = chunk;
             name.n = clen;
-        } else if (field == F_RAW && !is_int) {
+        } else if (field == F_RAW) {
             raw.p = chunk;
             raw.n = clen;
             have_raw = 1;
-        } else if (field == F_STRING && !is_int) {
+        } else if (field == F_STRING) {
             slice s = {chunk, clen};
             if (put(&strs, &s, sizeof s)) goto oom;
-        } else if (field == F_EXTERNAL || (field == F_LOCATION && is_int && value == 1)) {
+        } else if (field == F_EXTERNAL || (field == F_LOCATION && value == 1)) {
             fail(err, errlen, "tensors with external data are not supported");
             goto done;
-        } else if (field == F_FLOAT && !is_int) {
+        } else if (field == F_FLOAT) {
             if (put(&f32, chunk, clen)) goto oom;
-        } else if (field == F_DOUBLE && !is_int) {
+        } else if (field == F_DOUBLE) {
             if (put(&f64, chunk, clen)) goto oom;
         } else if (field == F_INT32) {
             if (ints_of(&i32, wire, chunk, clen, value, err, errlen)) goto done;
@@ -233,6 +250,11 @@ int tp_decode(const unsigned char *buf, size_t len, tp_tensor *out, char *err, s
         } else if (field == F_UINT64) {
             if (ints_of(&u64, wire, chunk, clen, value, err, errlen)) goto done;
         }
+    }
+    if (name.n && (!valid_utf8(name.p, name.n) || memchr(name.p, 0, name.n))) {
+        fail(err, errlen, "%s", memchr(name.p, 0, name.n) ? "the tensor's name holds a NUL byte"
+                                                          : "the tensor's name is not UTF-8");
+        goto done;
     }
     out->name = malloc(name.n + 1);
     if (!out->name) goto oom;
@@ -244,7 +266,11 @@ int tp_decode(const unsigned char *buf, size_t len, tp_tensor *out, char *err, s
         fail(err, errlen, "%s: %zu dimensions, more than %d", what, ndim, TP_MAX_DIMS);
         goto done;
     }
+    /* Every product checked before it is formed: the elements of the non-zero dims (a zero dim makes
+     * the tensor empty, but a dim no tensor can have is still a lie), then the bytes they take, both
+     * in 64 bits and then against the bytes present, before anything is allocated. */
     uint64_t count = 1;
+    int empty = 0;
     for (size_t i = 0; i < ndim; i++) {
         int64_t d = (int64_t)((uint64_t *)dims.data)[i];
         if (d < 0) {
@@ -252,26 +278,28 @@ int tp_decode(const unsigned char *buf, size_t len, tp_tensor *out, char *err, s
             goto done;
         }
         out->dims[i] = d;
-        if (count && (uint64_t)d > MAX_ELEMENTS) count = MAX_ELEMENTS + 1;
-        else count = count * (uint64_t)d;
-        if (count > MAX_ELEMENTS) count = MAX_ELEMENTS + 1;
-    }
-    for (size_t i = 0; i < ndim && count > MAX_ELEMENTS; i++)
-        if (out->dims[i] == 0) count = 0;
-    if (count > MAX_ELEMENTS) {
-        fail(err, errlen, "%s: its shape claims more than %llu elements", what, (unsigned long long)MAX_ELEMENTS);
-        goto done;
-    }
-    out->ndim = ndim;
-    out->count = (size_t)count;
-    if (code > 1000) code = 1000;
-    out->data_type = (int32_t)code;
-    if (code == TP_STRING) {
-        size_t n = strs.len / sizeof(slice);
-        if (n != out->count) {
-            fail(err, errlen, "%s: %zu values for %zu elements", what, n, out->count);
+        if (d == 0) {
+            empty = 1;
+            continue;
+        }
+        if ((uint64_t)d > MAX_ELEMENTS / count) {
+            fail(err, errlen, "%s: its shape claims more than %llu elements", what, (unsigned long long)MAX_ELEMENTS);
             goto done;
         }
+        count *= (uint64_t)d;
+    }
+    if (empty) count = 0;
+    out->ndim = ndim;
+    if (code > 1000) code = 1000;
+    out->data_type = (int32_t)code;
+    int t = out->data_type;
+    if (t == TP_STRING) {
+        size_t n = strs.len / sizeof(slice);
+        if ((uint64_t)n != count) {
+            fail(err, errlen, "%s: %zu values for %llu elements", what, n, (unsigned long long)count);
+            goto done;
+        }
+        out->count = n;
         out->strings = calloc(n ? n : 1, sizeof(char *));
         out->string_lengths = calloc(n ? n : 1, sizeof(size_t));
         if (!out->strings || !out->string_lengths) goto oom;
@@ -290,79 +318,87 @@ int tp_decode(const unsigned char *buf, size_t len, tp_tensor *out, char *err, s
         rc = 0;
         goto done;
     }
-    int bits = tp_bits(out->data_type);
+    int bits = tp_bits(t);
     if (!bits) {
         fail(err, errlen, "%s: TensorProto data type %llu is not an ONNX element type", what, (unsigned long long)code);
         goto done;
     }
-    out->nbytes = tp_raw_size(out->data_type, out->count);
+    /* count <= 2^34 and bits <= 128: the byte count fits in 64 bits. */
+    uint64_t need = bits >= 8 ? count * (uint64_t)(bits / 8) : (count * (uint64_t)bits + 7) / 8;
+    /* How many elements the typed fields hold (an element of a complex type is two values). */
+    uint64_t got = 0;
+    buffer *src = NULL;
+    if (have_raw) {
+        if ((uint64_t)raw.n != need) {
+            fail(err, errlen, "%s: %zu raw bytes for %llu elements of %d bits", what, raw.n,
+                 (unsigned long long)count, bits);
+            goto done;
+        }
+        got = count;
+    } else if (t == TP_FLOAT || t == TP_COMPLEX64 || t == TP_DOUBLE || t == TP_COMPLEX128) {
+        src = (t == TP_FLOAT || t == TP_COMPLEX64) ? &f32 : &f64;
+        size_t size = (t == TP_FLOAT || t == TP_COMPLEX64) ? 4 : 8;
+        size_t arity = (t == TP_COMPLEX64 || t == TP_COMPLEX128) ? 2 : 1;
+        if (src->len % size) {
+            fail(err, errlen, "%s: %zu bytes of packed %zu-byte values", what, src->len, size);
+            goto done;
+        }
+        if ((src->len / size) % arity) {
+            fail(err, errlen, "%s: %zu values, not an even number for complex elements", what, src->len / size);
+            goto done;
+        }
+        got = src->len / size / arity;
+    } else if (t == TP_INT64 || t == TP_UINT32 || t == TP_UINT64) {
+        src = t == TP_INT64 ? &i64 : &u64;
+        got = src->len / sizeof(uint64_t);
+    } else {
+        /* int32_data: one element a value, or 8/bits elements a value for the 4- and 2-bit types. */
+        src = &i32;
+        uint64_t n = src->len / sizeof(uint64_t);
+        if (bits < 8) got = n * (uint64_t)(8 / bits) < count ? n * (uint64_t)(8 / bits) : count;
+        else got = n;
+    }
+    if (got != count) {
+        fail(err, errlen, "%s: %llu values for %llu elements", what, (unsigned long long)got,
+             (unsigned long long)count);
+        goto done;
+    }
+    /* The values are present, so count and need are bounded by len and fit in size_t. */
+    out->count = (size_t)count;
+    out->nbytes = (size_t)need;
     out->data = calloc(out->nbytes ? out->nbytes : 1, 1);
     if (!out->data) goto oom;
     if (have_raw) {
-        if (raw.n != out->nbytes) {
-            fail(err, errlen, "%s: %zu raw bytes for %zu elements of %d bits", what, raw.n, out->count, bits);
-            goto done;
-        }
         if (raw.n) memcpy(out->data, raw.p, raw.n);
         if (bits < 8) zero_padding(out->data, out->count, bits);
-        rc = 0;
-        goto done;
-    }
-    /* Typed fields: which one holds the values depends on the data type, as in onnx.proto. */
-    size_t got;
-    int t = out->data_type;
-    if (t == TP_FLOAT || t == TP_COMPLEX64 || t == TP_DOUBLE || t == TP_COMPLEX128) {
-        buffer *b = (t == TP_FLOAT || t == TP_COMPLEX64) ? &f32 : &f64;
-        size_t size = (t == TP_FLOAT || t == TP_COMPLEX64) ? 4 : 8;
-        if (b->len % size) {
-            fail(err, errlen, "%s: %zu bytes of packed %zu-byte values", what, b->len, size);
-            goto done;
-        }
-        got = (t == TP_COMPLEX64 || t == TP_COMPLEX128) ? b->len / size / 2 : b->len / size;
-        if ((t == TP_COMPLEX64 || t == TP_COMPLEX128) && (b->len / size) % 2) got = b->len / size;
-        if (got == out->count && b->len) memcpy(out->data, b->data, out->nbytes);
+    } else if (t == TP_FLOAT || t == TP_COMPLEX64 || t == TP_DOUBLE || t == TP_COMPLEX128) {
+        if (out->nbytes) memcpy(out->data, src->data, out->nbytes);
     } else if (t == TP_INT64 || t == TP_UINT32 || t == TP_UINT64) {
-        buffer *b = t == TP_INT64 ? &i64 : &u64;
-        got = b->len / sizeof(uint64_t);
-        if (got == out->count)
-            for (size_t i = 0; i < got; i++) {
-                uint64_t v = ((uint64_t *)b->data)[i];
-                if (t == TP_UINT32) {
-                    uint32_t w = (uint32_t)v;
-                    memcpy(out->data + 4 * i, &w, 4);
-                } else {
-                    memcpy(out->data + 8 * i, &v, 8);
-                }
+        for (size_t i = 0; i < out->count; i++) {
+            uint64_t v = ((uint64_t *)src->data)[i];
+            if (t == TP_UINT32) {
+                uint32_t w = (uint32_t)v;
+                memcpy(out->data + 4 * i, &w, 4);
+            } else {
+                memcpy(out->data + 8 * i, &v, 8);
             }
-    } else {
-        /* int32_data: int32, int16, int8, uint16, uint8, bool, float16/bfloat16/float8 as bits, and
-         * 4- and 2-bit types as packed bytes. */
-        size_t n = i32.len / sizeof(uint64_t);
-        const uint64_t *v = (const uint64_t *)i32.data;
-        if (bits < 8) {
-            size_t per = (size_t)(8 / bits);
-            got = n * per < out->count ? n * per : out->count;
-            if (got == out->count) {
-                for (size_t i = 0; i < out->nbytes; i++) out->data[i] = (unsigned char)v[i];
-                zero_padding(out->data, out->count, bits);
-            }
-        } else {
-            got = n;
-            if (got == out->count)
-                for (size_t i = 0; i < n; i++) {
-                    uint32_t w = (uint32_t)v[i];
-                    if (t == TP_INT32) memcpy(out->data + 4 * i, &w, 4);
-                    else if (bits == 16) {
-                        uint16_t h = (uint16_t)w;
-                        memcpy(out->data + 2 * i, &h, 2);
-                    } else if (t == TP_BOOL) out->data[i] = w != 0;
-                    else out->data[i] = (unsigned char)w;
-                }
         }
-    }
-    if (got != out->count) {
-        fail(err, errlen, "%s: %zu values for %zu elements", what, got, out->count);
-        goto done;
+    } else {
+        const uint64_t *v = (const uint64_t *)src->data;
+        if (bits < 8) {
+            for (size_t i = 0; i < out->nbytes; i++) out->data[i] = (unsigned char)v[i];
+            zero_padding(out->data, out->count, bits);
+        } else {
+            for (size_t i = 0; i < out->count; i++) {
+                uint32_t w = (uint32_t)v[i];
+                if (t == TP_INT32) memcpy(out->data + 4 * i, &w, 4);
+                else if (bits == 16) {
+                    uint16_t h = (uint16_t)w;
+                    memcpy(out->data + 2 * i, &h, 2);
+                } else if (t == TP_BOOL) out->data[i] = w != 0;
+                else out->data[i] = (unsigned char)w;
+            }
+        }
     }
     rc = 0;
     goto done;

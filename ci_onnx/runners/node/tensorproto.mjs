@@ -23,17 +23,49 @@ export const TYPES = {
 };
 export const CODE_OF = Object.fromEntries(Object.entries(TYPES).map(([code, [t]]) => [t, Number(code)]));
 
-function readVarint(buf, pos) {
-  let value = 0n;
-  let shift = 0n;
-  for (;;) {
-    if (pos >= buf.length) throw new Error('truncated varint');
-    const b = buf[pos++];
-    value |= BigInt(b & 0x7f) << shift;
-    if (!(b & 0x80)) return [value, pos];
-    shift += 7n;
-    if (shift > 63n) throw new Error('varint longer than 10 bytes');
+// Any bytes that are not such a tensor throw TensorProtoError, never another error: the same files
+// ci_onnx/tensorproto.py refuses, for the same reasons (every declared size checked against the bytes
+// present before anything is allocated).
+export class TensorProtoError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = 'TensorProtoError';
   }
+}
+const fail = (message) => {
+  throw new TensorProtoError(message);
+};
+const MAX_ELEMENTS = 2 ** 34; // more than any test file holds: a larger claimed shape is a lie
+// The wire types each field read may come in (ci_onnx/tensorproto.py _WIRES).
+const WIRES = {
+  [DIMS]: [0, 2], [DATA_TYPE]: [0], [FLOAT]: [5, 2], [INT32]: [0, 2], [STRING]: [2], [INT64]: [0, 2],
+  [NAME]: [2], [RAW]: [2], [DOUBLE]: [1, 2], [UINT64]: [0, 2], [EXTERNAL]: [2], 14: [0],
+};
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+// A varint as two 32-bit halves (no BigInt per value: a packed field holds millions).
+function readHalves(buf, pos) {
+  let lo = 0;
+  let hi = 0;
+  for (let i = 0; ; i++) {
+    if (pos >= buf.length) fail('truncated varint');
+    const b = buf[pos++];
+    if (i < 4) lo |= (b & 0x7f) << (7 * i);
+    else if (i === 4) {
+      lo |= (b & 0x0f) << 28;
+      hi = (b & 0x7f) >> 4;
+    } else {
+      if (i === 9 && b > 1) fail('varint over 64 bits');
+      hi |= (b & 0x7f) << (7 * i - 32);
+    }
+    if (!(b & 0x80)) return [lo >>> 0, hi >>> 0, pos];
+    if (i === 9) fail('varint too long');
+  }
+}
+
+function readVarint(buf, pos) {
+  const [lo, hi, next] = readHalves(buf, pos);
+  return [(BigInt(hi) << 32n) | BigInt(lo), next];
 }
 
 function fields(buf) {
@@ -44,100 +76,132 @@ function fields(buf) {
     [key, pos] = readVarint(buf, pos);
     const field = Number(key >> 3n);
     const wire = Number(key & 7n);
+    let value;
     if (wire === 0) {
-      let v;
-      [v, pos] = readVarint(buf, pos);
-      out.push([field, wire, v]);
+      [value, pos] = readVarint(buf, pos);
     } else if (wire === 2) {
       let len;
       [len, pos] = readVarint(buf, pos);
-      const end = pos + Number(len);
-      if (end > buf.length) throw new Error('truncated field');
-      out.push([field, wire, Buffer.from(buf.subarray(pos, end))]); // a copy, never a view
-      pos = end;
+      if (len > BigInt(buf.length - pos)) fail('truncated field');
+      value = buf.subarray(pos, pos + Number(len));
+      pos += Number(len);
     } else if (wire === 5 || wire === 1) {
       const n = wire === 5 ? 4 : 8;
-      if (pos + n > buf.length) throw new Error('truncated field');
-      out.push([field, wire, Buffer.from(buf.subarray(pos, pos + n))]);
+      if (pos + n > buf.length) fail('truncated field');
+      value = buf.subarray(pos, pos + n);
       pos += n;
     } else {
-      throw new Error(`unsupported wire type ${wire}`);
+      fail(`unsupported wire type ${wire} (field ${field})`);
     }
+    if (field === 0) fail('field number 0');
+    if (WIRES[field] && !WIRES[field].includes(wire)) fail(`field ${field} has wire type ${wire}, not one of its type`);
+    out.push([field, wire, value]);
   }
   return out;
 }
 
-function varints(bytes) {
-  const vals = [];
+// The values of a packed varint field, each as [lo, hi] halves, checked before they are stored.
+function eachVarint(bytes, fn) {
   let pos = 0;
   while (pos < bytes.length) {
-    let v;
-    [v, pos] = readVarint(bytes, pos);
-    vals.push(v);
+    const [lo, hi, next] = readHalves(bytes, pos);
+    fn(lo, hi);
+    pos = next;
   }
-  return vals;
 }
 
-const signed64 = (v) => BigInt.asIntN(64, v);
+function utf8(bytes, what) {
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    return fail(`${what} is not UTF-8`);
+  }
+}
 
 /** Decode a TensorProto: {name, dataType, type, dims, data} with data an onnxruntime-node array. */
 export function readTensor(bytes) {
-  const buf = Buffer.from(bytes);
+  try {
+    return decode(bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes));
+  } catch (e) {
+    if (e instanceof TensorProtoError) throw e;
+    throw new TensorProtoError(`unreadable TensorProto (${e?.name}: ${e?.message})`);
+  }
+}
+
+function decode(buf) {
   const dims = [];
   let dataType = 0;
-  let name = '';
+  let rawName = null;
   let raw = null;
   const strings = [];
   const typed = {};
   for (const [field, wire, v] of fields(buf)) {
     if (field === DIMS) {
-      for (const d of wire === 2 ? varints(v) : [v]) dims.push(Number(signed64(d)));
-    } else if (field === DATA_TYPE) dataType = Number(v);
-    else if (field === NAME) name = v.toString('utf8');
+      if (wire === 2) eachVarint(v, (lo, hi) => dims.push(hi >= 0x80000000 ? -1 : hi * 2 ** 32 + lo));
+      else dims.push(v >= 1n << 63n ? -1 : Number(v));
+    } else if (field === DATA_TYPE) dataType = v > 1000n ? 1000 : Number(v);
+    else if (field === NAME) rawName = v;
     else if (field === RAW) raw = v;
-    else if (field === STRING) strings.push(v.toString('utf8'));
-    else if (field === EXTERNAL) throw new Error('external data in a test file is not supported');
+    else if (field === STRING) strings.push(v);
+    else if (field === EXTERNAL || (field === 14 && v === 1n)) fail('tensors with external data are not supported');
     else if ([FLOAT, INT32, INT64, DOUBLE, UINT64].includes(field)) (typed[field] ??= []).push([wire, v]);
   }
+  const name = rawName === null ? '' : utf8(rawName, "the tensor's name");
+  if (name.includes('\0')) fail("the tensor's name holds a NUL byte");
+  const what = name || 'tensor';
+  if (dims.some((d) => d < 0)) fail(`${what}: negative dimension in [${dims}]`);
+  let nonzero = 1;
+  for (const d of dims) if (d) nonzero *= d;
+  if (nonzero > MAX_ELEMENTS) fail(`${what}: shape [${dims}] claims more than ${MAX_ELEMENTS} elements`);
+  const count = dims.includes(0) ? 0 : nonzero;
   const info = TYPES[dataType];
-  if (!info) throw new Error(`TensorProto data type ${dataType} is not one onnxruntime-node accepts`);
+  if (!info) fail(`${what}: TensorProto data type ${dataType} is not one onnxruntime-node accepts`);
   const [type, Arr, size] = info;
-  const count = dims.reduce((a, b) => a * b, 1);
   let data;
   if (type === 'string') {
-    data = strings;
+    if (strings.length !== count) fail(`${what}: ${strings.length} values for shape [${dims}]`);
+    data = strings.map((s) => utf8(s, `${what}: a string element`));
   } else if (raw !== null) {
-    if (raw.length !== count * size) throw new Error(`raw_data holds ${raw.length} bytes, not ${count * size}`);
+    if (raw.length !== count * size) fail(`${what}: ${raw.length} raw bytes for ${count} elements of ${size} bytes`);
     const copy = new ArrayBuffer(raw.length);
     new Uint8Array(copy).set(raw);
     data = new Arr(copy);
   } else {
-    data = fromTyped(dataType, Arr, typed);
+    data = fromTyped(dataType, Arr, typed, count, what, dims);
   }
-  if (data.length !== count) throw new Error(`the tensor holds ${data.length} elements, its dims say ${count}`);
   return { name, dataType, type, dims, data };
 }
 
-function fromTyped(code, Arr, typed) {
-  const out = [];
-  const push = (field, decode) => {
-    for (const [wire, v] of typed[field] ?? []) {
-      if (wire === 2 && (field === FLOAT || field === DOUBLE)) {
-        const n = field === FLOAT ? 4 : 8;
-        for (let i = 0; i < v.length; i += n) out.push(field === FLOAT ? v.readFloatLE(i) : v.readDoubleLE(i));
-      } else if (wire === 2) for (const x of varints(v)) out.push(decode(x));
-      else if (wire === 5) out.push(v.readFloatLE(0));
-      else if (wire === 1) out.push(v.readDoubleLE(0));
-      else out.push(decode(v));
-    }
-  };
-  if (code === 1) push(FLOAT);
-  else if (code === 11) push(DOUBLE);
-  else if (code === 7) push(INT64, (x) => signed64(x));
-  else if (code === 13) push(UINT64, (x) => BigInt.asUintN(64, x));
-  else if (code === 12) push(UINT64, (x) => Number(BigInt.asUintN(32, x)));
-  else push(INT32, (x) => Number(BigInt.asIntN(32, x)));
-  return Arr.from(out);
+// The typed fields onnx.proto keeps each data type's values in, counted before an array is made.
+function fromTyped(code, Arr, typed, count, what, dims) {
+  const field = { 1: FLOAT, 11: DOUBLE, 7: INT64, 13: UINT64, 12: UINT64 }[code] ?? INT32;
+  const entries = typed[field] ?? [];
+  const width = field === FLOAT ? 4 : field === DOUBLE ? 8 : 0;
+  let n = 0;
+  for (const [wire, v] of entries) {
+    if (width) {
+      if (v.length % width) fail(`${what}: ${v.length} bytes of packed ${width}-byte values`);
+      n += v.length / width;
+    } else if (wire === 2) {
+      for (let i = 0; i < v.length; i++) if (!(v[i] & 0x80)) n++;
+      if (v.length && v[v.length - 1] & 0x80) fail('truncated varint');
+    } else n++;
+  }
+  if (n !== count) fail(`${what}: ${n} values for shape [${dims}]`);
+  const out = new Arr(count);
+  let at = 0;
+  const view = (v) => new DataView(v.buffer, v.byteOffset, v.byteLength);
+  const put = { 7: (lo, hi) => BigInt.asIntN(64, (BigInt(hi) << 32n) | BigInt(lo)),
+    13: (lo, hi) => (BigInt(hi) << 32n) | BigInt(lo), 12: (lo) => lo, 9: (lo) => (lo ? 1 : 0) }[code]
+    ?? ((lo) => lo | 0);
+  for (const [wire, v] of entries) {
+    if (width) {
+      const dv = view(v);
+      for (let i = 0; i < v.length; i += width) out[at++] = width === 4 ? dv.getFloat32(i, true) : dv.getFloat64(i, true);
+    } else if (wire === 2) eachVarint(v, (lo, hi) => { out[at++] = put(lo, hi); });
+    else out[at++] = put(Number(v & 0xffffffffn), Number(v >> 32n));
+  }
+  return out;
 }
 
 function varint(value) {

@@ -5,8 +5,8 @@
 // node drive.mjs --profile-root DIR --jobs FILE
 // DIR holds node_modules/{onnxruntime-web,playwright-core} of one release. A local HTTP server on
 // 127.0.0.1 sends COOP/COEP (without them crossOriginIsolated is false and wasm threads silently
-// drop to 1) and serves the page, the node runner's TensorProto codec, onnxruntime-web's dist/ and
-// the bundle; the page POSTs back each output file and the Observation. The browser is Chromium at
+// drop to 1) and serves the page, the node runner's TensorProto codec and common.mjs, onnxruntime-web's dist/ and
+// the bundle's listed files; the page POSTs back each output file and the Observation. The browser is Chromium at
 // PATH (never a downloaded one) with a fresh profile at --profile; the console is kept as verbose.log
 // (the "Node placements" lines), and the phases' timings as web_timings.json.
 //
@@ -15,7 +15,16 @@
 // marker line on stderr (ci_onnx.runners.batch.MARKER INDEX RC), after that cell's own error line.
 // The browser's profile is playwright's temporary one, made under --profile-root (TMPDIR), so the
 // parent's sweep finds it; a cell whose flags differ from the browser's gets a browser of its own.
+//
+// Every other process on the machine can reach 127.0.0.1, so the server trusts none of them: each
+// cell has a secret of its own, in the page's URL only (http://127.0.0.1:PORT/s/SECRET/; the page
+// asks for everything by relative URLs, so every request carries it) and never written anywhere
+// (it is cut from the console log and every message). A request without the cell's secret, or with
+// a Host other than the server's, is refused; the bundle serves only the files its manifest lists,
+// and no path (the bundle's, onnxruntime-web's, the runner's) may lead out of its folder through a
+// symlink. No request line, however broken, ends the server.
 
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -23,8 +32,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const CODEC = path.join(HERE, '..', 'node', 'tensorproto.mjs');
-const DIE_ENV = 'ONNX_GATE_TEST_RUNNER_DIE';
+const SHARED = { '/codec/tensorproto.mjs': 'tensorproto.mjs', '/codec/common.mjs': 'common.mjs' }; // the node runner's
 const BASE_FLAGS = ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-component-update',
   '--disable-sync', '--no-first-run', '--enable-blink-features=ForceEagerMeasureMemory'];
 const WEBGPU_FLAGS = ['--enable-unsafe-webgpu', '--enable-features=Vulkan', '--use-vulkan=swiftshader',
@@ -59,24 +67,53 @@ function parseArgs(argv) {
   return args;
 }
 
-function globMatch(pattern, text) {
-  const re = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
-  return new RegExp(`^${re}$`).test(text);
-}
-
-// HOW[:PATTERN][;HOW[:PATTERN]…]: the first entry whose pattern matches the cell's id.
-function dieFor(targetId) {
-  for (const entry of (process.env[DIE_ENV] ?? '').split(';')) {
-    const [how, pattern] = entry.split(/:(.*)/s);
-    if (how && (!pattern || globMatch(pattern, targetId))) return how;
+// `rel` inside `root`, or null: nothing outside the served folders is ever read or written. With
+// `real`, the file must exist and its real path (links followed) must still be inside `root`'s.
+function within(root, rel, real = false) {
+  let decoded;
+  try {
+    decoded = decodeURIComponent(rel);
+  } catch {
+    return null;
   }
-  return '';
+  if (decoded.includes('\0')) return null;
+  const full = path.resolve(root, decoded);
+  if (full !== root && !full.startsWith(root + path.sep)) return null;
+  if (!real) return full;
+  try {
+    const top = fs.realpathSync(root);
+    const found = fs.realpathSync(full);
+    return found === top || found.startsWith(top + path.sep) ? found : null;
+  } catch {
+    return null;
+  }
 }
 
-// `rel` inside `root`, or null: nothing outside the served folders is ever read or written.
-function within(root, rel) {
-  const full = path.resolve(root, decodeURIComponent(rel));
-  return full === root || full.startsWith(root + path.sep) ? full : null;
+// The files of the bundle the page may read: manifest.json and what manifest.files lists.
+function listedFiles(bundle) {
+  const listed = new Set(['manifest.json']);
+  try {
+    const manifest = JSON.parse(fs.readFileSync(path.join(bundle, 'manifest.json'), 'utf8'));
+    for (const rel of Object.keys(manifest?.files ?? {})) listed.add(rel);
+  } catch {
+    // an unreadable manifest: the page fails on it, saying so
+  }
+  return listed;
+}
+
+const newSecret = () => crypto.randomBytes(24).toString('hex');
+
+function sameSecret(given, secret) {
+  const a = Buffer.from(given);
+  const b = Buffer.from(secret);
+  return a.length === b.length && crypto.timingSafeEqual(a, b);
+}
+
+// The part of a request's path after /s/SECRET, or null when the request does not carry the secret.
+function afterSecret(url, secret) {
+  const bare = String(url ?? '').split(/[?#]/)[0];
+  const m = /^\/s\/([0-9a-f]+)(\/.*)$/.exec(bare);
+  return m && secret && sameSecret(m[1], secret) ? m[2] : null;
 }
 
 function readBody(req) {
@@ -93,39 +130,55 @@ function readBody(req) {
   });
 }
 
-// `current()` is the cell in flight ({ args, config, settle }): one server serves cells in turn.
-function serve(current) {
-  const files = (args, p) => {
+// `current()` is the cell in flight ({ args, config, settle, secret, listed }): one server serves
+// cells in turn, and a page of an earlier cell no longer holds a secret that works.
+function serve(current, host) {
+  const files = (cell, p) => {
+    const { args } = cell;
     const ortDist = path.join(args.modules, 'node_modules', 'onnxruntime-web', 'dist');
     const bundle = path.resolve(args.bundle);
     if (p === '/' || p === '/index.html') return path.join(HERE, 'page.html');
-    if (p === '/codec/tensorproto.mjs') return CODEC;
-    if (p.startsWith('/runner/')) return within(HERE, p.slice(8));
-    if (p.startsWith('/ort/')) return within(ortDist, p.slice(5));
-    if (p.startsWith('/bundle/')) return within(bundle, p.slice(8));
+    if (Object.hasOwn(SHARED, p)) return path.join(HERE, '..', 'node', SHARED[p]);
+    if (p.startsWith('/runner/')) return within(HERE, p.slice(8), true);
+    if (p.startsWith('/ort/')) return within(ortDist, p.slice(5), true);
+    if (p.startsWith('/bundle/')) {
+      const rel = within(bundle, p.slice(8));
+      const name = rel && path.relative(bundle, rel).split(path.sep).join('/');
+      return name && cell.listed.has(name) ? within(bundle, p.slice(8), true) : null;
+    }
     return null;
   };
-  return http.createServer(async (req, res) => {
-    res.setHeader('Cross-Origin-Opener-Policy', 'same-origin');
-    res.setHeader('Cross-Origin-Embedder-Policy', 'require-corp');
-    res.setHeader('Cross-Origin-Resource-Policy', 'same-origin');
-    res.setHeader('Cache-Control', 'no-store');
-    const p = new URL(req.url, 'http://x').pathname;
-    const { args, config, settle } = current();
-    const out = path.resolve(args.out);
+  const server = http.createServer(async (req, res) => {
     try {
+      res.setHeader('Cross-Origin-Opener-Policy', 'same-origin');
+      res.setHeader('Cross-Origin-Embedder-Policy', 'require-corp');
+      res.setHeader('Cross-Origin-Resource-Policy', 'same-origin');
+      res.setHeader('Cache-Control', 'no-store');
+      const cell = current();
+      const p = cell ? afterSecret(req.url, cell.secret) : null;
+      if (req.headers.host !== host() || p === null) {
+        res.writeHead(403).end();
+        req.resume();
+        return;
+      }
+      const { args, config, settle } = cell;
+      const out = path.resolve(args.out);
       if (req.method === 'GET' && p === '/config.json') {
         res.writeHead(200, { 'Content-Type': TYPES['.json'] }).end(JSON.stringify(config));
         return;
       }
       if (req.method === 'GET') {
-        const file = files(args, p);
+        const file = files(cell, p);
         if (!file || !fs.statSync(file, { throwIfNoEntry: false })?.isFile()) {
           res.writeHead(404).end();
           return;
         }
         res.writeHead(200, { 'Content-Type': TYPES[path.extname(file)] ?? 'application/octet-stream' });
-        fs.createReadStream(file).pipe(res);
+        fs.createReadStream(file).on('error', () => res.destroy()).pipe(res);
+        return;
+      }
+      if (req.method !== 'POST') {
+        res.writeHead(405).end();
         return;
       }
       const body = await readBody(req);
@@ -146,9 +199,12 @@ function serve(current) {
       }
       res.writeHead(204).end();
     } catch (e) {
-      res.writeHead(500).end(String(e?.message ?? e));
+      if (!res.headersSent) res.writeHead(500).end(String(e?.message ?? e));
+      else res.destroy();
     }
   });
+  server.on('clientError', (_err, socket) => socket.destroy()); // a request line no parser takes
+  return server;
 }
 
 function cellConfig(args) {
@@ -159,7 +215,7 @@ function cellConfig(args) {
   if (!ortFile) throw new Error(`onnxruntime-web ${version} ships no ES module bundle in dist/`);
   return {
     version, ortFile, ep: args.ep, threads: args.threads, targetId: args.targetId,
-    batchSizes: args.batchSizes, latencyRuns: args.latencyRuns, die: dieFor(args.targetId),
+    batchSizes: args.batchSizes, latencyRuns: args.latencyRuns,
   };
 }
 
@@ -168,26 +224,35 @@ function cellConfig(args) {
 async function observeCell(args, cell, url, open) {
   fs.mkdirSync(args.out, { recursive: true });
   const config = cellConfig(args);
+  const secret = newSecret();
+  const hide = (text) => String(text).split(secret).join('…'); // the secret is written nowhere
   const done = new Promise((resolve, reject) => {
-    cell.current = { args, config, settle: (err, body) => (err ? reject(err) : resolve(body)) };
+    cell.current = {
+      args, config, secret, listed: listedFiles(path.resolve(args.bundle)),
+      settle: (err, body) => (err ? reject(new Error(hide(err.message))) : resolve(body)),
+    };
   });
-  const settle = (err) => cell.current.settle(err);
+  const mine = cell.current;
+  const settle = (err) => mine.settle(err); // this cell's, whatever the server serves by then
   const timings = {};
   const log = [];
   let opened;
   try {
     opened = await open(timings);
     const { page } = opened;
-    page.on('console', (m) => log.push(m.text()));
+    page.on('console', (m) => log.push(hide(m.text())));
     page.on('pageerror', (e) => settle(new Error(`the page threw: ${String(e?.message ?? e).split('\n')[0]}`)));
     page.on('crash', () => settle(new Error('the page crashed (out of memory, or a renderer fault)')));
     const t1 = performance.now();
-    await page.goto(url, { waitUntil: 'load' });
+    await page.goto(`${url}s/${secret}/`, { waitUntil: 'load' });
     timings.page_load_ms = performance.now() - t1;
     const body = await done;
     timings.page_total_ms = performance.now() - t1;
     fs.writeFileSync(path.join(args.out, 'observation.json'), body);
+  } catch (e) {
+    throw new Error(hide(e?.message ?? e));
   } finally {
+    cell.current = null; // this cell's secret works no more
     fs.writeFileSync(path.join(args.out, 'verbose.log'), `${log.join('\n')}\n`);
     const tPath = path.join(args.out, 'web_timings.json');
     const page = fs.existsSync(tPath) ? JSON.parse(fs.readFileSync(tPath, 'utf8')) : {};
@@ -196,11 +261,15 @@ async function observeCell(args, cell, url, open) {
   }
 }
 
-async function listen(cell) {
-  const server = serve(() => cell.current);
+export async function listen(cell) {
+  let host = '';
+  const server = serve(() => cell.current, () => host);
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { server, url: `http://127.0.0.1:${server.address().port}/` };
+  host = `127.0.0.1:${server.address().port}`;
+  return { server, url: `http://${host}/` };
 }
+
+export { listedFiles, newSecret };
 
 function playwright(modules) {
   const require = createRequire(import.meta.url);

@@ -1,4 +1,4 @@
-"""Latency percentiles and peak memory of a running session (stdlib + numpy only)."""
+"""Latency (its samples and percentiles) and peak memory of a running session (stdlib + numpy only)."""
 
 from __future__ import annotations
 
@@ -14,19 +14,54 @@ import numpy as np
 from ci_onnx.results import LatencyStat
 
 WARMUP_RUNS = 3
+PAIRED_WARMUP = 10
+"""Warm-up turns of each fresh session before the pairs are timed (its arena grows in the first runs)."""
+PAIRED_RUNS = 60
+"""Timed turns of each side when a base bundle is timed beside the head's (at least; more where
+verify.latency_runs asks): a rank test of 60 pairs tells twice the work from a no-op on a shared,
+busy machine where 20 could not (bench/NOISE.md)."""
+
+
+def _timed(run: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    run()
+    return (time.perf_counter() - start) * 1000.0
+
+
+def stat(batch_size: int, times: list[float]) -> LatencyStat:
+    """p50/p90/p99 of ``times`` (ms), and the samples themselves: a comparison needs them."""
+    p50, p90, p99 = np.percentile(np.array(times), [50, 90, 99])
+    samples = tuple(round(t, 4) for t in times)
+    return LatencyStat(
+        batch_size, round(float(p50), 4), round(float(p90), 4), round(float(p99), 4), len(times), samples
+    )
 
 
 def latency(batch_size: int, run: Callable[[], object], runs: int) -> LatencyStat:
-    """p50/p90/p99 of ``runs`` timed calls after a warm-up."""
+    """``runs`` timed calls after a warm-up."""
     for _ in range(WARMUP_RUNS):
         run()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - start) * 1000.0)
-    p50, p90, p99 = np.percentile(np.array(times), [50, 90, 99])
-    return LatencyStat(batch_size, round(float(p50), 4), round(float(p90), 4), round(float(p99), 4), runs)
+    return stat(batch_size, [_timed(run) for _ in range(runs)])
+
+
+def interleaved(
+    batch_size: int, head: Callable[[], object], base: Callable[[], object], runs: int
+) -> tuple[LatencyStat, LatencyStat]:
+    """Head and base timed in turns, the order swapped every run, so that whatever the machine
+    does meanwhile (another job, a frequency change) falls on both alike."""
+    for _ in range(PAIRED_WARMUP):
+        head()
+        base()
+    h: list[float] = []
+    b: list[float] = []
+    for i in range(runs):
+        if i % 2:
+            b.append(_timed(base))
+            h.append(_timed(head))
+        else:
+            h.append(_timed(head))
+            b.append(_timed(base))
+    return stat(batch_size, h), stat(batch_size, b)
 
 
 def rss_mb() -> float | None:

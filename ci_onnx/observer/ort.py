@@ -1,6 +1,6 @@
 """The onnxruntime runner (Python): observe one bundle on one target, draw no verdict.
 
-``python -m ci_onnx.runners.ort --bundle B --target-json '{…}' --ep NAME --out OBSDIR`` runs with a
+``python -m ci_onnx.observer.ort --bundle B --target-json '{…}' --ep NAME --out OBSDIR`` runs with a
 target environment's interpreter (numpy + one onnxruntime flavour) and writes OBSDIR/observation.json
 plus every observed output as a TensorProto file. One session per configuration: a plain session
 serves parity, batch sizes, latency and memory; its parity runs are profiled to learn where every node
@@ -29,9 +29,9 @@ import numpy as np
 
 from ci_onnx import __version__, defaults, serde
 from ci_onnx.bundle import MODEL, Manifest, read_manifest
-from ci_onnx.results import SCHEMA_VERSION, Environment, Observation
-from ci_onnx.runners import coldstart, feeds, measure, optcache, session
-from ci_onnx.runners.placement import CPU, from_verbose_log, profile_nodes, summarise
+from ci_onnx.observer import coldstart, feeds, measure, optcache, session
+from ci_onnx.observer.placement import CPU, from_verbose_log, profile_nodes, summarise
+from ci_onnx.results import SCHEMA_VERSION, Environment, Observation, PairedLatency
 from ci_onnx.target import Target
 from ci_onnx.tensorproto import Tensor
 
@@ -52,11 +52,13 @@ class Options:
     """How to learn where nodes ran: auto (assignment info + profile, else the verbose log), profile,
     or verbose-log."""
     session_options: dict[str, Any] = dataclasses.field(default_factory=dict)
-    """The target's session-options preset (ci_onnx.runners.session); empty: the runtime's defaults."""
+    """The target's session-options preset (ci_onnx.observer.session); empty: the runtime's defaults."""
     opt_cache: str = ""
-    """The optimized-model cache directory (ci_onnx.runners.optcache); empty: no cache probe."""
+    """The optimized-model cache directory (ci_onnx.observer.optcache); empty: no cache probe."""
     cold_start: bool = False
-    """Time a fresh process to its first answer (ci_onnx/runners/coldstart.py); on from the CLI."""
+    """Time a fresh process to its first answer (ci_onnx/observer/coldstart.py); on from the CLI."""
+    paired_bundle: str = ""
+    """The base commit's bundle of this target: timed interleaved with this one (``Observation.paired``)."""
 
 
 SERVING_OFF = "verify.serving_figures is false in the config"
@@ -126,6 +128,8 @@ def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observ
             memory_threads=options.memory_threads,
         )
     del sess  # nothing below uses it, and its threads would only compete with what is timed there
+    if options.paired_bundle and feeds_by_n:  # after the memory figure, which one session must make alone
+        obs = _paired(ort, model, Path(options.paired_bundle), providers, preset, feeds_by_n, options, obs)
     if options.opt_cache:  # after every figure above, so the extra sessions are in none of them
         run_sets = functools.partial(_cached_runs, manifest=manifest, bundle=bundle, out=out, obs=obs)
         sha = manifest.files.get(MODEL, "")
@@ -133,6 +137,42 @@ def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observ
     if options.cold_start:  # last: a fresh process, while nothing else runs
         obs = coldstart.attach(obs, bundle, providers, out)
     return obs
+
+
+def _paired(
+    ort: Any,
+    model: str,
+    base: Path,
+    providers: list[str],
+    preset: dict[str, Any],
+    feeds_by_n: dict[int, Any],
+    options: Options,
+    obs: Observation,
+) -> Observation:
+    """The base bundle timed beside this one, run for run, on the same inputs; why not, if it cannot be.
+
+    Both sides get a fresh session made alike, one after the other (the observation's own session
+    was profiled and served the memory figure's threads: timing it against a fresh one measured a
+    30 % difference between two copies of one model), with thread spinning off: two sessions' pools
+    spinning in turns on a 2-core runner took the cores from each other's runs."""
+    try:
+        sha = read_manifest(base, verify_hashes=False).files.get(MODEL, "")
+        head_sess = _session(ort, model, providers, preset=preset, spinning=False)
+        base_sess = _session(ort, str(base / MODEL), providers, preset=preset, spinning=False)
+        pairs = [
+            measure.interleaved(
+                n,
+                functools.partial(feeds.run, head_sess, inputs),
+                functools.partial(feeds.run, base_sess, inputs),
+                max(options.latency_runs, measure.PAIRED_RUNS),
+            )
+            for n, inputs in sorted(feeds_by_n.items())
+        ]
+    except Exception as exc:  # another input signature, a model the runtime refuses: say so
+        return dataclasses.replace(obs, paired_error=f"the base bundle {base} was not timed: {_message(exc)}")
+    del head_sess, base_sess
+    head, paired_base = zip(*pairs, strict=True)
+    return dataclasses.replace(obs, paired=PairedLatency(sha, tuple(head), tuple(paired_base)))
 
 
 def _cached_runs(sess: Any, *, manifest: Manifest, bundle: Path, out: Path, obs: Observation) -> Any:
@@ -147,9 +187,12 @@ def _session(
     strict: bool = False,
     profile: str = "",
     preset: dict[str, Any] | None = None,
+    spinning: bool = True,
 ) -> Any:
     so = session.apply(ort, ort.SessionOptions(), preset or {})
     so.log_severity_level = 3
+    if not spinning:  # idle pool threads would spin on the cores the other session's run needs
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     if strict:
         so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
     if profile:
@@ -318,7 +361,7 @@ def _die(how: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ci_onnx.runners.ort", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m ci_onnx.observer.ort", description=__doc__)
     parser.add_argument("--bundle", type=Path)
     parser.add_argument("--target-json", help="The Target, as JSON.")
     parser.add_argument("--ep", help="The execution provider to ask for first.")
@@ -330,6 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--session-options", default="", help="The preset's settings, as JSON.")
     parser.add_argument("--opt-cache", default="", help="The optimized-model cache directory.")
     parser.add_argument("--no-cold-start", action="store_true", help="Do not time a fresh process.")
+    parser.add_argument("--paired-bundle", default="", help="The base bundle, timed beside this one.")
     parser.add_argument(
         "--no-opt-cache", action="store_true", help="Do not probe the optimized-model cache (say so)."
     )
@@ -341,12 +385,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.jobs is not None:
-        from ci_onnx.runners import batch
+        from ci_onnx.observer import jobs
 
         if args.jobs == "-":  # started early: import the runtime while the parent prepares the jobs
             import onnxruntime  # noqa: F401
 
-        return batch.serve(args.jobs, _job)
+        return jobs.serve(args.jobs, _job)
     missing = [
         f"--{n.replace('_', '-')}" for n in ("bundle", "target_json", "ep", "out") if not getattr(args, n)
     ]
@@ -363,6 +407,7 @@ def main(argv: list[str] | None = None) -> int:
         session_options=session.parse_arg(args.session_options),
         opt_cache=args.opt_cache,
         cold_start=not args.no_cold_start,
+        paired_bundle=args.paired_bundle,
     )
     args.out.mkdir(parents=True, exist_ok=True)
     obs = observe(args.bundle, target, options, args.out)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ci_onnx.bundle import Manifest, TensorSpec
-from ci_onnx.runners import values
+from ci_onnx.observer import values
 from ci_onnx.tensorproto import Tensor
 
 Values = dict[str, Any]
@@ -60,19 +60,33 @@ def batch_axis_problem(manifest: Manifest) -> str:
     return ""
 
 
+def batch_symbols(manifest: Manifest) -> set[str]:
+    """The names the inputs give their batch axis: axis 0's symbolic dim, or its declared dynamic name."""
+    out = set()
+    for spec in manifest.inputs:
+        if spec.shape and isinstance(spec.shape[0], str):
+            out.add(spec.shape[0])
+        declared = manifest.dynamic_axes.get(spec.name, {}).get("0")
+        if declared:
+            out.add(declared)
+    return out
+
+
 def batched_outputs(manifest: Manifest) -> tuple[str, ...]:
-    """The outputs whose axis 0 is the inputs' batch axis: declared so, or the same symbolic dim.
+    """The outputs whose axis 0 carries the inputs' batch symbol: declared so, or named so in the file.
 
     Only these can be compared between one run of batch n and n single runs; an output without it
-    (a 0-d loss, a statistic over the whole batch) depends on the batch as a whole.
+    (a 0-d loss, a statistic over the whole batch, a dynamic axis of its own such as the
+    ``n_selected`` of a nonzero or masked_select) depends on the batch as a whole and is compared whole.
     """
-    batch = {str(s.shape[0]) for s in manifest.inputs if s.shape and isinstance(s.shape[0], str)}
+    batch = batch_symbols(manifest)
     out = []
     for spec in manifest.outputs:
         if values.kind(spec.dtype) != "tensor" or not spec.shape:
             continue
-        declared = "0" in manifest.dynamic_axes.get(spec.name, {})
-        if declared or (isinstance(spec.shape[0], str) and spec.shape[0] in batch):
+        declared = manifest.dynamic_axes.get(spec.name, {}).get("0")
+        dim0 = declared if declared else spec.shape[0]
+        if isinstance(dim0, str) and dim0 in batch:
             out.append(spec.name)
     return tuple(out)
 

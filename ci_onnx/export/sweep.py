@@ -1,0 +1,199 @@
+"""The dynamic-dim sweep: every declared dynamic dim is probed by evidence, whether the trace warned or not.
+
+A graph can keep an input axis symbolic and still be right only at the size it was traced at: a Python
+loop over ``range(x.size(1))`` is unrolled without a TracerWarning, ``int(x.shape[0])`` bakes a size
+into a Reshape or a constant. So for each declared symbol the sweep runs torch and the exported graph
+(onnxruntime CPU) at the sizes :func:`sizes` chooses, one symbol at a time, the others at their export
+size, and compares them (``probing``: a difference convicts only beyond torch's own on that probe).
+
+:func:`sizes` is the one place the sizes are chosen; the check's figures record what was probed
+(``figures["sweep"]``: per symbol, each size and what it showed), so a later, timed sweep can start
+from the same points.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ci_onnx.bundle import TensorSpec
+from ci_onnx.export import inputs
+from ci_onnx.export.probing import Comparer, Outcome, Probe, Verdict
+from ci_onnx.results import CheckResult
+from ci_onnx.target import Status
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    symbol: str
+    size: int
+    probe: Probe
+    same_values: Probe
+    """The probe's values brought to the export size (cycled or cut along the symbol's axes): where the
+    graph diverges on these too, the values are the cause, not the size."""
+
+
+def sizes(export_size: int) -> tuple[int, ...]:
+    """The sizes a dynamic dim is probed at: the smallest (1), an odd one, the export size, a larger one."""
+    odd = export_size // 2 + 1
+    odd += 1 - odd % 2
+    if odd in (1, export_size):
+        odd = export_size + 2 if export_size % 2 else export_size + 1
+    return tuple(dict.fromkeys((1, odd, export_size, 2 * export_size)))
+
+
+def symbols(dynamic_axes: Mapping[str, Mapping[str, str]], specs: Sequence[TensorSpec]) -> list[str]:
+    """The declared symbols of the inputs' dynamic axes, in declaration order."""
+    names = {s.name for s in specs}
+    return list(dict.fromkeys(n for k, axes in dynamic_axes.items() if k in names for n in axes.values()))
+
+
+def export_sizes(
+    specs: Sequence[TensorSpec],
+    dynamic_axes: Mapping[str, Mapping[str, str]],
+    batch: int,
+    dim_sizes: Mapping[str, int],
+) -> dict[str, int]:
+    """Each input symbol's size in the export example."""
+    out: dict[str, int] = {}
+    for spec in specs:
+        shape = inputs.concrete_shape(spec, batch, dim_sizes)
+        for axis, name in dynamic_axes.get(spec.name, {}).items():
+            if int(axis) < len(shape):
+                out.setdefault(name, shape[int(axis)])
+    return out
+
+
+def points(
+    specs: Sequence[TensorSpec],
+    dynamic_axes: Mapping[str, Mapping[str, str]],
+    batch: int,
+    dim_sizes: Mapping[str, int],
+    seed: int,
+) -> list[Point]:
+    """One probe per (symbol, size other than the export's), drawn like the declared inputs."""
+    now = export_sizes(specs, dynamic_axes, batch, dim_sizes)
+    out = []
+    for symbol in symbols(dynamic_axes, specs):
+        if symbol not in now:
+            continue
+        for size in sizes(now[symbol]):
+            if size == now[symbol]:
+                continue
+            feeds = _resized(specs, dynamic_axes, symbol, size, batch, dim_sizes, seed + 7919 + size)
+            label = f"{symbol} = {size}"
+            back = _refit(feeds, specs, dynamic_axes, symbol, now[symbol])
+            same = Probe(f"the values of {label} at {symbol} = {now[symbol]}", back)
+            out.append(Point(symbol, size, Probe(label, feeds), same))
+    return out
+
+
+def _refit(
+    feeds: Mapping[str, Any],
+    specs: Sequence[TensorSpec],
+    dynamic_axes: Mapping[str, Mapping[str, str]],
+    symbol: str,
+    size: int,
+) -> dict[str, Any]:
+    """``feeds`` with every axis declared as ``symbol`` cycled or cut to ``size``."""
+    import numpy as np
+
+    out = dict(feeds)
+    for spec in specs:
+        for axis, name in dynamic_axes.get(spec.name, {}).items():
+            arr = out[spec.name]
+            if name == symbol and int(axis) < arr.ndim and arr.shape[int(axis)]:
+                index = np.arange(size) % arr.shape[int(axis)]
+                out[spec.name] = np.take(arr, index, axis=int(axis))
+    return out
+
+
+def _resized(
+    specs: Sequence[TensorSpec],
+    dynamic_axes: Mapping[str, Mapping[str, str]],
+    symbol: str,
+    size: int,
+    batch: int,
+    dim_sizes: Mapping[str, int],
+    seed: int,
+) -> dict[str, Any]:
+    """Random inputs where every axis declared as ``symbol`` has ``size``; the others as in the example."""
+    resized = []
+    for spec in specs:
+        shape = list(inputs.concrete_shape(spec, batch, dim_sizes))
+        for axis, name in dynamic_axes.get(spec.name, {}).items():
+            if name == symbol and int(axis) < len(shape):
+                shape[int(axis)] = size
+        resized.append(dataclasses.replace(spec, shape=tuple(shape)))
+    return inputs.random_inputs(resized, batch, seed, {})
+
+
+def check(
+    comparer: Comparer,
+    sweep: Sequence[Point],
+    export_size: Mapping[str, int],
+    graph_check: CheckResult,
+    exporter: str,
+    suspects: Sequence[str] = (),
+) -> CheckResult:
+    """``dynamic-axes`` with the sweep's evidence: failed at the first size where the graph diverges."""
+    record: dict[str, dict[str, Any]] = {}
+    for symbol in dict.fromkeys(p.symbol for p in sweep):
+        traced = export_size[symbol]
+        record[symbol] = {
+            "export_size": traced,
+            "sizes": list(sizes(traced)),
+            "results": {str(traced): "the export size"},
+        }
+    failed: list[tuple[Point, Outcome]] = []
+    agreed: dict[str, list[int]] = {}
+    notes: list[str] = []
+    for point in sweep:
+        outcome = comparer.judge(point.probe)
+        entry = record[point.symbol]
+        result = outcome.verdict.value if not outcome.detail else f"{outcome.verdict.value}: {outcome.detail}"
+        if outcome.verdict is Verdict.DIVERGES:
+            again = comparer.judge(point.same_values)
+            if again.verdict is Verdict.DIVERGES:  # the values, not the size: no evidence about the dim
+                result = f"inconclusive: {outcome.detail}; so does {point.same_values.label}"
+                notes.append(
+                    f"the graph disagrees with torch at {point.probe.label} ({outcome.detail}), and as much "
+                    f"on {point.same_values.label} ({again.detail}): inputs like these, not the size of "
+                    f"{point.symbol}, are where the graph and torch differ (see figures.sweep)"
+                )
+            else:
+                failed.append((point, outcome))
+        elif outcome.verdict is Verdict.AGREES:
+            agreed.setdefault(point.symbol, []).append(point.size)
+        entry["results"][str(point.size)] = result
+    figures = {**graph_check.figures, "sweep": record}
+    if failed:
+        point, outcome = failed[0]
+        traced = export_size[point.symbol]
+        more = f" (and at {', '.join(p.probe.label for p, _ in failed[1:4])})" if len(failed) > 1 else ""
+        hint = f"; the trace warned at: {'; '.join(suspects[:3])}" if suspects else ""
+        if exporter == "dynamo" and point.size == 1:
+            hint += "; torch.export assumes a dynamic dim is at least 2 (its 0/1 specialisation)"
+        return CheckResult(
+            "dynamic-axes",
+            Status.FAILED,
+            f"{point.symbol} is symbolic in the graph, but the graph disagrees with torch at "
+            f"{point.probe.label}{more} (exported at {point.symbol} = {traced}): {outcome.detail}; the graph "
+            f"is right only at the traced size: a Python loop over {point.symbol} was unrolled or its size "
+            "was made a constant (int(), .item(), a size kept in a Python list or tensor); compute with "
+            f"tensor ops on the dim{', or use the dynamo exporter' if exporter == 'torchscript' else ''}"
+            + hint,
+            figures,
+            warnings=(*graph_check.warnings, *notes),
+        )
+    swept = "; ".join(f"{s} = {', '.join(map(str, v))}" for s, v in agreed.items())
+    unproved = [p.probe.label for p in sweep if p.size not in agreed.get(p.symbol, [])]
+    message = graph_check.message
+    if swept:
+        message += f"; the graph matches torch at {swept}"
+    if unproved:
+        message += f"; no evidence at {', '.join(unproved)} (see figures.sweep)"
+    return dataclasses.replace(
+        graph_check, message=message, figures=figures, warnings=(*graph_check.warnings, *notes)
+    )

@@ -1,0 +1,76 @@
+"""PyTorch as a reference, module by module: the model's own eager forward, with a forward hook on
+every submodule, on the triaged sample. Runs where torch is, in a child process of its own (it runs
+the model's code, with the allow-listed environment).
+
+``python -m ci_onnx.triage.torchref --config onnx-gate.yml --inputs DIR --out DIR``
+
+Writes each module's output (its first tensor) by module path, as ci_onnx.triage.observe writes
+values. The triage maps each module to the ONNX value its nodes hand on (dynamo's node metadata or
+TorchScript's scoped node names say which module made a node), so the two can be compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ci_onnx.errors import EXIT_PASS, GateError
+
+
+def module_outputs(cfg_path: Path, inputs: Path) -> dict[str, Any]:
+    import numpy as np
+    import torch
+
+    from ci_onnx import config
+    from ci_onnx.export import factory, signature
+    from ci_onnx.triage.observe import read_values
+
+    cfg = config.load(cfg_path)
+    if not cfg.model.factory:
+        raise GateError(f"{cfg_path}: model.factory: the model is ONNX-only; there is no PyTorch reference")
+    model = factory.build_model(cfg.model.factory, cfg.root)
+    names = [s.name for s in cfg.model.inputs]
+    binding = signature.bind(model.forward, names)
+    feeds = read_values(inputs)
+    seen: dict[str, Any] = {}
+
+    def hook(name: str) -> Any:
+        def record(_module: Any, _args: Any, output: Any) -> None:
+            first = next((t for t in signature.flatten(output) if isinstance(t, torch.Tensor)), None)
+            if first is not None and name not in seen:  # a module called twice keeps its first call
+                seen[name] = first.detach().cpu().numpy().copy()
+
+        return record
+
+    handles = [m.register_forward_hook(hook(n)) for n, m in model.named_modules() if n]
+    leaves = {n: torch.from_numpy(np.asarray(feeds[n], order="C").copy()) for n in names}
+    try:
+        with torch.no_grad():
+            binding.call(model, leaves)
+    finally:
+        for h in handles:
+            h.remove()
+    return seen
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ci_onnx.triage.torchref")
+    parser.add_argument("--config", type=Path, required=True)
+    parser.add_argument("--inputs", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    from ci_onnx.triage.observe import write_values
+
+    try:
+        write_values(args.out, module_outputs(args.config, args.inputs))
+    except GateError as exc:
+        print(f"onnx-gate: error: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    return EXIT_PASS
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -33,7 +33,7 @@ from ci_onnx.resolve import (
     resolve_all,
 )
 from ci_onnx.runners import session
-from ci_onnx.target import Target
+from ci_onnx.target import DEFAULT_RUNNER, Target
 from ci_onnx.verify_options import VerifyOptions
 
 SCHEMA_VERSION = 1
@@ -139,7 +139,7 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
                 expected_skip=skip or session.cannot_apply(runner, preset),
                 runner=runner,
                 session_options=preset,
-                api_level=t.android_api_level if runner == "android" else 0,
+                api_level=t.android_api_level if "api_level" in info.can.id_axes else 0,
             )
             if not _excluded(target, t.exclude):
                 target = _with_skip_reason(target, ir_version)
@@ -197,7 +197,7 @@ def _runner_cells(config: Config) -> list[tuple[str, str, str]]:
 
 def sort_key(t: Target) -> tuple[Any, ...]:
     return (
-        t.runner != "python",
+        t.runner != DEFAULT_RUNNER,
         t.runner,
         matrix.version_key(t.runtime),
         t.provider,
@@ -221,7 +221,7 @@ def _included(cell: dict[str, str], index: int, config: Config, resolver: Resolv
             f"{config.path}: targets.include[{index}].provider: unknown provider {provider!r}; "
             f"known: {', '.join(matrix.providers())}"
         )
-    runner = cell.get("runner", "python")
+    runner = cell.get("runner", DEFAULT_RUNNER)
     info = matrix.runners().get(runner)
     if info is None or provider not in info.providers:
         known = ", ".join(matrix.runners()) if info is None else f"it offers {', '.join(info.providers)}"
@@ -248,7 +248,7 @@ def _included(cell: dict[str, str], index: int, config: Config, resolver: Resolv
             expected_skip=session.cannot_apply(runner, preset),
             runner=runner,
             session_options=preset,
-            api_level=config.targets.android_api_level if runner == "android" else 0,
+            api_level=config.targets.android_api_level if "api_level" in info.can.id_axes else 0,
         )
     except ValueError as exc:
         raise ConfigError(f"{config.path}: targets.include[{index}]: {exc}") from None
@@ -277,7 +277,7 @@ def _with_skip_reason(target: Target, ir_version: int | None = None) -> Target:
     info = matrix.providers()[target.provider]
     if (
         not reason
-        and target.runner == "python"
+        and matrix.runners()[target.runner].can.interpreter  # it installs the provider's PyPI package
         and info.min_runtime
         and matrix.version_key(target.runtime) < matrix.version_key(info.min_runtime)
     ):

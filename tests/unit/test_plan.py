@@ -215,3 +215,24 @@ def test_github_output_uses_the_heredoc_form(tmp_path: Path) -> None:
     block = text.split("matrix<<ghadelim_onnx_gate\n", 1)[1].split("\nghadelim_onnx_gate\n", 1)[0]
     entries = json.loads(block)["include"]
     assert sum(len(e["targets"]) for e in entries) == len(plan.runnable) == 12
+
+
+def test_the_plan_reads_what_a_kind_declares_not_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An API level is an id axis of a kind whose row declares it (``id_axes``), and the oldest
+    release of a provider's package (providers.toml's min_runtime) bounds a kind that runs in a
+    Python interpreter from PyPI (``interpreter``): the python kind, declared otherwise, is planned
+    otherwise."""
+    index = FakeIndex({"onnxruntime-openvino": ["1.24.1", "1.16.0"]})
+    base = configured(["1.16.0", "1.24.1"], ["openvino"], [17], ["dynamo"], [])
+    cfg = dataclasses.replace(base, targets=dataclasses.replace(base.targets, android_api_level=30))
+    before = {t.id: t for t in planning.expand(cfg, index).targets}
+    assert all(t.api_level == 0 for t in before.values())
+    assert "the oldest is 1.17" in before["ort1.16.0-openvino-op17-dynamo"].expected_skip
+    rows = dict(matrix.runners())
+    can = dataclasses.replace(rows["python"].can, id_axes=("api_level",), interpreter=False)
+    rows["python"] = dataclasses.replace(rows["python"], can=can)
+    monkeypatch.setattr(matrix, "runners", lambda: rows)
+    after = {t.id: t for t in planning.expand(cfg, index).targets}
+    assert set(after) == {"api30-ort1.16.0-openvino-op17-dynamo", "api30-ort1.24.1-openvino-op17-dynamo"}
+    assert all(t.api_level == 30 for t in after.values())
+    assert after["api30-ort1.16.0-openvino-op17-dynamo"].expected_skip == ""

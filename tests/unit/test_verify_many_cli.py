@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from ci_onnx.bundle import MODEL, read_manifest
 from ci_onnx.cli import cli
 from ci_onnx.observer.ort import DIE_ENV
 from tests import bundles
@@ -83,3 +84,23 @@ def test_bundle_and_bundles_are_one_or_the_other(tmp_path: Path, root: Path) -> 
     both = ("--bundle", str(root), "--bundles", str(root))
     code, output = _verify(*both, "--target", PLAIN, "--out", str(tmp_path))
     assert code == 2 and "pass --bundle DIR" in output
+
+
+def test_baseline_pairs_every_target_with_its_own_base_bundle(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """A job's targets of several bundles: --baseline DIR times each beside the base's bundle of its
+    own key (the PR gate's grouped verify job passes `github`, which fetches each bundle once)."""
+    head, base = tmp_path_factory.mktemp("head"), tmp_path_factory.mktemp("base")
+    op18 = "ort1.32.0-cpu-op18-onnx"
+    for opset in (17, 18):
+        bundles.mlp_bundle(head / f"onnx-gate-bundle-op{opset}-onnx", opset=opset)
+        bundles.mlp_bundle(base / f"op{opset}-onnx", opset=opset)
+    code, output = _verify(
+        "--bundles", str(head), "--target", f"{PLAIN},{op18}", "--baseline", str(base), "--out", str(tmp_path)
+    )
+    assert code == 0, output
+    for target, key in ((PLAIN, "op17-onnx"), (op18, "op18-onnx")):
+        paired = json.loads((tmp_path / "results" / f"{target}.json").read_text())["paired"]
+        # the base bundle it was timed beside, named by its model's sha256 as its manifest lists it
+        assert paired["base_bundle"] == read_manifest(base / key).files[MODEL], (target, paired)

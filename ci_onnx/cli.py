@@ -7,7 +7,6 @@ onnxruntime: every command imports what it needs when it runs.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 import traceback
@@ -21,7 +20,6 @@ from ci_onnx import __version__
 from ci_onnx.commands.nightly import nightly
 from ci_onnx.commands.options import (
     config_option,
-    finite,
     only_option,
     out_dir_option,
     package_index,
@@ -29,6 +27,7 @@ from ci_onnx.commands.options import (
 from ci_onnx.commands.report import report
 from ci_onnx.commands.run import run
 from ci_onnx.commands.triage import triage
+from ci_onnx.commands.verify import verify
 from ci_onnx.errors import EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_PASS, EXIT_USAGE, GateError
 from ci_onnx.scaffold import DEFAULT_ACTION
 
@@ -144,13 +143,15 @@ def plan(config_path: Path, only: Sequence[str], fmt: str, out: Path | None) -> 
     elif fmt == "json":
         click.echo(planning.to_json(the_plan), nl=False)
     else:
-        outputs = planning.github_outputs(the_plan)
+        from ci_onnx import cijobs
+
+        outputs = cijobs.github_outputs(the_plan)
         github_output = os.environ.get("GITHUB_OUTPUT")
         if github_output:
             planning.write_github_output(Path(github_output), outputs)
             click.echo(
                 f"wrote {', '.join(outputs)} to $GITHUB_OUTPUT ({outputs['targets']} targets in "
-                f"{outputs['matrices']} matrix(es))"
+                f"{outputs['verify-jobs']} verify job(s))"
             )
         else:
             for key, value in outputs.items():
@@ -161,7 +162,20 @@ def plan(config_path: Path, only: Sequence[str], fmt: str, out: Path | None) -> 
 @config_option()
 @only_option
 @out_dir_option("Directory to write one bundle per (opset, exporter) into.", default="onnx-gate-out/bundles")
-def export(config_path: Path, only: Sequence[str], out: Path) -> None:
+@click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Reuse bundles from this export cache when nothing that determines them changed, and store new "
+    "ones there (the workflows keep it with actions/cache, keyed by --cache-key).",
+)
+@click.option(
+    "--cache-key",
+    "key_only",
+    is_flag=True,
+    help="Print the export cache key of the selected bundles and export nothing (in a workflow step, "
+    "also the cache-key output).",
+)
+def export(config_path: Path, only: Sequence[str], out: Path, cache_dir: Path | None, key_only: bool) -> None:
     """Export the model once per (opset, exporter) the plan needs, check it, and write bundles.
 
     \b
@@ -171,7 +185,7 @@ def export(config_path: Path, only: Sequence[str], out: Path) -> None:
     """
     from ci_onnx import config
     from ci_onnx import plan as planning
-    from ci_onnx.export import runner
+    from ci_onnx.export import cache, cache_key, runner
 
     cfg = config.load(config_path)
     onnx_opset = planning.opsets_of(cfg)[0] if cfg.onnx_only else 0
@@ -179,132 +193,21 @@ def export(config_path: Path, only: Sequence[str], out: Path) -> None:
     def plan_keys(patterns: Sequence[str]) -> Sequence[str]:
         return planning.select(planning.expand(cfg, package_index(cfg)), patterns).bundle_keys()
 
-    jobs = runner.select(runner.candidates(cfg, onnx_opset), only, plan_keys)
-    outcomes = runner.export_all(cfg, jobs, out, log=lambda line: click.echo(line, err=True))
+    jobs = runner.select(runner.candidates(cfg, onnx_opset), only, plan_keys, cfg.export.precisions)
+    if key_only:
+        key = cache_key.combined_key(cfg, jobs, cache_root=cache_dir, out=out) if cfg.export.cache else "off"
+        click.echo(key)
+        github_output = os.environ.get("GITHUB_OUTPUT")
+        if github_output:
+            planning.write_github_output(Path(github_output), {"cache-key": key})
+        return
+    log = lambda line: click.echo(line, err=True)  # noqa: E731
+    if cache_dir is not None:
+        outcomes = cache.export_cached(cfg, jobs, out, log, cache_root=cache_dir, enabled=cfg.export.cache)
+    else:
+        outcomes = runner.export_all(cfg, jobs, out, log=log)
     click.echo(f"wrote {len(outcomes)} bundle(s) to {out}")
     click.get_current_context().exit(runner.exit_code(outcomes))
-
-
-@cli.command()
-@click.option(
-    "--bundle",
-    "bundle_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    required=True,
-    help="A bundle written by `onnx-gate export`.",
-)
-@click.option(
-    "--target", "target_id", required=True, metavar="ID", help="The target id, as `onnx-gate plan` lists it."
-)
-@out_dir_option("Writes results/<id>.json and junit/<id>.xml here.")
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="onnx-gate.yml, for budgets, strict_fallback, latency_runs and timeout (else the plan's).",
-)
-@click.option(
-    "--plan",
-    "plan_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="The plan JSON: the target as planned, and the config's verify settings and budgets (CI).",
-)
-@click.option(
-    "--python",
-    "python",
-    type=click.Path(path_type=Path, dir_okay=False),
-    metavar="PYTHON",
-    help="The interpreter of the environment to verify in (default: this one where it holds the "
-    "target's release, else the target's cached environment, made as `onnx-gate run` makes it).",
-)
-@click.option(
-    "--timeout",
-    "timeout_s",
-    type=click.FloatRange(min=1, max=604_800),
-    callback=finite,
-    help="Seconds before the runner is stopped (at most a week).",
-)
-@click.option(
-    "--baseline",
-    metavar="DIR|github",
-    help="The base commit's bundles, timed beside this one in the same process: a directory holding "
-    "<bundle>/ (an earlier run's OUT/bundles), or `github`: the bundle artifact of the run of the pull "
-    "request's base commit (needs actions: read).",
-)
-@click.option(
-    "--github-token", envvar="GITHUB_TOKEN", default="", help="For --baseline github [env: GITHUB_TOKEN]."
-)
-def verify(
-    bundle_dir: Path,
-    target_id: str,
-    out: Path,
-    config_path: Path | None,
-    plan_path: Path | None,
-    python: Path | None,
-    timeout_s: float | None,
-    baseline: str | None,
-    github_token: str,
-) -> None:
-    """Verify one target: provider, parity, decisions, batch sizes, placement, latency, memory."""
-    from ci_onnx import config, matrix, proc
-    from ci_onnx import plan as planning
-    from ci_onnx.errors import UsageError
-    from ci_onnx.verify import stage
-
-    if python is not None and not python.is_file():
-        raise UsageError(f"--python {python}: no such interpreter")
-    the_plan = planning.read_plan(plan_path) if plan_path else None
-    target, options = stage.settings(
-        target_id,
-        config.load(config_path) if config_path else None,
-        the_plan,
-        timeout_s=timeout_s,
-    )
-    if baseline:
-        from ci_onnx.commands.paired import bundles_dir
-
-        paired = bundles_dir(baseline, target, out, github_token, lambda m: click.echo(f"onnx-gate: {m}"))
-        options = dataclasses.replace(options, paired_bundles=paired)
-    base_env = proc.child_environment(os.environ)  # no token of any name reaches the runner
-    in_interpreter = matrix.runners()[target.runner].can.interpreter
-    if python is not None and not in_interpreter:
-        raise UsageError(f"--python: target {target.id} runs on the {target.runner} runner, not Python")
-    # how the results say to reproduce it: `onnx-gate run` where the config is known, else verify
-    known = the_plan.config if the_plan is not None else str(config_path or "")
-    reproduce = known or None
-    if in_interpreter and (python is not None or _holds_here(target, base_env)):
-        # --python's environment (as CI does), or this interpreter's, where it holds the release
-        written = stage.verify(
-            bundle_dir,
-            target,
-            out,
-            options,
-            python=str(python) if python else sys.executable,
-            base_env=base_env,
-            run_config=reproduce,
-        )
-    else:  # its own cached environment, as `onnx-gate run` provisions it
-        from ci_onnx.commands.options import default_cache_dir
-        from ci_onnx.runners.base import Provisioning
-
-        how = Provisioning(default_cache_dir(), base_env)
-        written = stage.verify_target(bundle_dir, target, out, options, how, run_config=reproduce)
-    r = written.result
-    click.echo(f"{target.id}: {r.status.value}{f' ({r.summary})' if r.summary else ''}")
-    if r.triage is not None:
-        click.echo(f"  triage: {r.triage.summary or 'stopped: ' + r.triage.stopped}")
-    click.echo(f"  {written.result_path}\n  {written.junit_path}")
-    click.get_current_context().exit(EXIT_FAIL if r.status.failing else EXIT_PASS)
-
-
-def _holds_here(target: Any, environ: dict[str, str]) -> bool:
-    """This interpreter holds the target's onnxruntime: verify in it; else make its environment,
-    so that `onnx-gate verify --bundle B --target ID` works as printed for any release."""
-    from ci_onnx.runners.python import holds
-    from ci_onnx.verify import stage
-
-    stage.provider_of(target)  # an unknown provider is a usage error before anything runs
-    return holds(sys.executable, target, environ)
 
 
 @cli.command()
@@ -378,7 +281,7 @@ def init(
     )
 
 
-for _command in (report, nightly, run, triage):
+for _command in (verify, report, nightly, run, triage):
     cli.add_command(_command)
 for _name, _help in COMMANDS.items():
     cli.commands[_name].short_help = _help

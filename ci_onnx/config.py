@@ -16,6 +16,7 @@ from typing import Any
 
 from ci_onnx import config_guard as guard
 from ci_onnx import config_hints as hints
+from ci_onnx import defaults
 from ci_onnx.bundle import Decision, Preprocessing, TensorSpec, Tolerance
 from ci_onnx.errors import ConfigError
 from ci_onnx.gate_settings import ExpectedFailure, GateSettings, ServingRule
@@ -92,6 +93,15 @@ class TargetsConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class CiConfig:
+    """ci: how the generated workflows split the verify work over jobs (ci_onnx/cijobs.py)."""
+
+    max_job_minutes: float = float(defaults.of("ci.max_job_minutes"))
+    max_cells_per_job: int = int(defaults.of("ci.max_cells_per_job"))
+    """0: the estimate decides; else at most this many cells in one job, in place of the estimate."""
+
+
+@dataclasses.dataclass(frozen=True)
 class Config:
     path: Path
     model: ModelConfig
@@ -103,6 +113,7 @@ class Config:
     """budgets.accuracy_drop: top-1 points a cell may lose against PyTorch on labelled samples."""
     budgets: Budgets = dataclasses.field(default_factory=Budgets)
     """Serving budgets (cold start, peak RSS, p99) a cell must stay within; none by default."""
+    ci: CiConfig = dataclasses.field(default_factory=CiConfig)
     gate: GateSettings = dataclasses.field(default_factory=GateSettings)
     """``gate`` and ``expected_failures``: the mode, the ledger, the comparison's thresholds."""
 
@@ -428,6 +439,10 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         cpu_fallback_max_time_share=float(budget["max_time_share"]),
         accuracy_drop=float(_section(plain, "budgets")["accuracy_drop"]),
         budgets=Budgets.from_config(_section(plain, "budgets")),
+        ci=CiConfig(
+            max_job_minutes=float(_section(plain, "ci")["max_job_minutes"]),
+            max_cells_per_job=int(_section(plain, "ci")["max_cells_per_job"]),
+        ),
         gate=_gate(plain, doc, path),
     )
     _check_references(config, doc, path)

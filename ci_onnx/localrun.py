@@ -26,7 +26,7 @@ from ci_onnx.config import Config
 from ci_onnx.errors import ConfigError, GateError
 from ci_onnx.progress import Progress
 from ci_onnx.resolve import Resolver
-from ci_onnx.results import CheckResult, TargetResult, write_result
+from ci_onnx.results import TargetResult
 from ci_onnx.shorten import fit
 from ci_onnx.target import Status, Target
 
@@ -255,17 +255,10 @@ def _verify_group(
 
 def _error_result(target: Target, cfg: Config, options: RunOptions, exc: Exception) -> TargetResult:
     """The error result of a target that could not be verified, written like any other."""
-    from ci_onnx.verify import judge, junit, stage
+    from ci_onnx.verify import stage
 
-    message = exc.message if isinstance(exc, GateError) else f"{type(exc).__name__}: {exc}"[:500]
-    check = CheckResult("environment", Status.ERROR, message)
-    result = dataclasses.replace(
-        judge.result(target, None, [check]),
-        reproduce=stage.reproduce_command(target, options.out / BUNDLES, options.run_config(cfg)),
-    )
-    write_result(options.out / stage.RESULTS, result)
-    junit.write(options.out / stage.JUNIT, result)
-    return result
+    reproduce = stage.reproduce_command(target, options.out / BUNDLES, options.run_config(cfg))
+    return stage.write_error(target, options.out, stage.describe_error(exc), reproduce).result
 
 
 def terminal_table(results_dir: Path, plan: planning.Plan) -> str:

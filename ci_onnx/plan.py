@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ci_onnx import matrix, serde
+from ci_onnx.cijobs import CiSettings
 from ci_onnx.config import Config
 from ci_onnx.errors import ConfigError, UsageError
 from ci_onnx.gate_settings import GateSettings
@@ -32,14 +33,10 @@ from ci_onnx.resolve import (
     resolve_all,
 )
 from ci_onnx.runners import session
-from ci_onnx.target import Target
+from ci_onnx.target import DEFAULT_RUNNER, Target
 from ci_onnx.verify_options import VerifyOptions
 
 SCHEMA_VERSION = 1
-MAX_JOBS_PER_MATRIX = 256
-"""GitHub's limit on the jobs one matrix may generate."""
-MAX_MATRICES = 4
-"""Container matrices the generated workflows give a verify job each (verify, verify-2 …): 1,024 cells."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +48,8 @@ class Plan:
     verify: VerifyOptions = dataclasses.field(default_factory=VerifyOptions)
     """The config's verify settings and budgets: they travel with the plan, so a verify job in CI
     judges by the same settings as a local run without checking out the repository."""
+    ci: CiSettings = dataclasses.field(default_factory=CiSettings)
+    """How the workflows group its cells into verify jobs (ci_onnx/cijobs.py)."""
     gate: GateSettings = dataclasses.field(default_factory=GateSettings)
     """The config's gate mode, expected-failure ledger and thresholds, for the report job likewise."""
 
@@ -140,7 +139,7 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
                 expected_skip=skip or session.cannot_apply(runner, preset),
                 runner=runner,
                 session_options=preset,
-                api_level=t.android_api_level if runner == "android" else 0,
+                api_level=t.android_api_level if "api_level" in info.can.id_axes else 0,
             )
             if not _excluded(target, t.exclude):
                 target = _with_skip_reason(target, ir_version)
@@ -160,10 +159,18 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
         target = _included(cell, i, config, resolver)
         cells.setdefault(target.id, target)
     targets = tuple(sorted((_with_skip_reason(c, ir_version) for c in cells.values()), key=sort_key))
+    from ci_onnx import cijobs
     from ci_onnx.verify_options import options_from
 
+    ci = cijobs.settings(config, (t for t in targets if not t.expected_skip))
     return Plan(
-        SCHEMA_VERSION, str(config.path), config.model.name, targets, options_from(config), config.gate
+        SCHEMA_VERSION,
+        str(config.path),
+        config.model.name,
+        targets,
+        options_from(config),
+        ci,
+        config.gate,
     )
 
 
@@ -190,7 +197,7 @@ def _runner_cells(config: Config) -> list[tuple[str, str, str]]:
 
 def sort_key(t: Target) -> tuple[Any, ...]:
     return (
-        t.runner != "python",
+        t.runner != DEFAULT_RUNNER,
         t.runner,
         matrix.version_key(t.runtime),
         t.provider,
@@ -214,7 +221,7 @@ def _included(cell: dict[str, str], index: int, config: Config, resolver: Resolv
             f"{config.path}: targets.include[{index}].provider: unknown provider {provider!r}; "
             f"known: {', '.join(matrix.providers())}"
         )
-    runner = cell.get("runner", "python")
+    runner = cell.get("runner", DEFAULT_RUNNER)
     info = matrix.runners().get(runner)
     if info is None or provider not in info.providers:
         known = ", ".join(matrix.runners()) if info is None else f"it offers {', '.join(info.providers)}"
@@ -241,7 +248,7 @@ def _included(cell: dict[str, str], index: int, config: Config, resolver: Resolv
             expected_skip=session.cannot_apply(runner, preset),
             runner=runner,
             session_options=preset,
-            api_level=config.targets.android_api_level if runner == "android" else 0,
+            api_level=config.targets.android_api_level if "api_level" in info.can.id_axes else 0,
         )
     except ValueError as exc:
         raise ConfigError(f"{config.path}: targets.include[{index}]: {exc}") from None
@@ -270,7 +277,7 @@ def _with_skip_reason(target: Target, ir_version: int | None = None) -> Target:
     info = matrix.providers()[target.provider]
     if (
         not reason
-        and target.runner == "python"
+        and matrix.runners()[target.runner].can.interpreter  # it installs the provider's PyPI package
         and info.min_runtime
         and matrix.version_key(target.runtime) < matrix.version_key(info.min_runtime)
     ):
@@ -290,103 +297,6 @@ def select(plan: Plan, only: Sequence[str]) -> Plan:
     return dataclasses.replace(plan, targets=kept)
 
 
-def matrix_entry(target: Target) -> dict[str, Any]:
-    runner = matrix.runners()[target.runner]
-    job = job_of(target)
-    return {
-        "id": target.id,
-        "runtime": target.runtime,
-        "provider": target.provider,
-        "opset": target.opset,
-        "exporter": target.exporter,
-        "precision": target.precision,
-        "bundle": target.bundle_key,
-        "package": runner.package_for(target.provider),
-        "runs-on": list(runner.labels_for(target.provider)),
-        "container": job == "container",
-        "runner": target.runner,
-        "job": job,
-        "api-level": target.api_level,
-    }
-
-
-def job_of(target: Target) -> str:
-    """The GitHub job that serves ``target``: container, runner (composite on labels), or its kind's own."""
-    job = matrix.runners()[target.runner].job
-    if job == "container" and not matrix.providers()[target.provider].container:
-        return "runner"
-    return job
-
-
-def _chunks(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    chunks = [entries[i : i + MAX_JOBS_PER_MATRIX] for i in range(0, len(entries), MAX_JOBS_PER_MATRIX)]
-    return [{"include": chunk} for chunk in chunks] or [{"include": []}]
-
-
-def github_matrices(plan: Plan, container: bool | None = None) -> list[dict[str, Any]]:
-    """The runnable cells as GitHub ``strategy.matrix`` objects of at most 256 jobs each.
-
-    ``container`` keeps only the cells the container action can serve (True) or only those that need
-    the composite action on their own runner labels (False); None keeps every cell.
-    """
-    entries = [matrix_entry(t) for t in plan.runnable]
-    if container is not None:
-        entries = [e for e in entries if e["job"] == ("container" if container else "runner")]
-    return _chunks(entries)
-
-
-def job_matrix(plan: Plan, job: str) -> dict[str, Any]:
-    """The runnable cells one job kind of runners.toml serves (``node``), as one ``strategy.matrix``."""
-    return {"include": [e for e in (matrix_entry(t) for t in plan.runnable) if e["job"] == job]}
-
-
-def github_outputs(plan: Plan) -> dict[str, str]:
-    """Step outputs for a workflow; every runnable cell lands in exactly one matrix.
-
-    ``matrix``, ``matrix-2`` … ``matrix-4`` hold the cells the container action serves, one verify
-    job each in the generated workflows (so every one is always written, ``{"include":[]}`` when
-    empty, with its count in ``container-targets``, ``container-targets-2`` …: GitHub rejects an
-    empty matrix, so a job is guarded by its count). ``matrix-runner`` holds those that must run on
-    their ``runs-on`` labels through the composite action (macOS, Windows, a GPU). A plan larger than
-    the workflows' jobs can hold is an error here, never cells that silently go unverified.
-    """
-    out: dict[str, str] = {}
-    container = github_matrices(plan, True)
-    runner = github_matrices(plan, False)
-    n_container = sum(len(m["include"]) for m in container)
-    n_runner = sum(len(m["include"]) for m in runner)
-    if len(container) > MAX_MATRICES or len(runner) > 1:
-        raise ConfigError(
-            f"{plan.config}: targets: {n_container} container cells and {n_runner} runner cells; a "
-            f"workflow verifies at most {MAX_MATRICES * MAX_JOBS_PER_MATRIX} container and "
-            f"{MAX_JOBS_PER_MATRIX} runner cells; narrow targets (exclude, fewer runtimes) or split "
-            "the config"
-        )
-    for n in range(1, MAX_MATRICES + 1):
-        chunk = container[n - 1] if n <= len(container) else {"include": []}
-        suffix = "" if n == 1 else f"-{n}"
-        out[f"matrix{suffix}"] = json.dumps(chunk, separators=(",", ":"))
-        out[f"container-targets{suffix}"] = str(len(chunk["include"]))
-    out["matrix-runner"] = json.dumps(runner[0], separators=(",", ":"))
-    for job in sorted({r.job for r in matrix.runners().values()} - {"container", "runner"}):
-        cells = job_matrix(plan, job)
-        if len(cells["include"]) > MAX_JOBS_PER_MATRIX:
-            raise ConfigError(
-                f"{plan.config}: targets: {len(cells['include'])} {job} cells; a workflow verifies at most "
-                f"{MAX_JOBS_PER_MATRIX}; narrow targets (exclude, fewer runtimes)"
-            )
-        out[f"matrix-{job}"] = json.dumps(cells, separators=(",", ":"))
-        out[f"{job}-targets"] = str(len(cells["include"]))
-    out["matrices"] = str(len(container))
-    out["runner-matrices"] = "1"
-    out["container-targets"] = str(n_container)
-    out["runner-targets"] = str(n_runner)
-    out["bundles"] = json.dumps(plan.bundle_keys(), separators=(",", ":"))
-    out["targets"] = str(len(plan.runnable))
-    out["expected-skips"] = str(len(plan.targets) - len(plan.runnable))
-    return out
-
-
 def write_github_output(path: Path, outputs: dict[str, str]) -> None:
     """Append to $GITHUB_OUTPUT in the heredoc form, safe for any value."""
     with path.open("a") as fh:
@@ -398,7 +308,8 @@ def write_github_output(path: Path, outputs: dict[str, str]) -> None:
 def render_table(plan: Plan) -> str:
     rows = [("target", "runs on", "note")]
     for t in plan.targets:
-        where = f"{job_of(t)}: " + ",".join(matrix.runners()[t.runner].labels_for(t.provider))
+        info = matrix.runners()[t.runner]
+        where = f"{info.job_for(t.provider)}: " + ",".join(info.labels_for(t.provider))
         note = f"expected skip: {t.expected_skip}" if t.expected_skip else ""
         if t.runtime_spec:
             note = f"{t.runtime_spec} → {t.runtime}" + (f"; {note}" if note else "")
@@ -410,10 +321,14 @@ def render_table(plan: Plan) -> str:
     lines = [f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]}".rstrip() for r in rows]
     lines.insert(1, "-" * min(120, max(len(x) for x in lines)))
     n_skip = len(plan.targets) - len(plan.runnable)
+    from ci_onnx import cijobs
+
+    jobs = cijobs.verify_jobs(plan)
     lines.append(
         f"\n{len(plan.runnable)} target(s) to verify, {n_skip} expected skip(s), "
-        f"{len(plan.bundle_keys())} bundle(s) to export"
+        f"{len(plan.bundle_keys())} bundle(s) to export; in CI {len(jobs)} verify job(s):"
     )
+    lines.append(cijobs.describe(jobs))
     return "\n".join(lines)
 
 

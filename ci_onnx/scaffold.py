@@ -11,10 +11,12 @@ import dataclasses
 import functools
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from ci_onnx import _data
+from ci_onnx import _data, matrix
 from ci_onnx.errors import UsageError
+from ci_onnx.matrix import JobInfo, Step
 from ci_onnx.report import CHECK_NAME
 
 DEFAULT_ACTION = "onnx-gate/onnx-gate@v1"
@@ -57,6 +59,12 @@ class Settings:
     self_test: bool = False
     android: bool = False
     """Whether the config has android cells: the PR gate then gets the verify-android job."""
+
+    @property
+    def jobs(self) -> tuple[str, ...]:
+        """The optional jobs of runners.toml's [jobs] these workflows get."""
+        return ("android",) if self.android else ()
+
     composite: bool = False
     """Every job through the composite action (runner/), which installs onnx-gate from the action's
     checkout: no image to pull, so it works before and without the release's public images."""
@@ -134,19 +142,101 @@ def _flow(items: tuple[str, ...]) -> str:
     return json.dumps(list(items))
 
 
-def _verify_suffixes() -> list[str]:
-    """``verify``, ``verify-2`` …: one verify job per container matrix the plan may write."""
-    from ci_onnx.plan import MAX_MATRICES
+@dataclasses.dataclass(frozen=True)
+class StepView:
+    """One declared step as the template writes it: comment lines, then (key, YAML value) pairs, a
+    value being a scalar or, for ``with``/``env``, a list of (key, YAML scalar) pairs."""
 
-    return ["" if n == 1 else f"-{n}" for n in range(1, MAX_MATRICES + 1)]
+    comment: tuple[str, ...]
+    fields: tuple[tuple[str, object], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class JobView:
+    """One verify job of runners.toml's [jobs], its strings rendered with the workflow's values."""
+
+    info: JobInfo
+    verify: str
+    """The action its verify step uses; empty: its own steps do it."""
+    timeout_minutes: int
+    matrices: tuple[int, ...]
+    comment: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    setup: tuple[StepView, ...]
+    steps: tuple[StepView, ...]
+
+    def id(self, n: int) -> str:
+        return self.info.job_id(n)
+
+    def output(self, n: int) -> str:
+        return self.info.output_name(n)
+
+    def count(self, n: int) -> str:
+        return self.info.count_name(n)
+
+
+def yaml_value(value: str, indent: int) -> str:
+    """``value`` as a YAML scalar: plain where YAML reads it back as this string, else quoted; a
+    value written over lines (a script) as a literal block indented by ``indent``."""
+    if "\n" in value:  # a script: a literal block, whatever its length
+        pad = " " * indent
+        return "|\n" + "\n".join(pad + line if line else "" for line in value.strip("\n").split("\n"))
+    from ruamel.yaml import YAML
+
+    try:
+        plain = YAML(typ="safe", pure=True).load(value) == value and ": " not in value and " #" not in value
+    except Exception:  # not a plain scalar at all
+        plain = False
+    return value if plain and value == value.strip() else json.dumps(value)
+
+
+def _step_view(step: Step, render_text: Callable[[str], str], indent: int = 10) -> StepView:
+    fields: list[tuple[str, object]] = []
+    for key, value in (("id", step.id), ("name", step.name), ("if", step.when)):
+        if value:
+            fields.append((key, yaml_value(render_text(value), indent)))
+    if step.continue_on_error:
+        fields.append(("continue-on-error", "true"))
+    if step.uses:
+        fields.append(("uses", uses(step.uses)))
+    for key, table in (("with", step.with_), ("env", step.env)):
+        if table:
+            fields.append((key, [(k, yaml_value(render_text(v), indent + 2)) for k, v in table.items()]))
+    if step.run:
+        fields.append(("run", yaml_value(render_text(step.run), indent)))
+    return StepView(tuple(step.comment.splitlines()), tuple(fields))
+
+
+def verify_jobs(settings: Settings, context: dict[str, object]) -> list[JobView]:
+    """The verify jobs the workflows write, from runners.toml's [jobs]: every job but an optional
+    one nobody asked for (``init --android``)."""
+    env = _environment()
+
+    def render_text(text: str) -> str:
+        return env.from_string(text).render(**context)  # type: ignore[attr-defined]
+
+    action = {"slim": settings.slim_action, "runner": settings.runner_action, "steps": ""}
+    views = []
+    for name, job in matrix.jobs().items():
+        if job.optional and name not in settings.jobs:
+            continue
+        views.append(
+            JobView(
+                info=job,
+                verify=action[job.verify],
+                timeout_minutes=job.timeout_minutes,
+                matrices=tuple(range(1, job.matrices + 1)),
+                comment=tuple(job.comment.splitlines()),
+                env=tuple((k, yaml_value(render_text(v), 8)) for k, v in job.env.items()),
+                setup=tuple(_step_view(s, render_text) for s in job.setup),
+                steps=tuple(_step_view(s, render_text) for s in job.steps),
+            )
+        )
+    return views
 
 
 def workflow(template: str, settings: Settings, name: str | None = None) -> str:
-    suffixes = _verify_suffixes()
-    jobs = ["plan", "export", *(f"verify{s}" for s in suffixes), "verify-runner", "verify-node", "verify-web"]
-    jobs += ["verify-android"] if settings.android else []
-    return render(
-        f"workflows/{template}",
+    context: dict[str, object] = dict(
         action=settings.export_action,
         runner_action=settings.runner_action,
         slim_action=settings.slim_action,
@@ -156,13 +246,19 @@ def workflow(template: str, settings: Settings, name: str | None = None) -> str:
         cron=settings.cron,
         local=settings.local,
         self_test=settings.self_test,
-        android=settings.android,
         android_install=settings.android_install,
         comment_file=str(WORKFLOWS / f"{settings.name}-comment.yml"),
-        matrices=suffixes,
         check_name=CHECK_NAME,
         pin={name.removeprefix("actions/"): uses(name) for name in PINNED},
-        verify_needs=f"[{', '.join(jobs)}]",
+    )
+    jobs = verify_jobs(settings, context)
+    needs = ["plan", "export", *(j.id(n) for j in jobs for n in j.matrices)]
+    return render(
+        f"workflows/{template}",
+        **context,
+        verify_jobs=jobs,
+        verify_matrices=[(j, n) for j in jobs for n in j.matrices],
+        verify_needs=f"[{', '.join(needs)}]",
     )
 
 

@@ -112,16 +112,28 @@ class Target:
         return self._id(f"ort{self.runtime}")
 
     @property
+    def release_label(self) -> str:
+        """The id's head, what its environment runs: ``ort1.24.1``, ``node-ort1.24.1``,
+        ``android-api34-ort1.22.0``."""
+        return self._head(f"ort{self.runtime}")
+
+    @property
     def family(self) -> str:
         """The id without its release (``node-cpu-op17-dynamo``, ``cpu-op17-dynamo-so-no_opt``): what
         stays the same from one release to the next, every other part of the cell kept."""
         return self._id("")
 
-    def _id(self, release: str) -> str:
+    def _head(self, release: str) -> str:
         parts = (
             "" if self.runner == DEFAULT_RUNNER else self.runner,
             f"api{self.api_level}" if self.api_level else "",
             release,
+        )
+        return "-".join(p for p in parts if p)
+
+    def _id(self, release: str) -> str:
+        parts = (
+            self._head(release),
             self.provider,
             f"op{self.opset}",
             self.exporter,

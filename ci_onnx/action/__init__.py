@@ -17,9 +17,16 @@ COMMANDS = ("plan", "export", "verify", "report", "nightly")
 
 OPTIONS: dict[str, dict[str, str]] = {
     "plan": {"config": "--config", "only": "--only", "out": "--out"},
-    "export": {"config": "--config", "only": "--only", "out": "--out"},
+    "export": {
+        "config": "--config",
+        "only": "--only",
+        "out": "--out",
+        "cache-dir": "--cache-dir",
+        "cache-key": "--cache-key",
+    },
     "verify": {
         "bundle": "--bundle",
+        "bundles": "--bundles",
         "target": "--target",
         "out": "--out",
         "config": "--config",
@@ -57,7 +64,8 @@ FIXED: dict[str, dict[str, str]] = {"plan": {"--format": "github"}}
 
 UNEXPOSED: dict[str, dict[str, str]] = {
     "verify": {
-        "--python": "the action verifies in its own interpreter, where install-runtime put the runtime"
+        "--python": "the action verifies in its own interpreter, where install-runtime put the runtime",
+        "--jobs": "a verify job's targets use every core of its runner, as `onnx-gate run` does",
     },
     "report": {
         "--pr": "in a workflow_run job the pull-request input writes the event that report reads",
@@ -71,8 +79,11 @@ UNEXPOSED: dict[str, dict[str, str]] = {
 }
 """Options of a command that the action deliberately does not offer, and why."""
 
-MULTI = frozenset({"only", "results", "junit", "labels"})
+MULTI = frozenset({"only", "results", "junit", "labels", "target"})
 """Inputs that take several values, one per line (or separated by commas), each a repeated option."""
+
+FLAGS = frozenset({"cache-key"})
+"""Inputs that are true or false: true gives the option alone, false nothing."""
 
 ACTION_ONLY = frozenset(
     {"command", "working-directory", "install-runtime", "pull-request", "head-sha", "python-version"}
@@ -146,6 +157,9 @@ def to_argv(inputs: Inputs) -> list[str]:
     for name, option in options.items():
         value = inputs.get(name)
         if not value:
+            continue
+        if name in FLAGS:
+            argv += [option] if inputs.flag(name, default=False) else []
             continue
         for item in split_multi(value) if name in MULTI else [value]:
             argv += [option, item]

@@ -30,7 +30,7 @@ def run(environ: MutableMapping[str, str]) -> int:
         if workdir:
             os.chdir(workdir)
         if inputs.command == "verify" and inputs.flag("install-runtime", default=True):
-            change = runtime.plan_change(inputs.get("target"))
+            change = runtime.plan_change_for(action.split_multi(inputs.get("target")))
             if change.needed:
                 click.echo(workflow.group(f"onnx-gate: installing {' '.join(change.requirements)}"))
                 runtime.apply(change)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import metadata
 
 from ci_onnx import matrix, proc
@@ -64,6 +64,26 @@ def plan_change(target_id: str, installed_version: Callable[[str], str] = instal
     if numpy:
         requirements.append(f"numpy{numpy}")
     return RuntimeChange(others, tuple(requirements))
+
+
+def plan_change_for(
+    target_ids: Sequence[str], installed_version: Callable[[str], str] = installed
+) -> RuntimeChange:
+    """The one change that serves every target of a verify job: the plan groups one environment's
+    targets into one job, so every target that runs on Python asks for the same package and release."""
+    wanted: dict[tuple[str, str], str] = {}
+    for target_id in target_ids:
+        change = plan_change(target_id, installed_version=lambda _package: "")  # what it asks for
+        for requirement in change.requirements[:1]:
+            package, _, version = requirement.partition("==")
+            wanted.setdefault((package, version), target_id)
+    if len(wanted) > 1:
+        asked = "; ".join(f"{t} needs {p}=={v}" for (p, v), t in wanted.items())
+        raise UsageError(
+            f"input target: these targets need different runtimes ({asked}); verify each environment's "
+            "targets in a job of their own, as the plan's matrix groups them"
+        )
+    return plan_change(next(iter(wanted.values())), installed_version) if wanted else RuntimeChange((), ())
 
 
 def apply(change: RuntimeChange, python: str = sys.executable) -> None:

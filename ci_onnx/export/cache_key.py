@@ -24,36 +24,22 @@ import hashlib
 import importlib.machinery
 import importlib.metadata
 import json
-import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ci_onnx import __version__, serde
-from ci_onnx.bundle import MANIFEST, sha256_of
+from ci_onnx.bundle import sha256_of
 from ci_onnx.config import Config
+from ci_onnx.export.files import Uncacheable
+from ci_onnx.export.files import name_of as _name
+from ci_onnx.export.files import tree as _tree
 from ci_onnx.export.runner import Job
 
 FORMAT = 1
 """Bumped when what goes into a key, or an entry's layout, changes."""
 VERSIONED = ("torch", "onnx", "onnxscript", "onnxruntime")
-
-SOURCE_SUFFIXES = frozenset({".py", ".pyi"})
-WEIGHT_SUFFIXES = frozenset(
-    {".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".pkl", ".pickle", ".npz", ".npy", ".h5", ".msgpack"}
-)
-DATA_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".txt", ".model", ".vocab", ".cfg", ".toml"})
-"""Besides source and weights: model configs and tokenizer files a factory may read."""
-SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "dist-packages"})
-RUN_MARK = "plan.json"
-"""Found in the output directory of an ``onnx-gate run`` (results, junit, bundles): never hashed."""
-MAX_FILES = 5000
-MAX_DEPTH = 6
-
-
-class Uncacheable(Exception):
-    """What the export reads cannot be told from here; the job is exported, and not stored."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,6 +82,17 @@ def key_for(cfg: Config, job: Job, *, exclude: Sequence[Path] = ()) -> Key:
     }
     text = json.dumps(material, sort_keys=True, separators=(",", ":"))
     return Key(hashlib.sha256(text.encode()).hexdigest(), material)
+
+
+def combined_key(cfg: Config, jobs: Sequence[Job], *, cache_root: Path | None, out: Path) -> str:
+    """One cache key for ``jobs`` as the export cache keys them with ``cache_root`` and ``out``
+    (the workflows' actions/cache key); ``uncacheable`` where what the export reads cannot be told."""
+    exclude = [p for p in (cache_root, out) if p is not None]
+    try:
+        digests = [key_for(cfg, job, exclude=exclude).digest for job in jobs]
+    except (Uncacheable, OSError):
+        return "uncacheable"
+    return hashlib.sha256(",".join(digests).encode()).hexdigest()[:32]
 
 
 def input_files(cfg: Config, exclude: Sequence[Path] = ()) -> dict[str, str]:
@@ -143,47 +140,6 @@ def _factory_files(spec: str, root: Path, config_file: Path, exclude: Sequence[P
         base = Path(next(iter(found.submodule_search_locations))).resolve()
         return {_name(p, root): sha256_of(p) for p in _tree(base, {config_file, *exclude}, root)}
     return {_name(location, root): sha256_of(location)}
-
-
-def _tree(base: Path, exclude: Iterable[Path], root: Path) -> list[Path]:
-    """The source, weights and model-data files below ``base``: not hidden ones, not virtual
-    environments, caches, bundles or an earlier run's output, not the config itself."""
-    skip = set(exclude)
-    found: list[Path] = []
-    for directory, dirs, files in os.walk(base):
-        here = Path(directory)
-        depth = len(here.relative_to(base).parts)
-        dirs[:] = sorted(
-            d
-            for d in dirs
-            if not d.startswith(".")
-            and d not in SKIP_DIRS
-            and depth < MAX_DEPTH
-            and (here / d).resolve() not in skip
-            and not (here / d / "pyvenv.cfg").exists()
-            and not (here / d / MANIFEST).exists()
-            and not (here / d / RUN_MARK).exists()
-        )
-        for name in sorted(files):
-            path = here / name
-            suffix = path.suffix.lower()
-            if name.startswith(".") or path.resolve() in skip:
-                continue
-            if suffix in SOURCE_SUFFIXES or suffix in WEIGHT_SUFFIXES or suffix in DATA_SUFFIXES:
-                found.append(path)
-        if len(found) > MAX_FILES:
-            raise Uncacheable(
-                f"more than {MAX_FILES} source and weights files below {_name(base, root)}; "
-                "set export.cache: false, or keep the model's files in a directory of their own"
-            )
-    return found
-
-
-def _name(path: Path, root: Path) -> str:
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return path.resolve().as_posix()
 
 
 def _version(package: str) -> str:

@@ -54,12 +54,20 @@ def candidates(cfg: Config, onnx_opset: int = 0) -> list[Job]:
     return [Job(o, e) for o in cfg.export.opsets for e in cfg.export.exporters]
 
 
-def select(jobs: Sequence[Job], only: Sequence[str], plan_keys: PlanKeys) -> list[Job]:
-    """Globs that match a bundle key select it directly; the others go through the plan's target ids."""
+def select(
+    jobs: Sequence[Job], only: Sequence[str], plan_keys: PlanKeys, precisions: Sequence[str] = ()
+) -> list[Job]:
+    """Globs that match a bundle key select it directly (a derived precision's, op17-dynamo-fp16,
+    selects its job, given the config's ``precisions``); the others go through the plan's target ids,
+    which asks the package index."""
     if not only:
         return list(jobs)
-    direct = [p for p in only if any(fnmatch.fnmatchcase(j.key, p) for j in jobs)]
-    keep = {j.key for j in jobs if any(fnmatch.fnmatchcase(j.key, p) for p in direct)}
+
+    def keys(j: Job) -> list[str]:
+        return [j.key, *(f"{j.key}-{p}" for p in precisions if p != "fp32")]
+
+    direct = [p for p in only if any(fnmatch.fnmatchcase(k, p) for j in jobs for k in keys(j))]
+    keep = {j.key for j in jobs if any(fnmatch.fnmatchcase(k, p) for p in direct for k in keys(j))}
     via_plan = [p for p in only if p not in direct]
     if via_plan:
         wanted = set(plan_keys(via_plan))  # a derived precision's key (op17-dynamo-fp16) needs its fp32 job

@@ -146,11 +146,126 @@ class RunnerInfo:
     def labels_for(self, provider: str) -> tuple[str, ...]:
         return self.runs_on or providers()[provider].runs_on
 
+    def job_for(self, provider: str) -> str:
+        """The CI job of runners.toml's [jobs] that verifies this kind's cells of ``provider``: its
+        own, or that job's ``fallback`` where the job runs in a container and the provider cannot
+        (macOS, Windows, a GPU)."""
+        job = jobs()[self.job]
+        if job.container and not providers()[provider].container:
+            return job.fallback
+        return job.name
+
 
 @functools.cache
 def runners() -> dict[str, RunnerInfo]:
     data = tomllib.loads((_data.matrix_dir() / "runners.toml").read_text())
     return {name: serde.from_json(RunnerInfo, {"name": name, **row}) for name, row in data["runners"].items()}
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One workflow step a CI job declares (runners.toml): a pinned action (``uses``) or a script."""
+
+    uses: str = ""
+    """An action of the pinned set (ci_onnx/scaffold.py), written with its pin; empty: a ``run`` step."""
+    name: str = ""
+    id: str = ""
+    when: str = ""
+    """The step's ``if:``."""
+    run: str = ""
+    with_: dict[str, str] = dataclasses.field(default_factory=dict)
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
+    continue_on_error: bool = False
+    comment: str = ""
+
+    @staticmethod
+    def from_row(row: dict[str, object]) -> Step:
+        renamed = {"if": "when", "with": "with_", "continue-on-error": "continue_on_error"}
+        return serde.from_json(Step, {renamed.get(k, k): v for k, v in row.items()})
+
+
+@dataclasses.dataclass(frozen=True)
+class JobInfo:
+    """One CI job of runners.toml's [jobs]: what serves the cells of the kinds that name it."""
+
+    name: str
+    verify: str
+    """What runs ``onnx-gate verify``: slim (the torch-free container action), runner (the composite
+    action) or steps (the job's own ``steps``)."""
+    timeout_minutes: int
+    id: str = ""
+    output: str = ""
+    count: str = ""
+    matrices: int = 1
+    container: bool = False
+    """Its verify step is a container action: only providers.toml's container providers."""
+    fallback: str = ""
+    """With ``container``: the job of the cells whose provider a container cannot serve."""
+    optional: bool = False
+    baseline: bool = False
+    """Its verify step times the base commit's bundles beside the cells' own on a pull request
+    (``verify --baseline github``, actions: read), where the PR gate asks for it."""
+    comment: str = ""
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
+    setup: tuple[Step, ...] = ()
+    steps: tuple[Step, ...] = ()
+
+    def job_id(self, n: int = 1) -> str:
+        """The workflow's job id of its ``n``-th matrix: verify, verify-2 …; verify-node …."""
+        return (self.id or f"verify-{self.name}") + ("" if n == 1 else f"-{n}")
+
+    def output_name(self, n: int = 1) -> str:
+        """The plan output holding its ``n``-th matrix (matrix, matrix-2 …; matrix-node …)."""
+        return (self.output or f"matrix-{self.name}") + ("" if n == 1 else f"-{n}")
+
+    def count_name(self, n: int = 1) -> str:
+        """The plan output counting the targets of its ``n``-th matrix ('0': the job is skipped)."""
+        return (self.count or f"{self.name}-targets") + ("" if n == 1 else f"-{n}")
+
+
+VERIFY_BY = ("slim", "runner", "steps")
+
+
+@functools.cache
+def jobs() -> dict[str, JobInfo]:
+    """runners.toml's [jobs], in the order the workflows write them."""
+    data = tomllib.loads((_data.matrix_dir() / "runners.toml").read_text())
+    out = {}
+    for name, row in data["jobs"].items():
+        steps = {k: tuple(Step.from_row(s) for s in row.get(k, ())) for k in ("setup", "steps")}
+        rest = {k: v for k, v in row.items() if k not in steps}
+        job = dataclasses.replace(
+            serde.from_json(JobInfo, {"name": name, **rest}), setup=steps["setup"], steps=steps["steps"]
+        )
+        if job.verify not in VERIFY_BY or (job.verify == "steps") != bool(job.steps):
+            raise ValueError(
+                f"runners.toml: jobs.{name}: verify is one of {', '.join(VERIFY_BY)}; `steps` with steps only"
+            )
+        out[name] = job
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    """ci.toml's [estimate]: what one target's verify work is estimated from (each figure's source
+    is named there)."""
+
+    target_s: float
+    load_s_per_mb: float
+    run_s_per_mb: float
+    warmup_runs: int
+    unknown_mb: float
+    precision_size: dict[str, float]
+
+    def target_work_s(self, mb: float, latency_runs: int, batch_sizes: Iterable[int]) -> float:
+        samples = (latency_runs + self.warmup_runs) * sum(batch_sizes)
+        return self.target_s + mb * (self.load_s_per_mb + self.run_s_per_mb * samples)
+
+
+@functools.cache
+def estimate() -> Estimate:
+    data = tomllib.loads((_data.matrix_dir() / "ci.toml").read_text())
+    return serde.from_json(Estimate, data["estimate"])
 
 
 @dataclasses.dataclass(frozen=True)

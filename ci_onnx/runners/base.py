@@ -7,7 +7,9 @@ ci_onnx.verify, the same for every kind.
 
 Adding a kind is one module that defines ``RUNNER`` plus a row in matrix/runners.toml, whose ``can``
 block declares what the kind can do; :func:`collect` completes every kind's observation by that
-declaration and the placement sources the kind names. A kind may also implement ``launch_many``
+declaration and the placement sources the kind names. A kind whose cells need a CI job of their own
+also declares that job's table there (its set-up steps and how it verifies; the workflows are
+generated from it, ci_onnx/scaffold.py). A kind may also implement ``launch_many``
 (:class:`BatchRunner`): several targets of one environment in one child, the interpreter and imports
 paid once; the others keep one child per target.
 """

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from ci_onnx import matrix, proc
 from ci_onnx.bundle import MANIFEST, MODEL, Manifest, confined, read_manifest, unencodable
 from ci_onnx.config import Config
-from ci_onnx.errors import BundleError, UsageError
+from ci_onnx.errors import BundleError, GateError, UsageError
 from ci_onnx.results import CheckResult, TargetResult, write_result
 from ci_onnx.runners import base
 from ci_onnx.shorten import fit
@@ -253,6 +253,21 @@ def _write(p: _Prepared, result: TargetResult, out_dir: Path, *, launched_s: flo
     )
     from ci_onnx.verify import junit
 
+    return Written(result, write_result(out_dir / RESULTS, result), junit.write(out_dir / JUNIT, result))
+
+
+def describe_error(exc: Exception) -> str:
+    """What an error result says of ``exc``: a GateError's own line, else its type and text."""
+    return exc.message if isinstance(exc, GateError) else f"{type(exc).__name__}: {exc}"[:500]
+
+
+def write_error(target: Target, out_dir: Path, message: str, reproduce: str) -> Written:
+    """The error result of a target that could not be verified at all (its environment could not be
+    made, its bundle is not there), written to results/ and junit/ like any other."""
+    from ci_onnx.verify import judge, junit
+
+    check = CheckResult("environment", Status.ERROR, message)
+    result = dataclasses.replace(judge.result(target, None, [check]), reproduce=reproduce)
     return Written(result, write_result(out_dir / RESULTS, result), junit.write(out_dir / JUNIT, result))
 
 

@@ -23,6 +23,8 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +152,21 @@ class Run:
     code: int
     log: str
     artifacts: Path
+    seen_at: tuple[float, ...] = ()
+    """When each line of ``log`` arrived (seconds from act's start)."""
+
+    def wall_times(self) -> dict[str, float]:
+        """Job (or matrix cell) name → seconds from its first log line to its 🏁 line."""
+        first: dict[str, float] = {}
+        out: dict[str, float] = {}
+        for line, at in zip(self.log.splitlines(), self.seen_at, strict=False):
+            if not line.startswith("[") or "]" not in line:
+                continue
+            name = line[1 : line.index("]")].split("/", 1)[-1].strip()
+            first.setdefault(name, at)
+            if "🏁" in line:
+                out[name] = at - first[name]
+        return out
 
     def jobs(self) -> dict[str, bool]:
         """Job (or matrix cell) name → whether act says it succeeded."""
@@ -221,6 +238,33 @@ def run_workflow(
     for key, value in (env or {}).items():
         argv += ["--env", f"{key}={value}"]
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_", "ACT"))}
-    # Ctrl-C ends act with every step it started (tree.run), and goes on to pytest
-    done = tree.run(argv, cwd=repo, timeout=timeout_s, env=environ)
-    return Run(done.returncode, done.stdout + done.stderr, artifacts)
+    # each line's time since the start, for the jobs' wall times; Ctrl-C or the timeout ends act
+    # with every step it started (tree.kill_tree), and goes on to pytest
+    lines: list[str] = []
+    seen_at: list[float] = []
+    started = time.monotonic()
+    child = subprocess.Popen(
+        argv,
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=environ,
+        start_new_session=True,
+    )
+
+    def read() -> None:
+        for line in child.stdout or ():
+            lines.append(line)
+            seen_at.append(time.monotonic() - started)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        code = child.wait(timeout=timeout_s)
+    except BaseException:  # KeyboardInterrupt, TimeoutExpired
+        tree.kill_tree(child.pid)
+        child.wait()
+        raise
+    reader.join()
+    return Run(code, "".join(lines), artifacts, tuple(seen_at))

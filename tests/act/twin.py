@@ -19,10 +19,10 @@ import os
 import sys
 from pathlib import Path
 
-from ci_onnx import envs
-from ci_onnx.action import Inputs, runtime
+from ci_onnx import envs, matrix
+from ci_onnx.action import Inputs, runtime, split_multi
 from ci_onnx.action import __main__ as entry
-from ci_onnx.runners import python
+from ci_onnx.runners import python as python_kind
 from ci_onnx.runners.base import Provisioning
 from ci_onnx.target import Target
 from tests.act import standin_runner
@@ -31,13 +31,15 @@ CACHE_ENV = "ACT_ENV_CACHE"
 
 
 def job_interpreter(environ: dict[str, str]) -> str | None:
-    """The interpreter this job verifies in when the host's runtime is not the target's, else None."""
+    """The interpreter this job verifies in when the host's runtime is not its targets', else None."""
     inputs = Inputs.from_env(environ)
     if inputs.get("command") != "verify" or not inputs.flag("install-runtime", default=True):
         return None
-    target = Target.from_id(inputs.get("target"))
-    if target.runner != "python" or not runtime.plan_change(target.id).needed:
+    targets = [Target.from_id(t) for t in split_multi(inputs.get("target"))]
+    in_python = [t for t in targets if matrix.runners()[t.runner].can.interpreter]
+    if not in_python or not runtime.plan_change_for([t.id for t in in_python]).needed:
         return None
+    target = in_python[0]  # the job's targets share one environment (the plan groups them so)
     cache = environ.get(CACHE_ENV)
     if not cache:
         raise SystemExit(
@@ -45,7 +47,7 @@ def job_interpreter(environ: dict[str, str]) -> str | None:
             "set; the twin never installs into the shared environment"
         )
     how = Provisioning(Path(cache), environ, uv=envs.find_uv())
-    return python.RUNNER.provision(target.runtime, target.provider, how).program
+    return python_kind.RUNNER.provision(target.runtime, target.provider, how).program
 
 
 def main() -> None:

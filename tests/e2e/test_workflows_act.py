@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,9 @@ pytestmark = [
 RUNTIME = "1.32.0"
 """The onnxruntime of this interpreter: a verify job's install-runtime then has nothing to change."""
 PR = 7
+OV_RUNTIME = "1.24.1"
+"""A release with an onnxruntime-openvino build; the host's 1.32.0 has none, so these jobs verify in
+their own environments (tests/act/twin.py)."""
 
 EXAMPLE = EXAMPLE_CONFIG.parent
 TINYCNN = {
@@ -186,6 +190,80 @@ def test_all_pass_gives_the_local_verdict(tmp_path: Path, env_cache: Path) -> No
     )
 
 
+def example_files() -> dict[str, Any]:
+    """The example as it ships (examples/tinycnn/onnx-gate.yml: 4 bundles × 1.20.1 and the newest
+    onnxruntime on cpu, the newest onnxruntime-openvino), the newest releases pinned to what they
+    resolved to when written, so no package index decides what runs."""
+    text = EXAMPLE_CONFIG.read_text()
+    text = text.replace('runtimes: ["1.20.1", latest]', f'runtimes: ["1.20.1", "{OV_RUNTIME}", "{RUNTIME}"]')
+    text = text.replace(
+        'exclude: [{runtime: "1.20.1", provider: openvino}]',
+        f'exclude: [{{runtime: "1.20.1", provider: openvino}}, {{runtime: "{RUNTIME}", provider: openvino}}, '
+        f'{{runtime: "{OV_RUNTIME}", provider: cpu}}]',
+    )
+    return {**TINYCNN, "onnx-gate.yml": text}
+
+
+EXAMPLE_JOBS = {
+    "verify ort1.20.1 cpu · 4 targets",
+    f"verify ort{OV_RUNTIME} openvino · 4 targets",
+    f"verify ort{RUNTIME} cpu · 4 targets",
+}
+"""The example's verify jobs: one per environment, each with the four bundles' cells."""
+
+
+def finished_jobs(run: harness.Run) -> dict[str, bool]:
+    """Every job act finished, by name (a matrix cell's name without the -N act adds)."""
+    return {re.sub(r"-\d+$", "", name): ok for name, ok in run.jobs().items()}
+
+
+def test_the_example_is_one_verify_job_per_environment_with_the_local_verdicts(
+    tmp_path: Path, env_cache: Path
+) -> None:
+    run, github, (local_code, local) = _gate(tmp_path, example_files(), env_cache)
+    assert len(local) == 12 and run.statuses() == local, run.log[-6000:]
+    assert run.code == 0 and local_code == 0, run.log[-6000:]
+    jobs = finished_jobs(run)
+    assert {n for n in jobs if n.startswith("verify ")} == EXAMPLE_JOBS, sorted(jobs)
+    assert len(run.jobs()) == 1 + 4 + 3 + 1 and all(run.jobs().values()), run.jobs()
+    assert _check_conclusion(github) == "success"
+    assert "✅ 12 passed · ❌ 0 failed" in _comment(github)
+
+
+def test_a_bundle_whose_export_cache_key_is_unchanged_is_restored_not_exported(
+    tmp_path: Path, env_cache: Path
+) -> None:
+    """The export cache of a run before (the base commit's) holds op17's entry under the key the
+    export job computes: that job restores it, the other exports, and the report names the reused
+    bundle; the verdicts are `onnx-gate run`'s."""
+    files = _tinycnn()
+    seed = tmp_path / "seed"
+    harness.make_repo(seed, files)
+    cache = seed / "onnx-gate-out" / "export-cache"
+    args = ["export", "--config", str(seed / "onnx-gate.yml"), "--only", "*-op17-torchscript"]
+    args += ["--out", str(seed / "onnx-gate-out" / "bundles"), "--cache-dir", str(cache)]
+    exported = CliRunner().invoke(cli, args)
+    assert exported.exit_code == 0, exported.output
+    key = CliRunner().invoke(cli, [*args, "--cache-key"]).output.strip()
+    store = tmp_path / "act" / "artifacts" / "cache" / f"onnx-gate-export-op17-torchscript-{key}"
+    shutil.copytree(cache, store / "export-cache")
+    run, github, (local_code, local) = _gate(tmp_path, files, env_cache)
+    assert (
+        run.statuses()
+        == local
+        == {
+            f"ort{RUNTIME}-cpu-op17-torchscript": "passed",
+            f"ort{RUNTIME}-cpu-op18-torchscript": "passed",
+        }
+    ), run.log[-6000:]
+    assert run.code == 0 and local_code == 0
+    assert "op17-torchscript: reused from cache" in run.log and "op18-torchscript: reused" not in run.log
+    assert (
+        "Reused from the export cache, nothing exported for them in this run: op17-torchscript"
+        in _comment(github)
+    )
+
+
 def test_a_failed_export_check_is_verified_and_reported_with_its_reason(
     tmp_path: Path, env_cache: Path
 ) -> None:
@@ -225,9 +303,7 @@ def test_the_configs_verify_settings_decide_in_ci_as_locally(
     hung = f"ort{RUNTIME}-cpu-op17-torchscript"
     assert run.statuses() == local == {hung: "error", f"ort{RUNTIME}-cpu-op18-torchscript": "passed"}
     assert run.code != 0 and local_code == 1
-    result = json.loads(
-        next(run.artifacts.glob(f"*/onnx-gate-results-{hung}/results/{hung}.json")).read_text()
-    )
+    result = json.loads(next(run.artifacts.glob(f"*/onnx-gate-results-*/results/{hung}.json")).read_text())
     assert "timed out after 5" in result["summary"], result["summary"]
 
 
@@ -316,11 +392,6 @@ def test_an_onnx_only_model_is_verified_at_its_files_opset_in_ci_as_locally(
     assert run.code == 0 and _check_conclusion(github) == "success"
 
 
-OV_RUNTIME = "1.24.1"
-"""A release with an onnxruntime-openvino build; the host's 1.32.0 has none, so these jobs verify in
-their own environments (tests/act/twin.py)."""
-
-
 def _hardmax_files() -> dict[str, Any]:
     """Two MatMuls OpenVINO runs, then a Hardmax it leaves to the CPU: a little CPU time, nothing else
     wrong. ``budgets.cpu_fallback.max_time_share: 0`` allows none, so only the budget fails a cell."""
@@ -359,7 +430,7 @@ def _hardmax_files() -> dict[str, Any]:
 
 
 def _failed_checks(run: harness.Run, target_id: str) -> dict[str, str]:
-    path = next(run.artifacts.glob(f"*/onnx-gate-results-{target_id}/results/{target_id}.json"))
+    path = next(run.artifacts.glob(f"*/onnx-gate-results-*/results/{target_id}.json"))
     checks = json.loads(path.read_text())["checks"]
     return {c["name"]: c["message"] for c in checks if c["status"] not in ("passed", "skipped")}
 
@@ -381,7 +452,8 @@ def test_the_node_runners_cells_are_verified_by_verify_node_as_locally(
     tmp_path: Path, env_cache: Path
 ) -> None:
     """targets.runners: [python, node]: the node cells go to the verify-node job (setup-node, the npm
-    cache, the runner composite action), the python cells to verify; both give the local statuses."""
+    cache, the runner composite action), one job for the release's two cells, the python cells to
+    verify; both give the local statuses."""
     files = _tinycnn()
     files["onnx-gate.yml"] = files["onnx-gate.yml"].replace(
         f'runtimes: ["{RUNTIME}"]', f'runtimes: ["{OV_RUNTIME}"]\n  runners: [python, node]'
@@ -392,7 +464,9 @@ def test_the_node_runners_cells_are_verified_by_verify_node_as_locally(
     assert run.statuses() == local and set(local.values()) == {"passed"}, run.log[-6000:]
     assert run.code == 0 and local_code == 0
     succeeded = {re.sub(r"-\d+$", "", name) for name, ok in run.jobs().items() if ok}  # act adds -N
-    assert {f"verify {t}" for t in node} <= succeeded, sorted(succeeded)
+    assert f"verify node-ort{OV_RUNTIME} cpu · 2 targets" in succeeded, sorted(succeeded)
+    assert f"verify ort{OV_RUNTIME} cpu · 2 targets" in succeeded, sorted(succeeded)
+    assert len([n for n in run.jobs() if n.startswith("verify ")]) == 2, "one verify job per environment"
     assert "Run Main node --version" in run.log, "the verify-node job's setup-node step did not run"
     assert _check_conclusion(github) == "success"
 
@@ -426,7 +500,7 @@ def test_the_web_runners_cell_is_verified_by_verify_web_as_locally(
     assert run.statuses() == local, run.log[-6000:]
     assert run.code == 0 and local_code == 0
     succeeded = {re.sub(r"-\d+$", "", name) for name, ok in run.jobs().items() if ok}  # act adds -N
-    assert f"verify {web_cell}" in succeeded, sorted(succeeded)
+    assert f"verify web-ort{WEB_RUNTIME} wasm · 1 target" in succeeded, sorted(succeeded)
     result = json.loads(
         (run.artifact(f"onnx-gate-results-{web_cell}") / "results" / f"{web_cell}.json").read_text()
     )
@@ -451,8 +525,10 @@ model:
 export: {opsets: [11, 12, 13, 14, 15, 16, 17, 18], exporters: [torchscript]}
 verify: {random_inputs: 1, batch_sizes: [], latency_runs: 1}
 targets: {runtimes: [latest-33], providers: [cpu]}
+ci: {max_cells_per_job: 1}
 """
-"""8 bundles × the 33 newest releases: 264 container cells, so 8 of them go to verify-2."""
+"""8 bundles × the 33 newest releases: 264 container cells, one verify job each (ci.max_cells_per_job:
+1; grouped, they would be 33 jobs), so 8 of them go to verify-2."""
 
 
 def test_more_than_256_cells_of_a_kind_all_get_verify_jobs_as_locally(
@@ -461,7 +537,7 @@ def test_more_than_256_cells_of_a_kind_all_get_verify_jobs_as_locally(
     """Every cell is verified on this host's onnxruntime (tests/act/standin_runner.py), in CI and
     locally: the host's release's cells pass, every other release's is an error for the judge's
     runtime check, the same on both sides; none is missing, those past 256 included."""
-    from ci_onnx import matrix
+    from ci_onnx import cijobs, matrix
     from ci_onnx import plan as planning
     from tests.act import standin_runner
 
@@ -473,8 +549,8 @@ def test_more_than_256_cells_of_a_kind_all_get_verify_jobs_as_locally(
         t for t in local if t.startswith(f"ort{RUNTIME}-")
     }
     assert set(local.values()) == {"passed", "error"} and run.code != 0 and local_code == 1
-    outputs = planning.github_outputs(planning.read_plan(run.artifact("onnx-gate-plan") / "plan.json"))
-    second = {cell["id"] for cell in json.loads(outputs["matrix-2"])["include"]}
+    outputs = cijobs.github_outputs(planning.read_plan(run.artifact("onnx-gate-plan") / "plan.json"))
+    second = {i for cell in json.loads(outputs["matrix-2"])["include"] for i in cell["targets"]}
     assert len(second) == 264 - 256 and second <= set(run.statuses()), outputs["matrix-2"]
     verify_jobs = [name for name in run.jobs() if name.startswith("verify ")]
     assert len(verify_jobs) == 264, len(verify_jobs)
@@ -526,9 +602,10 @@ emulator (the stand-in fails) and, if: always(), still runs the results upload (
 
 
 def _main_steps(log: str, job: str) -> list[tuple[bool, str]]:
-    """The (succeeded, name) of each step act ran in ``job``, composite actions' inner steps included."""
+    """The (succeeded, name) of each step act ran in ``job``, composite actions' inner steps included
+    (act adds -N to a name several cells share, and pads every name to the longest)."""
     found = re.findall(
-        rf"^\[onnx-gate/verify {re.escape(job)}-\d+\]\s+(✅  Success|❌  Failure) - Main (.+?) \[", log, re.M
+        rf"^\[onnx-gate/{re.escape(job)}(?:-\d+)?\s*\]\s+(✅  Success|❌  Failure) - Main (.+?) \[", log, re.M
     )
     return [(mark.startswith("✅"), name) for mark, name in found]
 
@@ -589,14 +666,17 @@ def test_the_android_cells_run_in_verify_android_up_to_the_emulator_step(
     assert not github.state.violations, github.state.violations
     local_code, local = _local(repo, tmp_path / "local", env_cache)
 
+    from ci_onnx import cijobs
     from ci_onnx import plan as planning
 
-    outputs = planning.github_outputs(planning.read_plan(run.artifact("onnx-gate-plan") / "plan.json"))
-    routed = {cell["id"] for cell in json.loads(outputs["matrix-android"])["include"]}
+    outputs = cijobs.github_outputs(planning.read_plan(run.artifact("onnx-gate-plan") / "plan.json"))
+    (entry,) = json.loads(outputs["matrix-android"])["include"]  # one emulator job for both EPs
+    routed = set(entry["targets"])
     droid = {t for t in local if t.startswith("android-")}
     python = {t for t in local if not t.startswith("android-")}
     assert len(droid) == 2 and routed == droid and len(python) == 2, (routed, sorted(local))
-    assert droid.isdisjoint(c["id"] for c in json.loads(outputs["matrix"])["include"]), outputs["matrix"]
+    in_container = {i for c in json.loads(outputs["matrix"])["include"] for i in c["targets"]}
+    assert droid.isdisjoint(in_container), outputs["matrix"]
 
     # The python cells: the local statuses; the android cells: no result from CI (stopped at the emulator).
     assert {t: s for t, s in run.statuses().items()} == {t: local[t] for t in python}, run.log[-6000:]
@@ -604,23 +684,22 @@ def test_the_android_cells_run_in_verify_android_up_to_the_emulator_step(
     assert run.code != 0, "the android cells have no result, so the gate cannot pass"
 
     jobs = run.jobs()
-    for target in droid:
-        steps = _main_steps(run.log, target)
-        assert _subsequence(UP_TO_THE_EMULATOR, steps), steps
-        assert not any("onnx-gate verify on" in name for _, name in steps), "ran past the boot step"
-        assert not any(ok for name, ok in jobs.items() if name.startswith(f"verify {target}")), jobs
+    steps = _main_steps(run.log, entry["name"])
+    assert _subsequence(UP_TO_THE_EMULATOR, steps), steps
+    assert not any("onnx-gate verify on" in name for _, name in steps), "ran past the boot step"
+    assert not any(ok for name, ok in jobs.items() if name.startswith(entry["name"])), jobs
     assert "setup-python stand-in: this host's Python 3.11" in run.log
     assert "no emulator here (act on a host without the Android SDK)" in run.log
 
     # What the stand-ins saw: the KVM rule (not written), the AAR of the cell's release, the emulator's inputs.
     calls = (tools / "calls.log").read_text()
-    assert calls.count("sudo tee /etc/udev/rules.d/99-kvm4all.rules") == 2, calls
+    assert calls.count("sudo tee /etc/udev/rules.d/99-kvm4all.rules") == 1, calls
     assert 'KERNEL=="kvm", GROUP="kvm", MODE="0666"' in calls and "udevadm trigger --name-match=kvm" in calls
-    assert asked.count("/" + android.AAR_PATH.format(v=ANDROID_RUNTIME)) == 2, asked
+    assert asked.count("/" + android.AAR_PATH.format(v=ANDROID_RUNTIME)) == 1, asked
     # The plan job resolved the android releases from Maven's metadata, not from PyPI.
     assert "/com/microsoft/onnxruntime/onnxruntime-android/maven-metadata.xml" in asked, asked
     records = [json.loads(p.read_text()) for p in sorted(run.artifacts.glob("emulator-runner/*.json"))]
-    assert {r["target"] for r in records} == droid and len(records) == 2, records
+    assert len(records) == 1 and set(records[0]["targets"]) == droid, records
     for r in records:
         assert r["inputs"]["api-level"] == "34" and r["inputs"]["arch"] == "x86_64", r
         assert r["inputs"]["script"].strip() == 'echo "AVD snapshot generated for the cache"', r

@@ -125,6 +125,17 @@ def test_argv_repeats_multi_value_inputs_and_skips_empty_ones() -> None:
     assert action.redact(argv)[-1] == "***"
 
 
+def test_verify_takes_a_matrix_entrys_targets_and_export_its_cache_key_flag() -> None:
+    env = {"INPUT_COMMAND": "verify", "INPUT_TARGET": "a,b", "INPUT_BUNDLES": "dir"}
+    assert action.to_argv(action.Inputs.from_env(env)) == [
+        "verify", "--bundles", "dir", "--target", "a", "--target", "b"
+    ]  # fmt: skip
+    env = {"INPUT_COMMAND": "export", "INPUT_CACHE-DIR": "c", "INPUT_CACHE-KEY": "true"}
+    assert action.to_argv(action.Inputs.from_env(env)) == ["export", "--cache-dir", "c", "--cache-key"]
+    env["INPUT_CACHE-KEY"] = "false"
+    assert action.to_argv(action.Inputs.from_env(env)) == ["export", "--cache-dir", "c"]
+
+
 def test_hyphen_and_underscore_spellings_of_an_input_are_one_input() -> None:
     from_container = action.Inputs.from_env({"INPUT_GITHUB-TOKEN": "x"})
     from_composite = action.Inputs.from_env({"INPUT_GITHUB_TOKEN": "x"})
@@ -188,3 +199,14 @@ def test_the_composite_installs_from_its_own_checkout_with_a_pip_cache_and_no_im
     for step in steps:
         text = f"{step.get('uses', '')} {step.get('run', '')}"
         assert "docker" not in text.replace("docker/requirements", "") and "ghcr.io" not in text, step
+
+
+@pytest.mark.parametrize("path", ["action.yml", "slim/action.yml", "runner/action.yml"])
+@pytest.mark.parametrize("command", ["plan", "verify", "report"])
+def test_every_inputs_default_is_taken_by_every_command(path: str, command: str) -> None:
+    """GitHub hands a step every input, defaults included: a default is no value a command refuses."""
+    inputs = _load(ROOT / path)["inputs"]
+    env = {f"INPUT_{name.upper()}": str(spec.get("default", "")) for name, spec in inputs.items()}
+    env["INPUT_COMMAND"] = command
+    argv = action.to_argv(action.Inputs.from_env(env))
+    assert argv[0] == command

@@ -72,3 +72,50 @@ def test_the_rendered_table_names_every_assumption_and_target() -> None:
     for field in ("runner_start_s", "pull_mb_per_s", "concurrency"):
         assert f"`{field}`" in text
     assert "≤ 250 MB" in text and "≤ 4 min" in text and "no job installs torch" in text
+
+
+# --- the verify layouts (bench/pipeline_layout.py) ---------------------------------------------
+
+from bench import pipeline_layout as pl  # noqa: E402
+
+COSTS = pl.ModelCosts(
+    "m",
+    export_s=10.0,
+    export_before_s=10.0,
+    verify_one_s=3.0,
+    verify_many_s=4.5,
+    many=4,
+    bundle_mb=1.0,
+    key_s=1.0,
+    restored_s=2.0,
+)
+
+
+def test_n_targets_in_one_command_pay_the_start_once() -> None:
+    assert COSTS.per_target_s == pytest.approx(0.5)
+    assert COSTS.verify_work_s(1) == 3.0 and COSTS.verify_work_s(8) == pytest.approx(6.5)
+
+
+def test_per_cell_is_the_designs_model_and_per_environment_one_job_each() -> None:
+    shape = pl.Shape("x", "m", 4, (8,) * 8)
+    before = pl.run("per cell", shape, COSTS, PARTS, A)
+    after = pl.run("per environment", shape, COSTS, PARTS, A)
+    assert (before.count("export"), before.count("verify")) == (4, 64)
+    assert (after.count("export"), after.count("verify")) == (4, 8), "cijobs: one job per release"
+    slim = pm.jobs("slim", PARTS, A)
+    assert dict(before.jobs)["verify"] == pytest.approx(slim["verify"].total_s + 1.0 / A.artifact_mb_per_s)
+    assert before.billed_minutes == sum(math.ceil(s / 60) for _, s in before.jobs)
+    assert after.billed_minutes < before.billed_minutes and after.critical_path_s < before.critical_path_s
+
+
+def test_a_restored_bundle_costs_its_key_and_the_cache_not_the_export() -> None:
+    shape = pl.Shape("x", "m", 2, (2,))
+    cold = dict(pl.run("per environment", shape, COSTS, PARTS, A).jobs)["export"]
+    warm = dict(pl.run("per environment", shape, COSTS, PARTS, A, restored=True).jobs)["export"]
+    assert cold - warm == pytest.approx(COSTS.export_s - COSTS.restored_s - 1.0 / A.artifact_mb_per_s)
+
+
+def test_waves_start_the_longest_jobs_first() -> None:
+    assert pl._waves([5.0, 1.0, 3.0], 2) == 5.0 + 1.0
+    with pytest.raises(ValueError, match="layout 'x'"):
+        pl.run("x", pl.SHAPES[0], COSTS, PARTS, A)

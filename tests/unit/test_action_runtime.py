@@ -50,3 +50,16 @@ def test_flavours_come_from_the_provider_table() -> None:
 def test_a_bad_target_is_a_usage_error(bad: str) -> None:
     with pytest.raises(UsageError):
         runtime.plan_change(bad, _installed())
+
+
+def test_one_verify_job_installs_the_one_runtime_its_targets_share() -> None:
+    ids = ["ort1.20.1-cpu-op17-dynamo", "ort1.20.1-cpu-op18-torchscript-so-basic"]
+    change = runtime.plan_change_for(ids, _installed(onnxruntime="1.32.0"))
+    assert change.requirements == ("onnxruntime==1.20.1",)
+    assert not runtime.plan_change_for(["node-ort1.24.1-cpu-op17-dynamo"], _installed()).needed
+
+
+def test_targets_of_two_runtimes_in_one_step_are_a_usage_error() -> None:
+    ids = ["ort1.20.1-cpu-op17-dynamo", "ort1.32.0-cpu-op17-dynamo"]
+    with pytest.raises(UsageError, match=r"ort1.32.0-cpu-op17-dynamo needs onnxruntime==1.32.0"):
+        runtime.plan_change_for(ids, _installed(onnxruntime="1.32.0"))  # even where one is installed

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from ci_onnx import config, matrix
+from ci_onnx import cijobs, config, matrix
 from ci_onnx import plan as planning
 from ci_onnx.errors import ConfigError, EnvironmentProblem
 from ci_onnx.runners import adb as adb_mod
@@ -300,9 +300,13 @@ def test_android_cells_say_their_api_level_and_go_to_the_android_job() -> None:
     assert android_ids == [f"android-api30-ort{RELEASE}-{p}-op17-dynamo" for p in ("cpu", "nnapi", "xnnpack")]
     for tid in android_ids:
         assert Target.from_id(tid) == plan.get(tid)
-        entry = planning.matrix_entry(plan.get(tid))
-        assert (entry["job"], entry["api-level"], entry["runs-on"]) == ("android", 30, ["ubuntu-latest"])
-    out = planning.github_outputs(plan)
+    out = cijobs.github_outputs(plan)
+    (entry,) = json.loads(out["matrix-android"])["include"]  # one emulator boot for the three EPs
+    assert (entry["job"], entry["api-level"], entry["runs-on"]) == ("android", 30, ["ubuntu-latest"])
+    assert (
+        entry["targets"] == android_ids
+        and entry["name"] == f"verify android-api30-ort{RELEASE} cpu, nnapi, xnnpack · 3 targets"
+    )
     assert out["android-targets"] == "3"
     assert "android-api30" not in out["matrix"] + out["matrix-runner"] + out["matrix-node"]
     assert [t.runner for t in plan.targets if t.provider == "nnapi"] == ["android"]  # python offers no nnapi

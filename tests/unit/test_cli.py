@@ -50,9 +50,15 @@ def test_plan_github_format_writes_the_step_outputs(tmp_path: Path) -> None:
         env={"GITHUB_OUTPUT": str(output)},
     )
     assert result.exit_code == 0, result.output
-    assert "to $GITHUB_OUTPUT (12 targets in 1 matrix(es))" in result.output
+    assert "to $GITHUB_OUTPUT (12 targets in 3 verify job(s))" in result.output
     matrix = output.read_text().split("matrix<<ghadelim_onnx_gate\n")[1].split("\n")[0]
-    ids = [cell["id"] for cell in json.loads(matrix)["include"]]
+    entries = json.loads(matrix)["include"]
+    assert [e["name"] for e in entries] == [
+        "verify ort1.20.1 cpu · 4 targets",
+        "verify ort1.24.1 cpu · 4 targets",
+        "verify ort1.24.1 openvino · 4 targets",
+    ]
+    ids = [i for e in entries for i in e["targets"]]
     assert ids[0] == "ort1.20.1-cpu-op17-dynamo" and len(ids) == 12
     assert json.loads((tmp_path / "plan.json").read_text())["model"] == "digitnet"
 

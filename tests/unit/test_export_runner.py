@@ -55,6 +55,16 @@ def test_candidates_and_only_by_bundle_key(tmp_path: Path) -> None:
     assert runner.select(jobs, [], _no_plan) == jobs
 
 
+def test_a_derived_precisions_bundle_key_selects_its_job_without_the_plan(tmp_path: Path) -> None:
+    """What the export job passes (`only: <bundle key>`): no plan, so no package index is asked."""
+    jobs = runner.candidates(config.load(_write(tmp_path)))
+    chosen = runner.select(jobs, ["op17-dynamo-fp16"], _no_plan, ("fp32", "fp16"))
+    assert [j.key for j in chosen] == ["op17-dynamo"]
+    assert [j.key for j in runner.select(jobs, ["op18-torchscript"], _no_plan, ("fp32",))] == [
+        "op18-torchscript"
+    ]
+
+
 def test_only_by_target_id_goes_through_the_plan(tmp_path: Path) -> None:
     jobs = runner.candidates(config.load(_write(tmp_path)))
     asked: list[Sequence[str]] = []

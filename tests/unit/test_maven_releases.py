@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ci_onnx import config, scaffold
+from ci_onnx import cijobs, config, scaffold
 from ci_onnx import plan as planning
 from ci_onnx.cli import cli
 from ci_onnx.errors import EnvironmentProblem
@@ -93,7 +93,7 @@ def test_a_release_maven_lacks_is_an_expected_skip_naming_the_nearest(tmp_path: 
     assert "ort1.24.4-cpu-op17-dynamo" in cells  # the python kind's 1.24.* is PyPI's newest
     assert not cells["android-api34-ort1.30.0-cpu-op17-dynamo"].expected_skip  # Maven's latest
     assert "ort1.32.0-cpu-op17-dynamo" in cells  # PyPI's latest, days ahead of Maven's
-    android = json.loads(planning.github_outputs(plan)["matrix-android"])["include"]
+    android = json.loads(cijobs.github_outputs(plan)["matrix-android"])["include"]
     assert {c["runtime"] for c in android} == {"1.24.2", "1.30.0"}, "a skipped cell never reaches a job"
 
 

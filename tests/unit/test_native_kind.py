@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ci_onnx import matrix, serde
+from ci_onnx import cijobs, matrix, serde
 from ci_onnx import tensorproto as tp
 from ci_onnx.errors import EnvironmentProblem
 from ci_onnx.results import SCHEMA_VERSION, Environment, Observation
@@ -326,12 +326,14 @@ def test_native_cells_are_planned_from_npm_and_routed_to_a_runner_job() -> None:
     index = FakeIndex({"onnxruntime": ["1.29.0", "1.24.1"], "npm:onnxruntime-node": ["1.29.0", "1.24.1"]})
     plan = planning.expand(cfg, index)
     assert "npm:onnxruntime-node" in index.asked
-    jobs = {t.id: planning.matrix_entry(t)["job"] for t in plan.targets}
+    jobs = {t.id: cijobs.job_of(t) for t in plan.targets}
     assert jobs == {
         "ort1.29.0-cpu-op17-dynamo": "container",
         "ort1.24.1-cpu-op17-dynamo": "container",
         "native-ort1.29.0-cpu-op17-dynamo": "runner",
         "native-ort1.24.1-cpu-op17-dynamo": "runner",
     }
-    entry = planning.matrix_entry(Target.from_id("native-ort1.24.1-cpu-op17-dynamo"))
-    assert (entry["runs-on"], entry["runner"]) == (["ubuntu-latest"], "native")
+    entries = {v.targets[0].id: v.entry() for v in cijobs.verify_jobs(plan)}
+    entry = entries["native-ort1.24.1-cpu-op17-dynamo"]
+    assert (entry["runs-on"], entry["runner"], entry["job"]) == (["ubuntu-latest"], "native", "runner")
+    assert len(entries) == 4, "each release of each kind is an environment of its own"

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ci_onnx import config, matrix
+from ci_onnx import cijobs, config, matrix
 from ci_onnx import plan as planning
 from ci_onnx.errors import ConfigError, UsageError
 from ci_onnx.resolve import NoRelease, resolve
@@ -157,12 +157,12 @@ def _provider_too_old(t: Target) -> bool:
 @given(st.integers(min_value=0, max_value=900))
 def test_split_matrices_cover_every_runnable_cell_exactly_once(n: int) -> None:
     targets = tuple(Target(f"1.{20 + i // 100}.{i % 100}", "cpu", 17, "dynamo") for i in range(n))
-    plan = planning.Plan(1, "x.yml", "m", targets)
-    matrices = planning.github_matrices(plan)
-    assert all(len(m["include"]) <= planning.MAX_JOBS_PER_MATRIX for m in matrices)
-    seen = [e["id"] for m in matrices for e in m["include"]]
+    plan = planning.Plan(1, "x.yml", "m", targets)  # every target an environment of its own
+    matrices = cijobs.job_matrices(plan, "container")
+    assert all(len(m["include"]) <= cijobs.MAX_JOBS_PER_MATRIX for m in matrices)
+    seen = [i for m in matrices for e in m["include"] for i in e["targets"]]
     assert sorted(seen) == sorted(t.id for t in targets)
-    outputs = planning.github_outputs(plan)
+    outputs = cijobs.github_outputs(plan)
     assert int(outputs["matrices"]) == len(matrices) == max(1, -(-n // 256))
     from_outputs = [json.loads(outputs["matrix"])] + [
         json.loads(outputs[f"matrix-{k}"]) for k in range(2, len(matrices) + 1)
@@ -177,7 +177,7 @@ def test_expected_skip_keeps_the_reason_and_leaves_the_matrix() -> None:
     assert skip == {
         "ort1.17.3-cpu-op21-dynamo": "onnxruntime 1.17 loads opset <= 20; opset 21 needs onnxruntime >= 1.18"
     }
-    in_matrix = {e["id"] for e in planning.github_matrices(plan)[0]["include"]}
+    in_matrix = {i for e in cijobs.job_matrices(plan, "container")[0]["include"] for i in e["targets"]}
     assert "ort1.17.3-cpu-op21-dynamo" not in in_matrix and len(in_matrix) == 3
     assert "expected skip: onnxruntime 1.17 loads opset <= 20" in planning.render_table(plan)
 
@@ -210,7 +210,29 @@ def test_plan_json_round_trips(tmp_path: Path) -> None:
 def test_github_output_uses_the_heredoc_form(tmp_path: Path) -> None:
     out = tmp_path / "github_output"
     plan = planning.expand(BASE, INDEX)
-    planning.write_github_output(out, planning.github_outputs(plan))
+    planning.write_github_output(out, cijobs.github_outputs(plan))
     text = out.read_text()
     block = text.split("matrix<<ghadelim_onnx_gate\n", 1)[1].split("\nghadelim_onnx_gate\n", 1)[0]
-    assert len(json.loads(block)["include"]) == len(plan.runnable) == 12
+    entries = json.loads(block)["include"]
+    assert sum(len(e["targets"]) for e in entries) == len(plan.runnable) == 12
+
+
+def test_the_plan_reads_what_a_kind_declares_not_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An API level is an id axis of a kind whose row declares it (``id_axes``), and the oldest
+    release of a provider's package (providers.toml's min_runtime) bounds a kind that runs in a
+    Python interpreter from PyPI (``interpreter``): the python kind, declared otherwise, is planned
+    otherwise."""
+    index = FakeIndex({"onnxruntime-openvino": ["1.24.1", "1.16.0"]})
+    base = configured(["1.16.0", "1.24.1"], ["openvino"], [17], ["dynamo"], [])
+    cfg = dataclasses.replace(base, targets=dataclasses.replace(base.targets, android_api_level=30))
+    before = {t.id: t for t in planning.expand(cfg, index).targets}
+    assert all(t.api_level == 0 for t in before.values())
+    assert "the oldest is 1.17" in before["ort1.16.0-openvino-op17-dynamo"].expected_skip
+    rows = dict(matrix.runners())
+    can = dataclasses.replace(rows["python"].can, id_axes=("api_level",), interpreter=False)
+    rows["python"] = dataclasses.replace(rows["python"], can=can)
+    monkeypatch.setattr(matrix, "runners", lambda: rows)
+    after = {t.id: t for t in planning.expand(cfg, index).targets}
+    assert set(after) == {"api30-ort1.16.0-openvino-op17-dynamo", "api30-ort1.24.1-openvino-op17-dynamo"}
+    assert all(t.api_level == 30 for t in after.values())
+    assert after["api30-ort1.16.0-openvino-op17-dynamo"].expected_skip == ""

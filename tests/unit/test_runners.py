@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import bundle, config, matrix
+from ci_onnx import bundle, cijobs, config, matrix
 from ci_onnx import plan as planning
 from ci_onnx.errors import ConfigError, UsageError
 from ci_onnx.results import SCHEMA_VERSION, Environment, Observation
@@ -142,19 +142,19 @@ def test_each_cell_is_routed_to_the_job_its_kind_declares() -> None:
         cfg(runners=("python", "node"), providers=("cpu", "cuda"), runtimes=("1.24.*",)),
         FakeIndex({**INDEX.releases, "onnxruntime-gpu": ["1.24.4"]}),
     )
-    jobs = {t.id: planning.matrix_entry(t)["job"] for t in plan.targets}
+    jobs = {t.id: cijobs.job_of(t) for t in plan.targets}
     assert jobs == {
         "ort1.24.4-cpu-op17-dynamo": "container",
         "ort1.24.4-cuda-op17-dynamo": "runner",
         "node-ort1.24.1-cpu-op17-dynamo": "node",
     }
-    node = planning.matrix_entry(Target.from_id("node-ort1.24.1-cpu-op17-dynamo"))
+    (node,) = [v.entry() for v in cijobs.verify_jobs(plan) if v.job == "node"]
     assert (node["package"], node["runs-on"], node["runner"]) == (
         "onnxruntime-node",
         ["ubuntu-latest"],
         "node",
     )
-    out = planning.github_outputs(plan)
+    out = cijobs.github_outputs(plan)
     assert (out["container-targets"], out["runner-targets"], out["node-targets"]) == ("1", "1", "1")
     assert "node-ort1.24.1-cpu-op17-dynamo" in out["matrix-node"]
     assert "node-ort" not in out["matrix"] + out["matrix-runner"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import matrix, proc
+from ci_onnx import cijobs, matrix, proc
 from ci_onnx import plan as planning
 from ci_onnx.errors import EnvironmentProblem
 from ci_onnx.results import SCHEMA_VERSION, Observation
@@ -66,14 +66,14 @@ def test_the_plan_routes_web_cells_to_the_web_job_and_python_keeps_its_own() -> 
         cfg(runners=("python", "web"), providers=("cpu", "wasm", "wasmmt", "webgpu"), runtimes=("1.22.0",)),
         FakeIndex({**WEB_INDEX.releases, "onnxruntime": ["1.22.0"]}),
     )
-    jobs = {t.id: planning.matrix_entry(t)["job"] for t in plan.targets}
+    jobs = {t.id: cijobs.job_of(t) for t in plan.targets}
     assert jobs == {
         "ort1.22.0-cpu-op17-dynamo": "container",
         "web-ort1.22.0-wasm-op17-dynamo": "web",
         "web-ort1.22.0-wasmmt-op17-dynamo": "web",
         "web-ort1.22.0-webgpu-op17-dynamo": "web",
     }
-    out = planning.github_outputs(plan)
+    out = cijobs.github_outputs(plan)
     assert (out["container-targets"], out["web-targets"], out["node-targets"]) == ("1", "3", "0")
     cells = json.loads(out["matrix-web"])["include"]
     assert {c["package"] for c in cells} == {"onnxruntime-web"} and all(

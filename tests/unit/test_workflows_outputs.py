@@ -12,24 +12,29 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
+from ci_onnx import cijobs, matrix, scaffold
 from ci_onnx import plan as planning
-from ci_onnx import scaffold
 from ci_onnx.errors import ConfigError
 from ci_onnx.target import Target
 from ci_onnx.verify import stage
 from ci_onnx.verify_options import VerifyOptions, options_from
 
 
-def _plan(n: int, **verify: object) -> planning.Plan:
+def _plan(n: int, max_cells_per_job: int = 0, **verify: object) -> planning.Plan:
     targets = tuple(
         Target(runtime=f"1.{i // 20}.0", provider="cpu", opset=7 + i % 20, exporter="dynamo")
         for i in range(n)
     )
-    return planning.Plan(1, "onnx-gate.yml", "m", targets, dataclasses.replace(VerifyOptions(), **verify))
+    options = dataclasses.replace(VerifyOptions(), **verify)
+    return planning.Plan(
+        1, "onnx-gate.yml", "m", targets, options, cijobs.CiSettings(max_cells_per_job=max_cells_per_job)
+    )
 
 
 def test_every_container_matrix_is_written_and_each_has_a_verify_job() -> None:
-    out = planning.github_outputs(_plan(600))
+    grouped = cijobs.github_outputs(_plan(600))  # 30 releases × 20 opsets: one job per release
+    assert len(json.loads(grouped["matrix"])["include"]) == 30 and grouped["container-targets-2"] == "0"
+    out = cijobs.github_outputs(_plan(600, max_cells_per_job=1))
     sizes = [len(json.loads(out["matrix" if n == 1 else f"matrix-{n}"])["include"]) for n in range(1, 5)]
     assert sizes == [256, 256, 88, 0]
     assert [out["container-targets"], out["container-targets-2"], out["container-targets-4"]] == [
@@ -38,7 +43,7 @@ def test_every_container_matrix_is_written_and_each_has_a_verify_job() -> None:
         "0",
     ]
     jobs = _load_text(scaffold.workflow("pr-gate.yml.j2", scaffold.Settings()))["jobs"]
-    for n in range(1, planning.MAX_MATRICES + 1):
+    for n in range(1, matrix.jobs()["container"].matrices + 1):
         suffix = "" if n == 1 else f"-{n}"
         job = jobs[f"verify{suffix}"]
         assert job["strategy"]["matrix"] == f"${{{{ fromJSON(needs.plan.outputs.matrix{suffix}) }}}}"
@@ -47,8 +52,8 @@ def test_every_container_matrix_is_written_and_each_has_a_verify_job() -> None:
 
 
 def test_a_plan_past_what_the_workflow_holds_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="at most 1024 container"):
-        planning.github_outputs(_plan(planning.MAX_MATRICES * 256 + 1))
+    with pytest.raises(ConfigError, match=r"at most 1024 container jobs; raise ci\.max_cells_per_job"):
+        cijobs.github_outputs(_plan(4 * 256 + 1, max_cells_per_job=1))
 
 
 def test_verify_jobs_run_after_a_failed_export_and_upload_its_bundle() -> None:
@@ -149,8 +154,9 @@ def test_only_the_steps_that_post_get_a_token() -> None:
                     else:
                         assert not token, f"{name}: {given['command']} gets a token"
     assert posting == 4  # the PR gate's report, the nightly twice, the trusted comment job
-    # the PR gate's container verify jobs, verify … verify-4 (the runner process never sees the token)
-    assert reading == planning.MAX_MATRICES
+    # the PR gate's verify jobs of a job declaring `baseline` (the container job: verify … verify-4);
+    # the runner process never sees the token
+    assert reading == sum(j.matrices for j in matrix.jobs().values() if j.baseline) == 4
 
 
 def test_fork_text_in_results_cannot_start_a_workflow_command(tmp_path: Path) -> None:

@@ -3,9 +3,9 @@
 Artifacts live under $ACT_ARTIFACTS/<run id>/<name>/: upload-artifact's layout (one path: its
 contents at the root; several: kept relative to their least common ancestor), name clashes refused
 as v4 does (a re-run of a job in the same run gets the 409 GitHub answers) unless ``overwrite``,
-``if-no-files-found``, and download by name, by ``pattern`` (``merge-multiple`` or one
-folder per artifact) or from another run (``run-id``). The cache restores by key, then by the
-``restore-keys`` prefixes; it is never saved (no scenario carries state from one night to the next).
+``if-no-files-found``, and download by name, by ``pattern`` (minimatch's ``{a,b}`` braces;
+``merge-multiple`` or one folder per artifact) or from another run (``run-id``). The cache restores a file or a folder by key,
+then by the ``restore-keys`` prefixes; it is never saved (no scenario carries state from one night to the next).
 Stdlib only: it runs with whatever python3 the host has.
 """
 
@@ -21,6 +21,16 @@ from pathlib import Path
 
 def _lines(value: str) -> list[str]:
     return [line.strip() for line in value.splitlines() if line.strip()]
+
+
+def _braces(pattern: str) -> list[str]:
+    """``a-{x,y}`` as ``a-x`` and ``a-y``: the brace expansion minimatch does for download-artifact's
+    pattern (one level, which is what the workflows write)."""
+    head, brace, rest = pattern.partition("{")
+    inner, close, tail = rest.partition("}")
+    if not brace or not close or "," not in inner:
+        return [pattern]
+    return [head + part + tail for part in inner.split(",")]
 
 
 def _store(run_id: str = "") -> Path:
@@ -73,7 +83,8 @@ def download(name: str, pattern: str, merge: bool, path: str, run_id: str) -> in
         shutil.copytree(store / name, dest, dirs_exist_ok=True)
         return 0
     names = sorted(p.name for p in store.iterdir()) if store.is_dir() else []
-    for found in (n for n in names if fnmatch.fnmatchcase(n, pattern or "*")):
+    patterns = _braces(pattern or "*")
+    for found in (n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns)):
         shutil.copytree(store / found, dest if merge else dest / found, dirs_exist_ok=True)
     return 0
 
@@ -85,7 +96,12 @@ def restore_cache(path: str, key: str, restore_keys: str) -> int:
     if hit:
         dest = Path(os.environ["GITHUB_WORKSPACE"]) / path
         dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(root / hit / Path(path).name, dest)
+        source = root / hit / Path(path).name
+        if source.is_dir():
+            shutil.copytree(source, dest, dirs_exist_ok=True)
+        else:
+            shutil.copy2(source, dest)
+        print(f"Cache restored from key: {hit}")
     return 0
 
 

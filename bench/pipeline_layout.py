@@ -1,0 +1,242 @@
+"""Verify jobs per cell (the layout before) against per environment (ci_onnx/cijobs.py), modelled.
+
+The parts are bench/pipeline_model.py's (the slim design: the full image for export, the torch-free
+one for every other job) plus what a grouped job does differently, measured on the same commit:
+one ``onnx-gate verify`` of several targets of one environment against one of a single target (so
+the work of N targets in one job is ``fixed + N × per_target``), ``onnx-gate export --cache-key``
+and an export whose bundles come from the export cache. The verify jobs of the grouped layout are
+the ones ci_onnx.cijobs makes of a plan of that shape (its grouping, its estimate and its split),
+not a copy of its rules. Every job is billed rounded up to a whole minute; the critical path is
+plan → export (in waves of ``concurrency``) → verify (in waves) → report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bench.pipeline_model import Assumptions, Parts
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelCosts:
+    """What one model's jobs measured here (seconds, MB)."""
+
+    name: str
+    export_s: float
+    """One export job's command: an opset × exporter with every precision of the config (a job of a
+    derived precision's bundle exports its fp32 graph again and converts it), named by its bundle's
+    key as the workflows name it now (``--only op17-dynamo``: no plan, no package index)."""
+    export_before_s: float
+    """The same as the per-cell workflows named it (``--only '*-op17-dynamo'``, through the plan)."""
+    verify_one_s: float
+    """``onnx-gate verify`` of one target (today's verify job's work)."""
+    verify_many_s: float
+    """``onnx-gate verify`` of ``many`` targets of one environment in one command (``--jobs 1``)."""
+    many: int
+    bundle_mb: float
+    key_s: float
+    """``onnx-gate export --cache-key``: the grouped layout's export job computes it first."""
+    restored_s: float
+    """``onnx-gate export --cache-dir`` when the cache holds the bundle (checked and copied out)."""
+
+    @property
+    def per_target_s(self) -> float:
+        return max(0.0, (self.verify_many_s - self.verify_one_s) / (self.many - 1))
+
+    def verify_work_s(self, n: int) -> float:
+        """``n`` targets of one environment in one command: its start once, then each target."""
+        return self.verify_one_s + (n - 1) * self.per_target_s
+
+
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    """A plan's shape: its bundles, and how many targets each of its environments holds."""
+
+    name: str
+    model: str
+    bundles: int
+    environments: tuple[int, ...]
+
+    @property
+    def targets(self) -> int:
+        return sum(self.environments)
+
+
+SHAPES = (
+    Shape("the example (examples/tinycnn: 4 bundles, 3 environments, 12 targets)", "tinycnn", 4, (4, 4, 4)),
+    Shape("MiniLM with precisions (fp32, fp16, int8-dynamic: 3 bundles, 1 environment)", "minilm", 3, (3,)),
+    Shape(
+        "a 64-target plan (4 bundles × 4 releases × cpu, openvino × 2 session presets)",
+        "tinycnn",
+        4,
+        (8,) * 8,
+    ),
+    Shape("a 264-target plan (8 bundles × 33 releases, as the act scenario)", "tinycnn", 8, (8,) * 33),
+)
+LAYOUTS = ("per cell", "per environment", "per environment, one export job")
+"""The last is not what the workflows do: it shows what folding every export into one job would
+give (its bundles exported one after another), the one lever left on the example's billed minutes."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """One layout's jobs for one shape: each job's kind and seconds."""
+
+    jobs: tuple[tuple[str, float], ...]
+    critical_path_s: float
+
+    @property
+    def runner_minutes(self) -> float:
+        return sum(s for _, s in self.jobs) / 60
+
+    @property
+    def billed_minutes(self) -> int:
+        return sum(math.ceil(s / 60) for _, s in self.jobs)
+
+    def count(self, kind: str) -> int:
+        return sum(1 for k, _ in self.jobs if k == kind)
+
+
+def _groups(shape: Shape, costs: ModelCosts) -> list[int]:
+    """The grouped layout's verify jobs (targets in each), as ci_onnx.cijobs lays out a plan of this
+    shape: one environment per release and provider, its cells across the bundles."""
+    from ci_onnx import cijobs
+    from ci_onnx import plan as planning
+    from ci_onnx.target import Target
+
+    targets = []
+    for e, n in enumerate(shape.environments):
+        for i in range(n):
+            preset = ("default", "basic", "extended", "no_opt")[i // shape.bundles % 4]
+            targets.append(
+                Target(f"1.{20 + e}.0", "cpu", 7 + i % shape.bundles, "dynamo", session_options=preset)
+            )
+    bundle_mb = {t.bundle_key: costs.bundle_mb for t in targets}
+    plan = planning.Plan(
+        1, "shape.yml", shape.model, tuple(targets), ci=cijobs.CiSettings(bundle_mb=bundle_mb)
+    )
+    return [len(v.targets) for v in cijobs.verify_jobs(plan)]
+
+
+def run(
+    layout: str, shape: Shape, costs: ModelCosts, p: Parts, a: Assumptions, *, restored: bool = False
+) -> Run:
+    """The jobs of ``layout`` for ``shape``; ``restored``: every bundle's export cache key is unchanged
+    since the base commit (the grouped layout's export jobs restore them instead of exporting)."""
+    from bench.pipeline_model import jobs as job_kinds
+
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout {layout!r}: choose from {', '.join(LAYOUTS)}")
+    kinds = job_kinds("slim", p, a)
+    transfer = costs.bundle_mb / a.artifact_mb_per_s
+    plan_s, report_s = kinds["plan"].total_s, kinds["report"].total_s
+    export_setup = kinds["export"].setup_s + transfer  # its bundle uploaded
+    verify_setup = kinds["verify"].setup_s  # plan and bundle downloads, results upload, the runtime
+    if layout == "per cell":
+        export = [export_setup + costs.export_before_s] * shape.bundles
+        verify = [verify_setup + transfer + costs.verify_one_s] * shape.targets
+    else:
+        cache_step = a.artifact_s + (transfer if restored else 0.0)
+        work = costs.restored_s if restored else costs.export_s
+        export = [export_setup + costs.key_s + cache_step + work] * shape.bundles
+        if layout.endswith("one export job"):
+            extra = (shape.bundles - 1) * (transfer + a.artifact_s + (0.0 if restored else costs.export_s))
+            export = [export[0] + extra]
+        verify = [
+            verify_setup + min(n, shape.bundles) * transfer + costs.verify_work_s(n)
+            for n in _groups(shape, costs)
+        ]
+    waves = _waves(export, a.concurrency) + _waves(verify, a.concurrency)
+    jobs = [("plan", plan_s), *(("export", s) for s in export), *(("verify", s) for s in verify)]
+    return Run((*jobs, ("report", report_s)), plan_s + waves + report_s)
+
+
+def _waves(seconds: Sequence[float], concurrency: int) -> float:
+    """Jobs of one stage started ``concurrency`` at a time, longest first: the stage's wall time."""
+    ordered = sorted(seconds, reverse=True)
+    return sum(ordered[i] for i in range(0, len(ordered), concurrency))
+
+
+def render(costs: Mapping[str, ModelCosts], p: Parts, a: Assumptions) -> list[str]:
+    lines = ["### Verify jobs per cell against per environment", ""]
+    lines += [
+        "| model | export job (through the plan) | verify, 1 target | verify, N targets of one environment "
+        "| per target after the first | bundle | `--cache-key` | export from the cache |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for c in costs.values():
+        lines.append(
+            f"| {c.name} | {c.export_s:.1f} s ({c.export_before_s:.1f} s) | {c.verify_one_s:.2f} s | "
+            f"{c.verify_many_s:.2f} s "
+            f"(N = {c.many}) | {c.per_target_s:.2f} s | {c.bundle_mb:.1f} MB | {c.key_s:.2f} s | "
+            f"{c.restored_s:.2f} s |"
+        )
+    lines += [
+        "",
+        "Medians of the same interleaved runs as the parts above. `per cell`: one verify job per target "
+        "(the layout before); `per environment`: one per runner kind, package, release and labels, split "
+        "where ci_onnx/cijobs.py's estimate exceeds `ci.max_job_minutes` (10), its targets verified by "
+        "one command, modelled serially (`--jobs 1`; a runner's further cores only shorten it). Its "
+        "export job computes the export cache key and asks actions/cache first.",
+        "",
+        "| plan | layout | jobs (verify) | runner minutes | billed minutes | critical path |",
+        "|---|---|---|---|---|---|",
+    ]
+    for shape in SHAPES:
+        c = costs.get(shape.model)
+        if c is None:
+            lines.append(f"| {shape.name} | — | not measured in this run | | | |")
+            continue
+        for layout, restored in (
+            ("per cell", False),
+            ("per environment", False),
+            ("per environment", True),
+            ("per environment, one export job", False),
+            ("per environment, one export job", True),
+        ):
+            r = run(layout, shape, c, p, a, restored=restored)
+            name = layout + (", bundles restored" if restored else "")
+            lines.append(
+                f"| {shape.name} | {name} | {len(r.jobs)} ({r.count('verify')}) | {r.runner_minutes:.1f} | "
+                f"{r.billed_minutes} | {r.critical_path_s / 60:.1f} min ({r.critical_path_s:.0f} s) |"
+            )
+    return lines
+
+
+def goals(costs: Mapping[str, ModelCosts], p: Parts, a: Assumptions) -> list[str]:
+    """The issue's targets: billed minutes of the example ≤ 1/3 and of the 64-target plan ≤ 1/4 of
+    the per-cell layout's, the critical path no longer."""
+    from bench import harness
+
+    out = []
+    for shape, share in ((SHAPES[0], 3), (SHAPES[2], 4)):
+        c = costs.get(shape.model)
+        if c is None:
+            continue
+        before = run("per cell", shape, c, p, a)
+        for restored in (False, True):
+            after = run("per environment", shape, c, p, a, restored=restored)
+            when = "bundles restored" if restored else "every bundle exported"
+            out.append(
+                "- "
+                + harness.verdict(
+                    after.billed_minutes * share <= before.billed_minutes,
+                    f"{shape.name}, {when}: {after.billed_minutes} billed minutes against "
+                    f"{before.billed_minutes}",
+                    f"≤ 1/{share}",
+                )
+            )
+            out.append(
+                "- "
+                + harness.verdict(
+                    after.critical_path_s <= before.critical_path_s,
+                    f"{shape.name}, {when}: critical path {after.critical_path_s:.0f} s against "
+                    f"{before.critical_path_s:.0f} s",
+                    "no longer",
+                )
+            )
+    return out

@@ -1,0 +1,216 @@
+"""The CI layout of a plan: its cells grouped into verify jobs, one per environment.
+
+A GitHub-hosted job spends about 40 s setting up before its first step and is billed rounded up to
+the minute (bench/PIPELINE.md), while verifying one target in a runner process that serves several
+takes about half a second (bench/BATCH.md). So the generated workflows verify the cells of one
+environment (runner kind, runtime package and release, runner labels, API level) in one job: one
+``onnx-gate verify`` of all of them, each target still with its own result, JUnit and crash
+isolation. A group is split when its estimated work (matrix/ci.toml: bundle sizes, batch sizes,
+latency runs) exceeds ``ci.max_job_minutes``, or beyond ``ci.max_cells_per_job`` cells where that
+is set, so the critical path does not grow with the plan.
+
+Each job of runners.toml's [jobs] gets its entries as ``strategy.matrix`` objects of at most 256
+entries each (GitHub's limit): verify, verify-2 … for a job that declares several matrices.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ci_onnx import defaults, matrix
+from ci_onnx.errors import ConfigError
+from ci_onnx.target import Target
+
+if TYPE_CHECKING:
+    from ci_onnx.config import Config
+    from ci_onnx.plan import Plan
+
+MAX_JOBS_PER_MATRIX = 256
+"""GitHub's limit on the jobs one matrix may generate."""
+BUNDLE_ARTIFACT = "onnx-gate-bundle-"
+"""A bundle's artifact is this and its key; a verify job downloads its bundles by a pattern of them,
+each into a folder of that name (download-artifact's layout for several artifacts)."""
+RESULTS_ARTIFACT = "onnx-gate-results-"
+
+
+@dataclasses.dataclass(frozen=True)
+class CiSettings:
+    """What a plan carries for its CI layout: the config's ``ci`` section and what the plan could
+    see of the bundles' sizes, so the layout needs no checkout."""
+
+    max_job_minutes: float = float(defaults.of("ci.max_job_minutes"))
+    max_cells_per_job: int = int(defaults.of("ci.max_cells_per_job"))
+    bundle_mb: dict[str, float] = dataclasses.field(default_factory=dict)
+    """Each bundle's estimated size in MB; one absent here is estimated at ci.toml's unknown_mb."""
+    batch_sizes: tuple[int, ...] = ()
+    """verify.batch_sizes: each is served and timed ``latency_runs`` times per target."""
+
+
+def settings(config: Config, targets: Iterable[Target]) -> CiSettings:
+    """The layout settings for ``targets`` of ``config``: its ``ci`` section, and each bundle's size
+    from the files the export reads (export.cache.model_bytes), scaled by its precision."""
+    from ci_onnx.export.files import model_bytes
+
+    model = model_bytes(config)
+    sizes = matrix.estimate().precision_size
+    bundle_mb = (
+        {t.bundle_key: round(model / 1e6 * sizes.get(t.precision, 1.0), 3) for t in targets}
+        if model is not None
+        else {}
+    )
+    return CiSettings(
+        max_job_minutes=config.ci.max_job_minutes,
+        max_cells_per_job=config.ci.max_cells_per_job,
+        bundle_mb=dict(sorted(bundle_mb.items())),
+        batch_sizes=tuple(config.verify.batch_sizes),
+    )
+
+
+def job_of(target: Target) -> str:
+    """The CI job of runners.toml's [jobs] that serves ``target``."""
+    return matrix.runners()[target.runner].job_for(target.provider)
+
+
+def environment(target: Target) -> tuple[Any, ...]:
+    """What one verify job shares: its job, runner kind, package, release, labels and API level."""
+    info = matrix.runners()[target.runner]
+    return (
+        job_of(target),
+        target.runner,
+        info.package_for(target.provider),
+        target.runtime,
+        info.labels_for(target.provider),
+        target.api_level,
+    )
+
+
+def estimate_s(target: Target, plan: Plan) -> float:
+    """One target's verify work in a runner process that serves several (matrix/ci.toml)."""
+    est = matrix.estimate()
+    mb = plan.ci.bundle_mb.get(target.bundle_key, est.unknown_mb)
+    return est.target_work_s(mb, plan.verify.latency_runs, plan.ci.batch_sizes)
+
+
+@dataclasses.dataclass(frozen=True)
+class VerifyJob:
+    """One matrix entry: the targets of one environment that one verify job runs."""
+
+    job: str
+    targets: tuple[Target, ...]
+    estimate_s: float
+    part: int = 1
+    parts: int = 1
+
+    @property
+    def name(self) -> str:
+        """What the job holds, as GitHub shows it: ``verify ort1.24.1 cpu · 8 targets``."""
+        first = self.targets[0]
+        providers = ", ".join(dict.fromkeys(t.provider for t in self.targets))
+        n = len(self.targets)
+        part = f" ({self.part}/{self.parts})" if self.parts > 1 else ""
+        return f"verify {first.release_label} {providers} · {n} target{'s' if n != 1 else ''}{part}"
+
+    @property
+    def bundles(self) -> tuple[str, ...]:
+        """The bundles its targets verify, in the targets' order."""
+        return tuple(dict.fromkeys(t.bundle_key for t in self.targets))
+
+    def entry(self) -> dict[str, Any]:
+        first = self.targets[0]
+        info = matrix.runners()[first.runner]
+        names = [BUNDLE_ARTIFACT + b for b in self.bundles]
+        return {
+            "name": self.name,
+            "targets": [t.id for t in self.targets],
+            "bundles": list(self.bundles),
+            "bundle-pattern": names[0]
+            if len(names) == 1
+            else BUNDLE_ARTIFACT + "{" + ",".join(self.bundles) + "}",
+            "artifact": RESULTS_ARTIFACT + first.id,
+            "runtime": first.runtime,
+            "providers": list(dict.fromkeys(t.provider for t in self.targets)),
+            "package": info.package_for(first.provider),
+            "runs-on": list(info.labels_for(first.provider)),
+            "runner": first.runner,
+            "job": self.job,
+            "container": matrix.jobs()[self.job].container,
+            "api-level": first.api_level,
+            "estimate-s": round(self.estimate_s, 1),
+        }
+
+
+def verify_jobs(plan: Plan) -> list[VerifyJob]:
+    """The plan's runnable cells as verify jobs: one per environment, in the plan's order, split
+    into near-equal parts where its estimated work or its cell count is over the bound."""
+    groups: dict[tuple[Any, ...], list[Target]] = {}
+    for t in plan.runnable:
+        groups.setdefault(environment(t), []).append(t)
+    limit_s = plan.ci.max_job_minutes * 60
+    out = []
+    for key, members in groups.items():
+        work = [estimate_s(t, plan) for t in members]
+        if plan.ci.max_cells_per_job:
+            parts = math.ceil(len(members) / plan.ci.max_cells_per_job)
+        else:
+            parts = min(len(members), max(1, math.ceil(sum(work) / limit_s)))
+        size, extra = divmod(len(members), parts)
+        start = 0
+        for part in range(parts):
+            end = start + size + (1 if part < extra else 0)
+            chunk = tuple(members[start:end])
+            out.append(VerifyJob(key[0], chunk, sum(work[start:end]), part + 1, parts))
+            start = end
+    return out
+
+
+def _chunks(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    chunks = [entries[i : i + MAX_JOBS_PER_MATRIX] for i in range(0, len(entries), MAX_JOBS_PER_MATRIX)]
+    return [{"include": chunk} for chunk in chunks] or [{"include": []}]
+
+
+def job_matrices(plan: Plan, job: str) -> list[dict[str, Any]]:
+    """The entries of ``job`` as ``strategy.matrix`` objects of at most 256 entries each."""
+    return _chunks([v.entry() for v in verify_jobs(plan) if v.job == job])
+
+
+def github_outputs(plan: Plan) -> dict[str, str]:
+    """Step outputs for a workflow; every runnable cell lands in exactly one matrix entry.
+
+    For each job of runners.toml's [jobs], every matrix it declares is written (``{"include":[]}``
+    when empty: GitHub rejects an empty matrix, so each job is guarded by its count output, the
+    targets its matrix holds). A plan larger than the workflows' jobs can hold is an error here,
+    never cells that silently go unverified.
+    """
+    out: dict[str, str] = {}
+    entries = verify_jobs(plan)
+    for name, job in matrix.jobs().items():
+        matrices = job_matrices(plan, name)
+        if len(matrices) > job.matrices:
+            cells = sum(len(e["targets"]) for m in matrices for e in m["include"])
+            n_jobs = sum(len(m["include"]) for m in matrices)
+            raise ConfigError(
+                f"{plan.config}: targets: {cells} {name} cells in {n_jobs} verify jobs; a workflow runs at "
+                f"most {job.matrices * MAX_JOBS_PER_MATRIX} {name} jobs; raise ci.max_cells_per_job or "
+                "ci.max_job_minutes, or narrow targets (exclude, fewer runtimes)"
+            )
+        for n in range(1, job.matrices + 1):
+            chunk = matrices[n - 1] if n <= len(matrices) else {"include": []}
+            out[job.output_name(n)] = json.dumps(chunk, separators=(",", ":"))
+            out[job.count_name(n)] = str(sum(len(e["targets"]) for e in chunk["include"]))
+        out[job.count_name()] = str(sum(len(v.targets) for v in entries if v.job == name))
+    out["matrices"] = str(sum(len(job_matrices(plan, n)) for n, j in matrix.jobs().items() if j.container))
+    out["runner-matrices"] = "1"
+    out["verify-jobs"] = str(len(entries))
+    out["bundles"] = json.dumps(plan.bundle_keys(), separators=(",", ":"))
+    out["targets"] = str(len(plan.runnable))
+    out["expected-skips"] = str(len(plan.targets) - len(plan.runnable))
+    return out
+
+
+def describe(jobs: Sequence[VerifyJob]) -> str:
+    """One line per verify job, for the plan's table: its name and its estimated work."""
+    return "\n".join(f"  {v.name} (about {v.estimate_s:.0f} s of work)" for v in jobs)

@@ -1,0 +1,202 @@
+"""The plan's CI layout: one verify job per environment, split by estimated work, calibrated on bench/."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from ci_onnx import cijobs, config, matrix, scaffold
+from ci_onnx import plan as planning
+from ci_onnx.target import Target
+from tests.conftest import EXAMPLE_CONFIG
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Index:
+    def __init__(self, releases: dict[str, list[str]]) -> None:
+        self.releases = releases
+
+    def versions(self, package: str) -> list[str]:
+        return self.releases.get(package, [])
+
+
+INDEX = Index({"onnxruntime": ["1.20.1", "1.32.0"], "onnxruntime-openvino": ["1.24.1"]})
+
+
+def _example(tmp_path: Path, ci: str = "") -> config.Config:
+    here = EXAMPLE_CONFIG.parent
+    text = EXAMPLE_CONFIG.read_text().replace("factory: model.py:build", f"factory: {here}/model.py:build")
+    text = text.replace("samples: samples.npz", f"samples: {here}/samples.npz")
+    path = tmp_path / "onnx-gate.yml"
+    path.write_text(text + ci)
+    return config.load(path)
+
+
+def test_the_example_is_one_job_per_environment(tmp_path: Path) -> None:
+    plan = planning.expand(_example(tmp_path), INDEX)
+    jobs = cijobs.verify_jobs(plan)
+    assert [v.name for v in jobs] == [
+        "verify ort1.20.1 cpu · 4 targets",
+        "verify ort1.24.1 openvino · 4 targets",
+        "verify ort1.32.0 cpu · 4 targets",
+    ]
+    assert sorted(t.id for v in jobs for t in v.targets) == sorted(t.id for t in plan.runnable)
+    entry = jobs[0].entry()
+    assert entry["bundles"] == ["op17-dynamo", "op17-torchscript", "op18-dynamo", "op18-torchscript"]
+    assert (
+        entry["bundle-pattern"]
+        == "onnx-gate-bundle-{op17-dynamo,op17-torchscript,op18-dynamo,op18-torchscript}"
+    )
+    assert entry["artifact"] == "onnx-gate-results-ort1.20.1-cpu-op17-dynamo"
+    assert (entry["runtime"], entry["package"], entry["runs-on"]) == (
+        "1.20.1",
+        "onnxruntime",
+        ["ubuntu-latest"],
+    )
+
+
+def test_the_plan_sees_the_weights_the_export_reads(tmp_path: Path) -> None:
+    plan = planning.expand(_example(tmp_path), INDEX)
+    weights = (EXAMPLE_CONFIG.parent / "weights.pt").stat().st_size / 1e6  # samples.npz is not weights
+    assert plan.ci.bundle_mb == {k: pytest.approx(weights, abs=1e-3) for k in plan.bundle_keys()}
+    assert plan.ci.batch_sizes == (1, 8, 32) and plan.ci.max_job_minutes == 10
+    assert planning.read_plan(_written(tmp_path, plan)).ci == plan.ci, "the layout travels with the plan"
+
+
+def _written(tmp_path: Path, plan: planning.Plan) -> Path:
+    path = tmp_path / "plan.json"
+    path.write_text(planning.to_json(plan))
+    return path
+
+
+def test_a_derived_precision_is_estimated_at_its_bytes_per_weight(tmp_path: Path) -> None:
+    cfg = _example(tmp_path)
+    cfg = dataclasses.replace(cfg, export=dataclasses.replace(cfg.export, precisions=("fp32", "fp16")))
+    sizes = planning.expand(cfg, INDEX).ci.bundle_mb
+    assert sizes["op17-dynamo-fp16"] == pytest.approx(sizes["op17-dynamo"] / 2, abs=1e-3)
+
+
+def _cells(n: int, releases: int = 1) -> tuple[Target, ...]:
+    return tuple(
+        Target(
+            f"1.{20 + r}.0", "cpu", 7 + i % 20, "dynamo", session_options=("default", "basic")[i // 20 % 2]
+        )
+        for r in range(releases)
+        for i in range(n)
+    )
+
+
+def _plan(targets: tuple[Target, ...], **ci: object) -> planning.Plan:
+    return planning.Plan(1, "c.yml", "m", targets, ci=cijobs.CiSettings(**ci))  # type: ignore[arg-type]
+
+
+def test_a_group_is_split_when_its_estimated_work_exceeds_the_bound() -> None:
+    targets = _cells(40)
+    est = matrix.estimate()
+    one = est.target_work_s(500.0, planning.Plan(1, "c", "m", ()).verify.latency_runs, (1, 8))
+    sizes = {t.bundle_key: 500.0 for t in targets}
+    plan = _plan(targets, bundle_mb=sizes, batch_sizes=(1, 8), max_job_minutes=2)
+    jobs = cijobs.verify_jobs(plan)
+    parts = -(-round(40 * one) // 120)
+    assert len(jobs) == parts > 1, (one, len(jobs))
+    assert all(v.estimate_s <= 120 * 1.1 for v in jobs)
+    assert jobs[0].name == f"verify ort1.20.0 cpu · {len(jobs[0].targets)} targets (1/{parts})"
+    assert sorted(t.id for v in jobs for t in v.targets) == sorted(t.id for t in targets)
+    small = _plan(targets, bundle_mb={t.bundle_key: 0.07 for t in targets}, batch_sizes=(1, 8))
+    assert len(cijobs.verify_jobs(small)) == 1, "40 small targets are one job's minute"
+
+
+def test_max_cells_per_job_overrides_the_estimate() -> None:
+    jobs = cijobs.verify_jobs(_plan(_cells(40), max_cells_per_job=16))
+    assert [len(v.targets) for v in jobs] == [14, 13, 13]
+
+
+def test_an_unseen_model_is_estimated_at_the_largest_bench_model() -> None:
+    unseen = cijobs.estimate_s(Target("1.20.0", "cpu", 17, "dynamo"), _plan(()))
+    est = matrix.estimate()
+    assert unseen == est.target_work_s(est.unknown_mb, planning.Plan(1, "c", "m", ()).verify.latency_runs, ())
+
+
+def test_environments_split_by_release_package_labels_and_api_level() -> None:
+    targets = (
+        Target("1.24.1", "cpu", 17, "dynamo"),
+        Target("1.24.1", "cpu", 18, "dynamo"),
+        Target("1.24.1", "openvino", 17, "dynamo"),  # another package
+        Target("1.24.1", "coreml", 17, "dynamo"),  # macOS labels: the runner job
+        Target("1.24.1", "xnnpack", 17, "dynamo"),  # onnxruntime on ubuntu-latest, but not in a container
+        Target("1.24.1", "cpu", 17, "dynamo", runner="node"),
+        Target("1.22.0", "cpu", 17, "dynamo", runner="android", api_level=34),
+        Target("1.22.0", "cpu", 17, "dynamo", runner="android", api_level=30),
+    )
+    names = [(v.job, v.name) for v in cijobs.verify_jobs(_plan(targets))]
+    assert names == [
+        ("container", "verify ort1.24.1 cpu · 2 targets"),
+        ("container", "verify ort1.24.1 openvino · 1 target"),
+        ("runner", "verify ort1.24.1 coreml · 1 target"),
+        ("runner", "verify ort1.24.1 xnnpack · 1 target"),
+        ("node", "verify node-ort1.24.1 cpu · 1 target"),
+        ("android", "verify android-api34-ort1.22.0 cpu · 1 target"),
+        ("android", "verify android-api30-ort1.22.0 cpu · 1 target"),
+    ]
+
+
+def _bench_ms(text: str, case: str) -> float:
+    found = re.search(rf"^\| {re.escape(case)} \| (\d+) ms \|", text, re.M)
+    assert found, f"bench/ no longer has the row {case!r}: re-calibrate matrix/ci.toml"
+    return float(found[1])
+
+
+def test_the_estimate_is_calibrated_on_the_committed_bench_figures() -> None:
+    """matrix/ci.toml names the bench rows its figures come from; a new bench run that moves them
+    fails here until ci.toml follows."""
+    batch = (ROOT / "bench" / "BATCH.md").read_text()
+    results = (ROOT / "bench" / "RESULTS.md").read_text()
+    est = matrix.estimate()
+    four = _bench_ms(batch, "onnx-gate verify, one runner process")
+    assert est.target_s == pytest.approx(four / 4 / 1000, abs=0.005)
+    minilm = results.split("### all-MiniLM-L6-v2", 1)[1]
+    verify_ms = _bench_ms(minilm, "onnx-gate verify")
+    digitnet_ms = _bench_ms(results.split("### tinycnn", 1)[1], "onnx-gate verify")
+    latency_ms = float(re.search(r"^\| latency \| [^|]+ \| (\d+) ms \|", minilm, re.M)[1])  # type: ignore[index]
+    mb = est.unknown_mb
+    assert est.load_s_per_mb == pytest.approx((verify_ms - digitnet_ms - latency_ms) / 1000 / mb, rel=0.02)
+    samples = (20 + est.warmup_runs) * sum((1, 4))  # bench: 20 timed runs; MiniLM's batch sizes [1, 4]
+    assert est.run_s_per_mb == pytest.approx(latency_ms / 1000 / mb / samples, rel=0.02)
+
+
+def test_every_kind_names_a_declared_job_and_every_job_is_written(tmp_path: Path) -> None:
+    jobs = matrix.jobs()
+    assert {r.job for r in matrix.runners().values()} <= set(jobs)
+    text = scaffold.workflow("pr-gate.yml.j2", scaffold.Settings(android=True))
+    for job in jobs.values():
+        for n in range(1, job.matrices + 1):
+            assert f"\n  {job.job_id(n)}:\n" in text
+            assert f"{job.output_name(n)}: ${{{{ steps.plan.outputs.{job.output_name(n)} }}}}" in text
+
+
+def test_a_new_kind_with_its_own_job_is_a_table_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a kind declares is all the workflows need: its job, its set-up steps, its outputs."""
+    quantum = matrix.JobInfo(
+        name="quantum",
+        verify="runner",
+        timeout_minutes=12,
+        setup=(matrix.Step(uses="actions/setup-python", with_={"python-version": "3.12"}, name="Python"),),
+    )
+    monkeypatch.setitem(matrix.jobs(), "quantum", quantum)
+    monkeypatch.setitem(
+        matrix.runners(), "qkind", dataclasses.replace(matrix.runners()["node"], name="qkind", job="quantum")
+    )
+    text = scaffold.workflow("pr-gate.yml.j2", scaffold.Settings())
+    job = text.split("\n  verify-quantum:\n", 1)[1].split("\n\n", 1)[0]
+    assert "timeout-minutes: 12" in job and "needs.plan.outputs.quantum-targets != '0'" in job
+    assert f"- name: Python\n        uses: {scaffold.uses('actions/setup-python')}\n" in job
+    assert 'python-version: "3.12"' in job and "uses: onnx-gate/onnx-gate/runner@v1" in job
+    assert "verify-quantum]" in text.split("\n  report:\n", 1)[1]
+    out = cijobs.github_outputs(_plan((Target("1.24.1", "cpu", 17, "dynamo", runner="qkind"),)))
+    (entry,) = json.loads(out["matrix-quantum"])["include"]
+    assert entry["name"] == "verify qkind-ort1.24.1 cpu · 1 target" and out["quantum-targets"] == "1"

@@ -68,6 +68,17 @@ class LatencyStat:
     samples_ms: tuple[float, ...] = dataclasses.field(default=(), metadata=serde.OMIT_DEFAULT)
     """Every timed run in ms, in the order timed: what a comparison with the base tests (the
     percentiles alone cannot tell noise from change). Empty from runners that do not record them."""
+    point: str = dataclasses.field(default="", metadata=serde.OMIT_DEFAULT)
+    """A sweep point (``seq=7``), where ``batch_size`` is the samples stacked at it; empty: a batch size."""
+    first_ms: float | None = dataclasses.field(default=None, metadata=serde.OMIT_DEFAULT)
+    """The session's first run at this shape, before the warm-up (allocations, kernels chosen)."""
+    peak_rss_mb: float | None = dataclasses.field(default=None, metadata=serde.OMIT_DEFAULT)
+    """The highest resident set size sampled after each timed run at this shape (one thread)."""
+
+    @property
+    def throughput(self) -> float:
+        """Items per second at the median latency (``batch_size`` items a run)."""
+        return self.batch_size * 1000.0 / self.p50_ms if self.p50_ms > 0 else 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,6 +159,14 @@ class Observation:
     """With a base bundle at hand (``--paired-model``): both timed interleaved."""
     paired_error: str = dataclasses.field(default="", metadata=serde.OMIT_DEFAULT)
     """Why the base bundle could not be timed beside this one (its inputs differ, it did not load)."""
+    sweep_outputs: dict[str, dict[str, str]] = dataclasses.field(
+        default_factory=dict, metadata=serde.OMIT_DEFAULT
+    )
+    """Sweep set directory (the manifest's ``sweep_sets``) → output name → observed TensorProto file."""
+    sweep_errors: dict[str, str] = dataclasses.field(default_factory=dict, metadata=serde.OMIT_DEFAULT)
+    """Sweep set directory → the runtime's message, where running that point failed."""
+    sweep_latency: tuple[LatencyStat, ...] = dataclasses.field(default=(), metadata=serde.OMIT_DEFAULT)
+    """Each sweep point that ran, timed (``point`` names it)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,6 +254,8 @@ class TargetResult:
     triage: Triage | None = dataclasses.field(default=None, metadata=serde.OMIT_DEFAULT)
     """Where a failing parity or decision check first diverges and whose fault it is (ci_onnx.triage);
     left out of the JSON for a cell that was not triaged."""
+    sweep_latency: tuple[LatencyStat, ...] = dataclasses.field(default=(), metadata=serde.OMIT_DEFAULT)
+    """The serving profile over the sweep points: each point timed (``point`` names it)."""
 
     def check(self, name: str) -> CheckResult | None:
         return next((c for c in self.checks if c.name == name), None)

@@ -110,6 +110,9 @@ class RunnerInfo:
     missing_release: str = "error"
     """What an exact release the kind's registry lacks is: "error" (a config error naming the nearest
     releases) or "skip" (an expected skip naming them, for a registry that skips releases)."""
+    no_sweeps: str = ""
+    """Why the kind's observer does not run the bundle's sweep points (``sweep[seq=7]`` is then skipped
+    with this reason); empty: it runs them."""
 
     def package_for(self, provider: str) -> str:
         """The package that ships a release of this kind for ``provider``."""

@@ -328,7 +328,12 @@ def _judge_launched(
         check = CheckResult("runner", Status.ERROR, why, duration_s=done.duration_s)
         return judge.result(target, manifest, [*judge.export_checks(manifest), check])
     try:
-        for files in [*obs.outputs.values(), *obs.batch_outputs.values(), obs.batch_reference]:
+        for files in [
+            *obs.outputs.values(),
+            *obs.batch_outputs.values(),
+            obs.batch_reference,
+            *obs.sweep_outputs.values(),
+        ]:
             for rel in files.values():
                 confined(obs_dir, rel, "observed output")
         tensors = evidence.load(manifest, obs, p.bundle_dir, obs_dir)  # the only file reads of judging
@@ -398,6 +403,7 @@ def options_from(cfg: Config | None, *, timeout_s: float | None = None) -> Verif
             accuracy_drop=cfg.accuracy_drop,
             session_presets=cfg.targets.session_presets,
             budgets=cfg.budgets,
+            declared_batch_sizes=cfg.verify.batch_sizes if cfg.verify.batch_sizes_declared else (),
             triage_timeout_s=cfg.verify.triage_timeout_s,
             triage_config=str(cfg.path) if cfg.model.factory else "",
         )

@@ -1,0 +1,99 @@
+"""``sweep[seq=7]``: each sweep point of the bundle, run on the target, against its reference.
+
+The reference of a point was computed at export for exactly its inputs (PyTorch; onnxruntime's
+unoptimised CPU run for an ONNX-only bundle). A point fails where the runtime refuses it (the
+runtime's message names the node, e.g. a Reshape whose target was baked at the traced length) or
+where its outputs leave the tolerance; it is skipped, saying why, where the reference itself could
+not be computed there or the runner kind does not run sweep points (its ``no_sweeps`` in
+matrix/runners.toml).
+"""
+
+from __future__ import annotations
+
+from ci_onnx import matrix, serde
+from ci_onnx.bundle import Manifest, SweepSet
+from ci_onnx.results import CheckResult, LatencyStat, Observation
+from ci_onnx.target import Status
+from ci_onnx.verify import compare, decode
+from ci_onnx.verify.evidence import Evidence, value
+
+
+def checks(manifest: Manifest, obs: Observation, evidence: Evidence, runner: str) -> list[CheckResult]:
+    info = matrix.runners().get(runner)
+    unrun = info.no_sweeps if info is not None else ""
+    timed = {s.point: s for s in obs.sweep_latency}
+    return [_check(manifest, sw, obs, evidence, unrun, timed.get(sw.label)) for sw in manifest.sweep_sets]
+
+
+def _check(
+    manifest: Manifest,
+    sw: SweepSet,
+    obs: Observation,
+    evidence: Evidence,
+    unrun: str,
+    stat: LatencyStat | None,
+) -> CheckResult:
+    name = f"sweep[{sw.label}]"
+    traced = f"exported at {sw.symbol} = {sw.export_size}"
+    if sw.error:
+        return CheckResult(
+            name, Status.SKIPPED, f"not checked: {sw.error} ({traced}), so there is no reference"
+        )
+    if unrun:
+        return CheckResult(name, Status.SKIPPED, f"not run: {unrun}")
+    if sw.directory in obs.sweep_errors:
+        return CheckResult(
+            name,
+            Status.FAILED,
+            f"the graph does not run at {sw.symbol} = {sw.size} ({traced}), though {sw.symbol} is "
+            f"declared dynamic: {obs.sweep_errors[sw.directory]}; a size kept as a constant at export "
+            "(int(), a Python number in a Reshape or slice) does this: compute it with tensor ops on the dim",
+            {"symbol": sw.symbol, "size": sw.size, "export_size": sw.export_size},
+        )
+    observed = evidence.sweep.get(sw.directory, {})
+    if not observed:
+        return CheckResult(name, Status.FAILED, f"the runner did not run the point {sw.label}")
+    parts = []
+    problems = []
+    for spec in manifest.outputs:
+        if spec.name not in observed:
+            problems.append(f"the model gave no output {spec.name!r}")
+            continue
+        try:
+            got = value(observed[spec.name])
+            ref = value(evidence.sweep_reference[sw.directory][spec.name])
+        except (decode.DecodeError, KeyError) as exc:
+            problems.append(str(exc))
+            continue
+        parts.append(compare.values(spec.name, got, ref, manifest.tolerance_for(spec.name)))
+    figures = {
+        "symbol": sw.symbol,
+        "size": sw.size,
+        "export_size": sw.export_size,
+        "parity": {p.output: serde.to_json(p) for p in parts},
+    }
+    if stat is not None:
+        figures["latency"] = serde.to_json(stat)
+    bad = [p for p in parts if not p.passed]
+    if bad or problems:
+        detail = "; ".join(
+            [*problems, *(f"{p.output}: {p.shape_mismatch or compare.describe(p)}" for p in bad)]
+        )
+        return CheckResult(
+            name,
+            Status.FAILED,
+            f"at {sw.symbol} = {sw.size} ({traced}) the outputs differ: {detail}",
+            figures,
+        )
+    worst = max((p.max_abs for p in parts), default=0.0)
+    timing = (
+        f"; p50 {stat.p50_ms:.3g} ms, {stat.throughput:.4g} items/s ({stat.batch_size} per run)"
+        if stat is not None
+        else ""
+    )
+    return CheckResult(
+        name,
+        Status.PASSED,
+        f"matches the reference at {sw.symbol} = {sw.size} (max abs {worst:.3g}; {traced}){timing}",
+        figures,
+    )

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,18 @@ class Placement:
         return self.time_us_by_provider.get("CPUExecutionProvider", 0.0) / total if total else 0.0
 
 
+TAIL_FROM = 100
+"""From this many runs the tail is the p99; below it the p99 is the maximum, and is named so."""
+
+
+def tail(samples: Sequence[float]) -> tuple[float, str]:
+    """The tail figure and its honest name: the p99 from TAIL_FROM runs on, else the maximum."""
+    if len(samples) >= TAIL_FROM:
+        ordered = sorted(samples)
+        return ordered[math.ceil(0.99 * len(ordered)) - 1], "p99"
+    return max(samples), f"max of {len(samples)}"
+
+
 @dataclasses.dataclass(frozen=True)
 class LatencyStat:
     batch_size: int
@@ -74,6 +88,13 @@ class LatencyStat:
     """The session's first run at this shape, before the warm-up (allocations, kernels chosen)."""
     peak_rss_mb: float | None = dataclasses.field(default=None, metadata=serde.OMIT_DEFAULT)
     """The highest resident set size sampled after each timed run at this shape (one thread)."""
+
+    def tail(self) -> tuple[float, str]:
+        """The tail with its honest name (:func:`tail` of the samples); without samples, the p99 the
+        runner computed, named for the runs it interpolates."""
+        if self.samples_ms:
+            return tail(self.samples_ms)
+        return self.p99_ms, "p99" if self.runs >= TAIL_FROM else f"p99 interpolated from {self.runs} runs"
 
     @property
     def throughput(self) -> float:

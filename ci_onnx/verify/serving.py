@@ -176,7 +176,8 @@ def timing(obs: Observation) -> list[CheckResult]:
     checks = []
     if obs.latency:
         per = "; ".join(
-            f"batch {s.batch_size}: p50 {s.p50_ms:.3g} ms, p90 {s.p90_ms:.3g} ms, p99 {s.p99_ms:.3g} ms"
+            f"batch {s.batch_size}: p50 {s.p50_ms:.3g} ms, p90 {s.p90_ms:.3g} ms, {s.tail()[1]} "
+            f"{s.tail()[0]:.3g} ms"
             for s in obs.latency
         )
         created = f"; session created in {obs.session_create_ms:.0f} ms" if obs.session_create_ms else ""

@@ -87,7 +87,7 @@ def _check(
         )
     worst = max((p.max_abs for p in parts), default=0.0)
     timing = (
-        f"; p50 {stat.p50_ms:.3g} ms, {stat.throughput:.4g} items/s ({stat.batch_size} per run)"
+        f"; p50 {stat.p50_ms:.3g} ms, {stat.throughput:,.0f} items/s ({stat.batch_size} per run)"
         if stat is not None
         else ""
     )

@@ -188,12 +188,12 @@ def test_a_point_the_reference_cannot_compute_and_a_kind_that_cannot_run_points_
     c = result.check("sweep[seq=40]")
     assert c is not None and c.status is Status.SKIPPED and "position table of 16" in c.message
     obs = ort.observe(path, TARGET, ort.Options(ep=CPU, latency_runs=2), tmp_path / "o2")
-    node = dataclasses.replace(TARGET, runner="node")
+    native = dataclasses.replace(TARGET, runner="native")
     res = judge.judge(
-        node, manifest, obs, evidence.load(manifest, obs, path, tmp_path / "o2"), VerifyOptions()
+        native, manifest, obs, evidence.load(manifest, obs, path, tmp_path / "o2"), VerifyOptions()
     )
     c = res.check("sweep[seq=8]")
-    assert c is not None and c.status is Status.SKIPPED and "node observer" in c.message
+    assert c is not None and c.status is Status.SKIPPED and "the C observer" in c.message
 
 
 def row_bundle(tmp: Path) -> Path:

@@ -95,7 +95,9 @@ class SweepSet:
     declared: bool = False
     """Written in verify.sweeps (else a default point)."""
     error: str = ""
-    """Why the reference could not be computed at this point (PyTorch itself fails there)."""
+    """Why the reference could not be computed at this point (PyTorch itself fails there). With a
+    ``directory`` too, it holds the inputs alone: each target runs them (an ONNX-only graph that
+    refuses a size of a symbolic dim fails there), and has nothing to compare them with."""
 
     @property
     def label(self) -> str:

@@ -244,6 +244,7 @@ def _sweep_sets(
         maxima=cfg.model.dim_max,
         reference=onnx_reference.unoptimized(bundle_dir / MODEL),
         who="onnxruntime's unoptimised CPU run (the ONNX-only reference)",
+        keep_refused=True,
     )
 
 

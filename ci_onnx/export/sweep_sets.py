@@ -35,8 +35,13 @@ def write(
     maxima: Mapping[str, int],
     reference: Callable[[Arrays], Arrays],
     who: str,
+    keep_refused: bool = False,
 ) -> tuple[SweepSet, ...]:
-    """Every timed point's directory (``reference`` computes its outputs; ``who`` names it)."""
+    """Every timed point's directory (``reference`` computes its outputs; ``who`` names it).
+
+    ``keep_refused``: where the reference refuses a point, still write its inputs (no outputs), so
+    each target shows whether its runtime refuses it too: an ONNX-only bundle's reference is the
+    graph itself, and a graph that declares a dim symbolic and cannot run at a size of it is wrong."""
     known = set(sweep.symbols(dynamic_axes, specs)) - sweep.batch_symbols(specs, dynamic_axes)
     for name in declared:
         if name not in known:
@@ -54,9 +59,17 @@ def write(
             refs = reference(feeds)
         except Exception as exc:  # the reference itself cannot run there: the point says so
             text = " ".join(str(exc).split())[:300] or type(exc).__name__
-            out.append(dataclasses.replace(point, error=f"{who} fails at {point.label}: {text}"))
+            refused = dataclasses.replace(point, error=f"{who} fails at {point.label}: {text}")
+            if keep_refused:
+                refused = dataclasses.replace(refused, directory=_directory(i, p))
+                writer.write_dir(bundle_dir, refused.directory, feeds, {})
+            out.append(refused)
             continue
-        directory = f"sweep_{i}_{re.sub(r'[^A-Za-z0-9]+', '_', p.symbol)}_{p.size}"
+        directory = _directory(i, p)
         writer.write_dir(bundle_dir, directory, feeds, refs)
         out.append(dataclasses.replace(point, directory=directory))
     return tuple(out)
+
+
+def _directory(index: int, p: sweep.Timed) -> str:
+    return f"sweep_{index}_{re.sub(r'[^A-Za-z0-9]+', '_', p.symbol)}_{p.size}"

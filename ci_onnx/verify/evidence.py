@@ -114,7 +114,7 @@ def load(manifest: Manifest, obs: Observation, bundle_dir: Path, obs_dir: Path) 
     optcache, cached = _optcache(obs_dir, specs)
     sweep, sweep_reference = {}, {}
     for sw in manifest.sweep_sets:
-        got = obs.sweep_outputs.get(sw.directory, {}) if sw.directory else {}
+        got = obs.sweep_outputs.get(sw.directory, {}) if sw.directory and not sw.error else {}
         sweep[sw.directory] = {n: _read(obs_dir / got[n], specs[n][1]) for n in got if n in specs}
         sweep_reference[sw.directory] = {
             n: _read(bundle_dir / sw.directory / f"output_{i}.pb", dtype)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from ci_onnx import matrix, serde
 from ci_onnx.bundle import Manifest, SweepSet
 from ci_onnx.results import CheckResult, LatencyStat, Observation
+from ci_onnx.runners.feeds import batch_symbols
 from ci_onnx.target import Status
 from ci_onnx.verify import compare, decode
 from ci_onnx.verify.evidence import Evidence, value
@@ -35,21 +36,25 @@ def _check(
 ) -> CheckResult:
     name = f"sweep[{sw.label}]"
     traced = f"exported at {sw.symbol} = {sw.export_size}"
-    if sw.error:
-        return CheckResult(
-            name, Status.SKIPPED, f"not checked: {sw.error} ({traced}), so there is no reference"
-        )
+    if sw.error and not sw.directory:
+        why = f"not checked: {sw.error} ({traced}), so there is no reference"
+        return CheckResult(name, Status.SKIPPED, why)
     if unrun:
         return CheckResult(name, Status.SKIPPED, f"not run: {unrun}")
     if sw.directory in obs.sweep_errors:
+        also = f"; the reference refuses it too ({sw.error})" if sw.error else ""
         return CheckResult(
             name,
             Status.FAILED,
             f"the graph does not run at {sw.symbol} = {sw.size} ({traced}), though {sw.symbol} is "
-            f"declared dynamic: {obs.sweep_errors[sw.directory]}; a size kept as a constant at export "
-            "(int(), a Python number in a Reshape or slice) does this: compute it with tensor ops on the dim",
+            f"declared dynamic: {obs.sweep_errors[sw.directory]}{also}; a size kept as a constant at "
+            "export (int(), a Python number in a Reshape or slice) does this: compute it with tensor ops "
+            "on the dim",
             {"symbol": sw.symbol, "size": sw.size, "export_size": sw.export_size},
         )
+    if sw.error:
+        why = f"not checked: the target runs it, but {sw.error} ({traced}), so there is no reference"
+        return CheckResult(name, Status.SKIPPED, why)
     observed = evidence.sweep.get(sw.directory, {})
     if not observed:
         return CheckResult(name, Status.FAILED, f"the runner did not run the point {sw.label}")
@@ -65,6 +70,7 @@ def _check(
         except (decode.DecodeError, KeyError) as exc:
             problems.append(str(exc))
             continue
+        problems += _declared_shape(manifest, sw, spec.name, got)
         parts.append(compare.values(spec.name, got, ref, manifest.tolerance_for(spec.name)))
     figures = {
         "symbol": sw.symbol,
@@ -97,3 +103,22 @@ def _check(
         f"matches the reference at {sw.symbol} = {sw.size} (max abs {worst:.3g}; {traced}){timing}",
         figures,
     )
+
+
+def _declared_shape(manifest: Manifest, sw: SweepSet, output: str, got: object) -> list[str]:
+    """Where an output axis declared as the swept dim (or the batch) has another size at this point:
+    a graph whose shape contradicts its own declaration, whatever the reference says (an ONNX-only
+    reference is the graph itself)."""
+    shape = getattr(got, "shape", None)
+    if shape is None:
+        return []
+    batch = batch_symbols(manifest)
+    out = []
+    for axis, symbol in manifest.dynamic_axes.get(output, {}).items():
+        want = sw.size if symbol == sw.symbol else (sw.count if symbol in batch else None)
+        if want is not None and int(axis) < len(shape) and shape[int(axis)] != want:
+            out.append(
+                f"output {output!r} has shape {list(shape)}, but its axis {axis} is declared {symbol} "
+                f"(= {want} here)"
+            )
+    return out

@@ -246,3 +246,42 @@ def test_the_fixed_size_run_is_compared_with_the_bundle_not_passed_for_running(t
     res = judge.judge(TARGET, manifest, obs, evidence.load(manifest, obs, path, out), VerifyOptions())
     c = res.check("batch[1]")
     assert c is not None and c.status is Status.FAILED and "differs from PyTorch" in c.message
+
+
+def onnx_only_bundle(tmp: Path, model: onnx.ModelProto) -> Path:
+    """``model`` as a model exported elsewhere (no torch): its sweep's reference is onnxruntime's
+    unoptimised run of the graph itself."""
+    from click.testing import CliRunner
+
+    from ci_onnx.cli import cli
+
+    tmp.mkdir(parents=True)
+    onnx.save(model, tmp / "model.onnx")
+    (tmp / "onnx-gate.yml").write_text(
+        "version: 1\nmodel: {onnx: model.onnx, dim_sizes: {seq: 8}}\nverify: {random_inputs: 4}\n"
+    )
+    done = CliRunner().invoke(
+        cli, ["export", "--config", str(tmp / "onnx-gate.yml"), "--out", str(tmp / "b")]
+    )
+    assert done.exit_code == 0, done.output
+    return tmp / "b" / "op17-onnx"
+
+
+def test_an_onnx_only_graph_that_refuses_its_own_symbolic_length_fails_there(tmp_path: Path) -> None:
+    path = onnx_only_bundle(tmp_path / "baked", heads([-1, 8, 2, 4]))
+    m = bundle.read_manifest(path)
+    refused = [s.size for s in m.sweep_sets if s.error]
+    assert refused == [1, 5] and all(s.directory for s in m.sweep_sets)  # the inputs, for each target
+    swept = checks(verified(path, tmp_path / "baked"), "sweep[")
+    assert swept["sweep[seq=8]"].status is Status.PASSED
+    for n in (1, 5):
+        c = swept[f"sweep[seq={n}]"]
+        assert c.status is Status.FAILED and "split_heads" in c.message, c
+        assert "the reference refuses it too" in c.message
+    # at 16 the graph runs, and its own reference agrees with it: the declared shape does not
+    c = swept["sweep[seq=16]"]
+    assert c.status is Status.FAILED, c
+    assert "output 'y' has shape [4, 8, 8], but its axis 0 is declared batch (= 2 here)" in c.message
+    healthy = onnx_only_bundle(tmp_path / "healthy", heads([0, 0, 2, 4]))
+    swept = checks(verified(healthy, tmp_path / "healthy"), "sweep[")
+    assert len(swept) == 4 and all(c.status is Status.PASSED for c in swept.values()), swept

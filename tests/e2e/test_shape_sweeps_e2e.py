@@ -136,7 +136,9 @@ def test_a_length_traced_at_1_specialises_and_fails_at_every_other_length(
     assert [p.size for p in m.sweep_sets] == [1, 2, 3]  # the same sizes, timed on every target
 
 
-def test_a_healthy_encoder_passes_at_every_point_and_the_report_draws_it(tmp_path: Path, python: str) -> None:
+def test_a_healthy_encoder_passes_at_every_point_and_the_report_draws_it(
+    tmp_path: Path, python: str, env_cache: Path
+) -> None:
     cfg = exported(
         tmp_path,
         "encoder",
@@ -159,7 +161,7 @@ def test_a_healthy_encoder_passes_at_every_point_and_the_report_draws_it(tmp_pat
         "chart-latency-by-batch.svg", "chart-latency-by-seq.svg",
         "chart-throughput-by-batch.svg", "chart-throughput-by-seq.svg",
     ]  # fmt: skip
-    assert blocks_parse(text, cfg.parent) == 4
+    assert blocks_parse(text, env_cache) == 4
 
 
 def test_the_node_runner_runs_the_sweep_points_too(tmp_path: Path, env_cache: Path) -> None:
@@ -183,16 +185,15 @@ def test_the_node_runner_runs_the_sweep_points_too(tmp_path: Path, env_cache: Pa
 
 
 def blocks_parse(markdown: str, cache: Path) -> int:
-    """Parse every ```mermaid block with Mermaid's own parser; the number parsed (AssertionError on
-    the first that does not)."""
+    """Parse every ```mermaid block with Mermaid's own parser (installed under ``cache``); the number
+    parsed (AssertionError on the first that does not)."""
     from ci_onnx.runners import npm
 
     node = shutil.which("node")
     if node is None:
         pytest.skip("Node.js is not installed: Mermaid's parser runs under Node")
-    where = Path(os.environ.get("ONNX_GATE_TEST_NPM_CACHE", Path.home() / ".cache" / "onnx-gate" / "npm"))
     module = npm.install(
-        where / f"mermaid-{MERMAID}",
+        cache / "npm" / f"mermaid-{MERMAID}-jsdom-{JSDOM}",
         "mermaid",
         MERMAID,
         npm=shutil.which("npm") or "npm",
@@ -202,11 +203,12 @@ def blocks_parse(markdown: str, cache: Path) -> int:
     )
     blocks = markdown.split("```mermaid\n")[1:]
     texts = [b.split("\n```", 1)[0] for b in blocks]
-    (cache / "blocks.json").write_text(json.dumps(texts))
-    root = module.parent.parent  # ESM resolves 'mermaid' from the script's own folder
+    blocks_file = root_of(module) / "blocks.json"
+    blocks_file.write_text(json.dumps(texts))
+    root = root_of(module)  # ESM resolves 'mermaid' from the script's own folder
     shutil.copyfile(Path(__file__).parent / "mermaid_parse.mjs", root / "mermaid_parse.mjs")
     done = subprocess.run(
-        [node, str(root / "mermaid_parse.mjs"), str(cache / "blocks.json")],
+        [node, str(root / "mermaid_parse.mjs"), str(blocks_file)],
         capture_output=True, text=True, timeout=120, cwd=root, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
@@ -215,10 +217,14 @@ def blocks_parse(markdown: str, cache: Path) -> int:
     return len(parsed)
 
 
-def test_the_mermaid_parser_refuses_a_broken_block(tmp_path: Path) -> None:
+def root_of(module: Path) -> Path:
+    return module.parent.parent
+
+
+def test_the_mermaid_parser_refuses_a_broken_block(env_cache: Path) -> None:
     """The parse is a real check: a block with an unclosed string fails it."""
     with pytest.raises(AssertionError, match="Parse error"):
-        blocks_parse('```mermaid\nxychart-beta\n  title "open\n  line [1, 2]\n```\n', tmp_path)
+        blocks_parse('```mermaid\nxychart-beta\n  title "open\n  line [1, 2]\n```\n', env_cache)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -101,11 +101,11 @@ def knee(by_batch: Sequence[LatencyStat]) -> str:
         if gain < GROWTH:
             return (
                 f"throughput stops growing at batch {here.batch_size} ({rate(here.throughput)} items/s; "
-                f"batch {after.batch_size}: {rate(after.throughput)}, {gain:+.0%})"
+                f"batch {after.batch_size}: {rate(after.throughput)}, {gain:+.1%})"
             )
     last, before = by_batch[-1], by_batch[-2]
     gain = last.throughput / before.throughput - 1 if before.throughput else 0.0
     return (
         f"throughput still grows at batch {last.batch_size}, the largest timed ({rate(last.throughput)} "
-        f"items/s, {gain:+.0%} on batch {before.batch_size}): a larger batch may serve more"
+        f"items/s, {gain:+.1%} on batch {before.batch_size}): a larger batch may serve more"
     )

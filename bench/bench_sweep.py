@@ -11,7 +11,7 @@ after a warm-up round; figures are medians, the lean copy is the baseline. Each 
 its outputs, then warms up and is timed ``verify.latency_runs`` times (the config's default: 20).
 
 The node kind runs the points as the python runner does; the web, native and android kinds do not
-(``no_sweeps`` in matrix/runners.toml): their checks are skipped, and they add nothing but the
+(no ``can.sweep_points`` in matrix/runners.toml): their checks are skipped, and they add nothing but the
 judge's reading of the manifest.
 """
 

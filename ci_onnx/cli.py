@@ -129,7 +129,7 @@ def plan(config_path: Path, only: Sequence[str], fmt: str, out: Path | None) -> 
 
     cfg = config.load(config_path)
     factory.check(cfg)  # a factory that is not there fails here, not at export
-    index = package_index(cfg.targets.nightly_index)
+    index = package_index(cfg)
     the_plan = planning.select(planning.expand(cfg, index), only)
     if out:
         from ci_onnx.errors import UsageError
@@ -177,7 +177,7 @@ def export(config_path: Path, only: Sequence[str], out: Path) -> None:
     onnx_opset = planning.opsets_of(cfg)[0] if cfg.onnx_only else 0
 
     def plan_keys(patterns: Sequence[str]) -> Sequence[str]:
-        return planning.select(planning.expand(cfg, package_index()), patterns).bundle_keys()
+        return planning.select(planning.expand(cfg, package_index(cfg)), patterns).bundle_keys()
 
     jobs = runner.select(runner.candidates(cfg, onnx_opset), only, plan_keys)
     outcomes = runner.export_all(cfg, jobs, out, log=lambda line: click.echo(line, err=True))
@@ -246,7 +246,7 @@ def verify(
     github_token: str,
 ) -> None:
     """Verify one target: provider, parity, decisions, batch sizes, placement, latency, memory."""
-    from ci_onnx import config, proc
+    from ci_onnx import config, matrix, proc
     from ci_onnx import plan as planning
     from ci_onnx.errors import UsageError
     from ci_onnx.verify import stage
@@ -266,12 +266,13 @@ def verify(
         paired = bundles_dir(baseline, target, out, github_token, lambda m: click.echo(f"onnx-gate: {m}"))
         options = dataclasses.replace(options, paired_bundles=paired)
     base_env = proc.child_environment(os.environ)  # no token of any name reaches the runner
-    if python is not None and target.runner != "python":
+    in_interpreter = matrix.runners()[target.runner].can.interpreter
+    if python is not None and not in_interpreter:
         raise UsageError(f"--python: target {target.id} runs on the {target.runner} runner, not Python")
     # how the results say to reproduce it: `onnx-gate run` where the config is known, else verify
     known = the_plan.config if the_plan is not None else str(config_path or "")
     reproduce = known or None
-    if target.runner == "python" and (python is not None or _holds_here(target, base_env)):
+    if in_interpreter and (python is not None or _holds_here(target, base_env)):
         # --python's environment (as CI does), or this interpreter's, where it holds the release
         written = stage.verify(
             bundle_dir,

@@ -18,9 +18,10 @@ from ci_onnx import config_guard as guard
 from ci_onnx import config_hints as hints
 from ci_onnx.bundle import Decision, Preprocessing, TensorSpec, Tolerance
 from ci_onnx.errors import ConfigError
-from ci_onnx.report.settings import ExpectedFailure, GateSettings, ServingRule
-from ci_onnx.serde import load_schema
-from ci_onnx.verify.options import Budgets
+from ci_onnx.gate_settings import ExpectedFailure, GateSettings, ServingRule
+from ci_onnx.schema import load_schema
+from ci_onnx.target import DERIVED_PRECISIONS
+from ci_onnx.verify_options import Budgets
 
 CONFIG_SCHEMA = "config.schema.json"
 DEFAULT_NAME = "onnx-gate.yml"
@@ -387,7 +388,7 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
     d = v.get("decision")
     declared_by_precision = v.get("precision_tolerance", {})
     by_precision = {}
-    for precision in ("fp16", "int8-dynamic", "int8-static"):
+    for precision in DERIVED_PRECISIONS:
         p = {
             **_defaults("verify", "precision_tolerance", precision),
             **declared_by_precision.get(precision, {}),

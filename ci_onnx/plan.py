@@ -20,7 +20,7 @@ from typing import Any
 from ci_onnx import matrix, serde
 from ci_onnx.config import Config
 from ci_onnx.errors import ConfigError, UsageError
-from ci_onnx.report.settings import GateSettings
+from ci_onnx.gate_settings import GateSettings
 from ci_onnx.resolve import (
     NoRelease,
     Resolver,
@@ -33,7 +33,7 @@ from ci_onnx.resolve import (
 )
 from ci_onnx.runners import session
 from ci_onnx.target import Target
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 
 SCHEMA_VERSION = 1
 MAX_JOBS_PER_MATRIX = 256
@@ -160,7 +160,7 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
         target = _included(cell, i, config, resolver)
         cells.setdefault(target.id, target)
     targets = tuple(sorted((_with_skip_reason(c, ir_version) for c in cells.values()), key=sort_key))
-    from ci_onnx.verify.stage import options_from
+    from ci_onnx.verify_options import options_from
 
     return Plan(
         SCHEMA_VERSION, str(config.path), config.model.name, targets, options_from(config), config.gate

@@ -102,15 +102,16 @@ def nightly(
             "nightly needs a token that may write issues (GITHUB_TOKEN or --github-token) and "
             "GITHUB_REPOSITORY; or pass --dry-run to see what it would do"
         )
-    index = package_index()
+    cfg = config.load(config_path) if config_path.is_file() else None
+    index = package_index(cfg)
     night = Night(
         date=night_date or datetime.datetime.now(datetime.UTC).date().isoformat(),
         run_url=ctx.run_url,
         commit=Commit(ctx.sha, ctx.commit_url),
     )
-    from ci_onnx.verify.stage import options_from
+    from ci_onnx.verify_options import options_from
 
-    options = options_from(config.load(config_path) if config_path.is_file() else None)
+    options = options_from(cfg)
 
     def info(msg: str) -> None:
         click.echo(f"onnx-gate: {msg}")

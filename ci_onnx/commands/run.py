@@ -101,7 +101,7 @@ def run(
         export_cache=not no_cache,
         config_arg=None if config_path is not None else "",  # the demo plans without a config
     )
-    index = package_index(cfg.targets.nightly_index)
+    index = package_index(cfg)
     if baseline_dir and baseline_ref:
         raise UsageError("--baseline and --baseline-ref: give one (a directory, or a commit to run)")
     source = f"--baseline {baseline_dir}" if baseline_dir else ""

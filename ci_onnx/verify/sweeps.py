@@ -4,16 +4,16 @@ The reference of a point was computed at export for exactly its inputs (PyTorch;
 unoptimised CPU run for an ONNX-only bundle). A point fails where the runtime refuses it (the
 runtime's message names the node, e.g. a Reshape whose target was baked at the traced length) or
 where its outputs leave the tolerance; it is skipped, saying why, where the reference itself could
-not be computed there or the runner kind does not run sweep points (its ``no_sweeps`` in
-matrix/runners.toml).
+not be computed there or the runner kind does not run sweep points (it declares no
+``can.sweep_points`` in matrix/runners.toml).
 """
 
 from __future__ import annotations
 
 from ci_onnx import matrix, serde
 from ci_onnx.bundle import Manifest, SweepSet
+from ci_onnx.observer.feeds import batch_symbols
 from ci_onnx.results import CheckResult, LatencyStat, Observation
-from ci_onnx.runners.feeds import batch_symbols
 from ci_onnx.target import Status
 from ci_onnx.verify import compare, decode
 from ci_onnx.verify.evidence import Evidence, value
@@ -21,7 +21,12 @@ from ci_onnx.verify.evidence import Evidence, value
 
 def checks(manifest: Manifest, obs: Observation, evidence: Evidence, runner: str) -> list[CheckResult]:
     info = matrix.runners().get(runner)
-    unrun = info.no_sweeps if info is not None else ""
+    unrun = (
+        f"the {runner} observer runs the test data sets and batch sizes only, not the bundle's sweep "
+        "points (runners.toml: it declares no can.sweep_points)"
+        if info is None or not info.can.sweep_points
+        else ""
+    )
     timed = {s.point: s for s in obs.sweep_latency}
     return [_check(manifest, sw, obs, evidence, unrun, timed.get(sw.label)) for sw in manifest.sweep_sets]
 

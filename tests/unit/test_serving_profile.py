@@ -18,7 +18,7 @@ from ci_onnx.report.collect import Entry
 from ci_onnx.results import SCHEMA_VERSION, Environment, LatencyStat, Observation, TargetResult
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import budgets
-from ci_onnx.verify.options import Budgets
+from ci_onnx.verify_options import Budgets
 
 SEQ_MODEL = """\
 version: 1

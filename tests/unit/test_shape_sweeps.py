@@ -14,14 +14,14 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from ci_onnx import bundle
+from ci_onnx import bundle, matrix
 from ci_onnx.bundle import TensorSpec
 from ci_onnx.export import sweep, sweep_sets
+from ci_onnx.observer import feeds, ort
 from ci_onnx.results import CheckResult, TargetResult
-from ci_onnx.runners import feeds, ort
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import evidence, judge
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 
 TARGET = Target("1.32.0", "cpu", 17, "onnx")
@@ -171,7 +171,7 @@ def test_a_length_specialised_at_1_fails_everywhere_else_on_the_numbers(tmp_path
 
 
 def test_a_point_the_reference_cannot_compute_and_a_kind_that_cannot_run_points_say_why(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def short_table(f: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         if f["x"].shape[1] > 16:
@@ -189,11 +189,17 @@ def test_a_point_the_reference_cannot_compute_and_a_kind_that_cannot_run_points_
     assert c is not None and c.status is Status.SKIPPED and "position table of 16" in c.message
     obs = ort.observe(path, TARGET, ort.Options(ep=CPU, latency_runs=2), tmp_path / "o2")
     native = dataclasses.replace(TARGET, runner="native")
-    res = judge.judge(
-        native, manifest, obs, evidence.load(manifest, obs, path, tmp_path / "o2"), VerifyOptions()
+    seen = evidence.load(manifest, obs, path, tmp_path / "o2")
+    c = judge.judge(native, manifest, obs, seen, VerifyOptions()).check("sweep[seq=8]")
+    assert c is not None and c.status is Status.SKIPPED and "the native observer" in c.message
+    assert "can.sweep_points" in c.message
+    rows = dict(matrix.runners())  # the kind's declaration decides, not its name
+    rows["native"] = dataclasses.replace(
+        rows["native"], can=dataclasses.replace(rows["native"].can, sweep_points=True)
     )
-    c = res.check("sweep[seq=8]")
-    assert c is not None and c.status is Status.SKIPPED and "the C observer" in c.message
+    monkeypatch.setattr(matrix, "runners", lambda: rows)
+    c = judge.judge(native, manifest, obs, seen, VerifyOptions()).check("sweep[seq=8]")
+    assert c is not None and c.status is Status.PASSED, c
 
 
 def row_bundle(tmp: Path) -> Path:

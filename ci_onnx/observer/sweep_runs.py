@@ -2,7 +2,7 @@
 
 In-environment code (numpy + the runtime): each point's inputs are run once (that first run at the
 shape is timed by itself), the outputs written for the judge, then the point is timed like a batch
-size (ci_onnx.runners.measure.latency). A point that fails to run is recorded with the runtime's own
+size (ci_onnx.observer.measure.latency). A point that fails to run is recorded with the runtime's own
 message, so ``sweep[seq=7]`` fails naming the point and the node that refused it.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ci_onnx.bundle import Manifest
+from ci_onnx.observer import feeds, measure
 from ci_onnx.results import LatencyStat, Observation
-from ci_onnx.runners import feeds, measure
 
 
 def observe(

@@ -164,12 +164,18 @@ def test_a_healthy_encoder_passes_at_every_point_and_the_report_draws_it(
     assert blocks_parse(text, env_cache) == 4
 
 
-def test_the_node_runner_runs_the_sweep_points_too(tmp_path: Path, env_cache: Path) -> None:
-    """The node kind reads the same bundle (sweep_sets beside test_data_sets) and runs every point."""
+@pytest.mark.parametrize(
+    ("runner", "release", "provider"), [("node", "1.24.1", "cpu"), ("web", "1.29.0", "wasm")]
+)
+def test_the_node_and_web_runners_run_the_sweep_points_too(
+    tmp_path: Path, env_cache: Path, runner: str, release: str, provider: str
+) -> None:
+    """The JS kinds read the same bundle (sweep_sets beside test_data_sets) and run every point."""
     cfg = exported(tmp_path, "encoder", SEQ.replace("DIM", "16").replace("LENGTH", "8"), "dynamo")
     cfg.write_text(
         cfg.read_text().replace(
-            f"targets: {{runtimes: ['{ORT}']}}", "targets: {runtimes: ['1.24.1'], runners: [node]}"
+            f"targets: {{runtimes: ['{ORT}']}}",
+            f"targets: {{runtimes: ['{release}'], providers: [{provider}], runners: [{runner}]}}",
         )
     )
     out = tmp_path / "run"
@@ -177,7 +183,7 @@ def test_the_node_runner_runs_the_sweep_points_too(tmp_path: Path, env_cache: Pa
         cli, ["run", "--config", str(cfg), "--out", str(out), "--cache-dir", str(env_cache)]
     )
     assert res.exit_code == 0, res.output
-    result = json.loads((out / "results" / "node-ort1.24.1-cpu-op18-dynamo.json").read_text())
+    result = json.loads((out / "results" / f"{runner}-ort{release}-{provider}-op18-dynamo.json").read_text())
     swept = {n: c for n, c in by_name(result).items() if n.startswith("sweep[")}
     assert list(swept) == ["sweep[seq=1]", "sweep[seq=5]", "sweep[seq=8]", "sweep[seq=16]"]
     assert all(c["status"] == "passed" for c in swept.values()), swept

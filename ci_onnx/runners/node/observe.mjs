@@ -13,7 +13,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { latency, message, range, readInputs, round, rows, stack } from './common.mjs';
+import { latency, message, range, readInputs, round, rows, stack, sweepPoints } from './common.mjs';
 import { readTensor, writeTensor } from './tensorproto.mjs';
 
 const EP_NAMES = { cpu: 'CPUExecutionProvider', webgpu: 'WebGpuExecutionProvider', cuda: 'CUDAExecutionProvider',
@@ -162,30 +162,10 @@ async function observe(args) {
     obs.memory_threads = args.memoryThreads;
     obs.notes.push('peak RSS is the process lifetime peak (process.resourceUsage().maxRSS), an upper bound');
   }
-  await sweepPoints(sess, ort, manifest, bundleFile, args, obs); // after the memory figure, as the python runner does
+  const saved = (dir, got) => save(args.out, dir, manifest, got);
+  await sweepPoints(ort, manifest, bundleFile, readTensor, timed, saved, args.latencyRuns, obs); // after the memory figure, as the python runner does
   await sess.release?.();
   return obs;
-}
-
-// The bundle's sweep points (manifest.sweep_sets, schema 2): each run once for its outputs (that first
-// run at the shape timed alone), then timed like a batch size; the runtime's message where one fails.
-async function sweepPoints(sess, ort, manifest, bundleFile, args, obs) {
-  const points = (manifest.sweep_sets ?? []).filter((sw) => sw.directory);
-  if (!points.length) return;
-  Object.assign(obs, { sweep_outputs: {}, sweep_errors: {}, sweep_latency: [] });
-  for (const sw of points) {
-    try {
-      const feeds = await readInputs(ort, manifest, sw.directory, bundleFile, readTensor);
-      const t0 = performance.now();
-      const got = await sess.run(feeds);
-      const first = performance.now() - t0;
-      obs.sweep_outputs[sw.directory] = save(args.out, sw.directory, manifest, got);
-      const stat = await latency((f) => sess.run(f), feeds, sw.count, args.latencyRuns);
-      obs.sweep_latency.push({ ...stat, point: `${sw.symbol}=${sw.size}`, first_ms: round(first, 4) });
-    } catch (e) {
-      obs.sweep_errors[sw.directory] = message(e);
-    }
-  }
 }
 
 if (process.argv[2] === '--placement-log') {

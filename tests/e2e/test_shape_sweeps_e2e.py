@@ -165,12 +165,13 @@ def test_a_healthy_encoder_passes_at_every_point_and_the_report_draws_it(
 
 
 @pytest.mark.parametrize(
-    ("runner", "release", "provider"), [("node", "1.24.1", "cpu"), ("web", "1.29.0", "wasm")]
+    ("runner", "release", "provider"),
+    [("node", "1.24.1", "cpu"), ("web", "1.29.0", "wasm"), ("native", "1.29.0", "cpu")],
 )
-def test_the_node_and_web_runners_run_the_sweep_points_too(
+def test_the_node_web_and_native_runners_run_the_sweep_points_too(
     tmp_path: Path, env_cache: Path, runner: str, release: str, provider: str
 ) -> None:
-    """The JS kinds read the same bundle (sweep_sets beside test_data_sets) and run every point."""
+    """The other kinds read the same bundle (sweep_sets beside test_data_sets) and run every point."""
     cfg = exported(tmp_path, "encoder", SEQ.replace("DIM", "16").replace("LENGTH", "8"), "dynamo")
     cfg.write_text(
         cfg.read_text().replace(

@@ -4,7 +4,11 @@ Layout (the ONNX test-data layout, readable by onnx.numpy_helper and ORT's test 
 
     model.onnx [+ model.onnx.data]
     test_data_set_0/input_0.pb … output_0.pb    TensorProto; inputs and reference outputs
+    sweep_seq_7/input_0.pb … output_0.pb        the same layout, at one sweep point (schema 2 on)
     manifest.json                               Manifest, below
+
+A runner that reads only ``test_data_sets`` reads a schema-2 bundle as it read schema 1: the sweep
+points are extra directories, listed apart in ``sweep_sets``.
 
 Everything after export reads a bundle without torch, and without onnx: runners in other languages
 read the same files (see ci_onnx/schemas/manifest.schema.json).
@@ -24,7 +28,9 @@ from ci_onnx import defaults, serde
 from ci_onnx.errors import BundleError
 from ci_onnx.results import CheckResult
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READS = (1, 2)
+"""The manifest versions this onnx-gate reads: 1 is 2 without ``sweep_sets``."""
 MANIFEST = "manifest.json"
 MODEL = "model.onnx"
 
@@ -74,6 +80,32 @@ class TestDataSet:
 
 
 @dataclasses.dataclass(frozen=True)
+class SweepSet:
+    """One sweep point: inputs where every axis declared as ``symbol`` has ``size`` (the others at their
+    export size), with the reference outputs computed at export for exactly these inputs."""
+
+    directory: str
+    """``sweep_<symbol>_<size>``, in the test-data layout; empty where no reference could be made."""
+    symbol: str
+    size: int
+    count: int
+    """Samples stacked on the batch axis (the items of its throughput)."""
+    export_size: int
+    """The symbol's size in the export example (the traced size)."""
+    declared: bool = False
+    """Written in verify.sweeps (else a default point)."""
+    error: str = ""
+    """Why the reference could not be computed at this point (PyTorch itself fails there). With a
+    ``directory`` too, it holds the inputs alone: each target runs them (an ONNX-only graph that
+    refuses a size of a symbolic dim fails there), and has nothing to compare them with."""
+
+    @property
+    def label(self) -> str:
+        """``seq=7``: the check is ``sweep[seq=7]``, the budget key ``seq=7``."""
+        return f"{self.symbol}={self.size}"
+
+
+@dataclasses.dataclass(frozen=True)
 class Manifest:
     """What an export produced, read back from the file itself rather than from the request."""
 
@@ -104,6 +136,8 @@ class Manifest:
     """torch, onnx, onnxruntime, onnxscript, onnx-gate: what made this bundle."""
     preprocessing: Preprocessing | None = None
     seed: int = 0
+    sweep_sets: tuple[SweepSet, ...] = ()
+    """The sweep points of the dynamic dims other than the batch axis (schema 2 on; none in 1)."""
 
     def tolerance_for(self, output: str) -> Tolerance:
         return self.tolerance_per_output.get(output, self.tolerance)
@@ -147,13 +181,13 @@ def read_manifest(bundle_dir: Path, *, verify_hashes: bool = True) -> Manifest:
     except (OSError, ValueError, TypeError, KeyError, RecursionError) as exc:
         text = str(exc)[:300] or type(exc).__name__
         raise BundleError(f"{path}: not a valid manifest ({text}); re-run `onnx-gate export`") from None
-    if manifest.schema_version != SCHEMA_VERSION:
+    if manifest.schema_version not in READS:
         hint = (
             "upgrade onnx-gate" if manifest.schema_version > SCHEMA_VERSION else "re-run `onnx-gate export`"
         )
         raise BundleError(
             f"{path}: manifest schema_version {manifest.schema_version} is not the one this onnx-gate "
-            f"reads ({SCHEMA_VERSION}); {hint}"
+            f"reads ({', '.join(map(str, READS))}); {hint}"
         )
     check_manifest(manifest, bundle_dir, path)
     if verify_hashes:
@@ -245,6 +279,11 @@ def check_manifest(manifest: Manifest, bundle_dir: Path, path: Path) -> None:
     """What the JSON types cannot say: paths confined to the bundle, numbers in range."""
     for rel in manifest.files:
         confined(bundle_dir, rel, "manifest.files entry")
+    for sw in manifest.sweep_sets:
+        if sw.directory:
+            confined(bundle_dir, sw.directory, "sweep set")
+        if sw.count < 1 or sw.size < 1:
+            raise BundleError(f"{path}: sweep_sets {sw.label}: count and size must be positive")
     for ds in manifest.test_data_sets:
         confined(bundle_dir, ds.directory, "test data set")
         if ds.count < 0:

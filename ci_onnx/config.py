@@ -41,6 +41,8 @@ class ModelConfig:
     preprocessing: Preprocessing | None = None
     dim_sizes: dict[str, int] = dataclasses.field(default_factory=dict)
     """Sizes of symbolic dims other than the batch axis, for the example and random inputs."""
+    dim_max: dict[str, int] = dataclasses.field(default_factory=dict)
+    """model.dim_max: the largest size of a symbolic dim, the bound of its sweep."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +76,12 @@ class VerifyConfig:
         default_factory=dict
     )
     """Per derived precision (fp16, int8-dynamic, int8-static): its default and per-output tolerances."""
+    batch_sizes_declared: bool = False
+    """Whether onnx-gate.yml writes verify.batch_sizes (a claim: a size the model cannot serve fails),
+    rather than taking the schema's default (such a size is skipped, saying why)."""
+    sweeps: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)
+    """verify.sweeps: a dynamic dim → the sizes to check and time it at; a dim left out gets the
+    default points (ci_onnx.export.sweep.timed_points)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -356,6 +364,7 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         dynamic_axes={k: {str(a): n for a, n in v.items()} for k, v in m.get("dynamic_axes", {}).items()},
         samples=m.get("samples", ""),
         dim_sizes={str(k): int(v) for k, v in m.get("dim_sizes", {}).items()},
+        dim_max={str(k): int(v) for k, v in m.get("dim_max", {}).items()},
         preprocessing=Preprocessing(
             mean=tuple(pre.get("mean", ())),
             std=tuple(pre.get("std", ())),
@@ -410,6 +419,8 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         serving_figures=bool(v["serving_figures"]),
         triage_timeout_s=float(v["triage_timeout_s"]),
         precision_tolerance=by_precision,
+        batch_sizes_declared="batch_sizes" in (plain.get("verify") or {}),
+        sweeps={str(k): tuple(int(n) for n in sizes) for k, sizes in v["sweeps"].items()},
     )
     t = _section(plain, "targets")
     targets = TargetsConfig(
@@ -524,6 +535,7 @@ def _check_references(config: Config, doc: Any, path: Path) -> None:
             if out not in known_outputs:
                 keys = ["verify", "precision_tolerance", precision, "outputs", out]
                 raise ConfigError(_ref_error(doc, path, keys, out, known_outputs))
+    _check_sweeps(config, doc, path)
     for name, axes in m.dynamic_axes.items():
         if name not in known_tensors:
             raise ConfigError(_ref_error(doc, path, ["model", "dynamic_axes", name], name, known_tensors))
@@ -536,6 +548,38 @@ def _check_references(config: Config, doc: Any, path: Path) -> None:
                             f"{path}:{line}: model.dynamic_axes.{name}: axis {axis} is out of range for "
                             f"input {name!r} of rank {len(spec.shape)}"
                         )
+
+
+def _check_sweeps(config: Config, doc: Any, path: Path) -> None:
+    """verify.sweeps and model.dim_max name declared dynamic dims other than the batch axis; no size
+    passes its dim_max."""
+    m = config.model
+    inputs = {s.name: s for s in m.inputs}
+    batch = {n for k, axes in m.dynamic_axes.items() if k in inputs for a, n in axes.items() if a == "0"}
+    dims = {n for k, axes in m.dynamic_axes.items() if k in inputs for n in axes.values()} - batch
+    for keys, names in ((["verify", "sweeps"], config.verify.sweeps), (["model", "dim_max"], m.dim_max)):
+        for name in names:
+            if name not in dims:
+                line = guard.line_of(doc, [*keys, name])
+                suggestion = difflib.get_close_matches(name, sorted(dims), n=1)
+                hint = (
+                    f"did you mean {suggestion[0]!r}?"
+                    if suggestion
+                    else f"dynamic dims other than the batch: {', '.join(sorted(dims)) or 'none'}"
+                )
+                what = "the batch axis (verify.batch_sizes sweeps it)" if name in batch else "no dynamic dim"
+                raise ConfigError(
+                    f"{path}:{line}: {'.'.join([*keys, name])}: {name!r} is {what} of an input "
+                    f"(model.dynamic_axes); {hint}"
+                )
+    for name, sizes in config.verify.sweeps.items():
+        over = [n for n in sizes if name in m.dim_max and n > m.dim_max[name]]
+        if over:
+            line = guard.line_of(doc, ["verify", "sweeps", name])
+            raise ConfigError(
+                f"{path}:{line}: verify.sweeps.{name}: {over[0]} is past model.dim_max.{name} "
+                f"({m.dim_max[name]}); drop it or raise the maximum"
+            )
 
 
 def _ref_error(doc: Any, path: Path, keys: list[str], value: str, known: set[str]) -> str:

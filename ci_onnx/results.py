@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,18 @@ class Placement:
         return self.time_us_by_provider.get("CPUExecutionProvider", 0.0) / total if total else 0.0
 
 
+TAIL_FROM = 100
+"""From this many runs the tail is the p99; below it the p99 is the maximum, and is named so."""
+
+
+def tail(samples: Sequence[float]) -> tuple[float, str]:
+    """The tail figure and its honest name: the p99 from TAIL_FROM runs on, else the maximum."""
+    if len(samples) >= TAIL_FROM:
+        ordered = sorted(samples)
+        return ordered[math.ceil(0.99 * len(ordered)) - 1], "p99"
+    return max(samples), f"max of {len(samples)}"
+
+
 @dataclasses.dataclass(frozen=True)
 class LatencyStat:
     batch_size: int
@@ -68,6 +82,24 @@ class LatencyStat:
     samples_ms: tuple[float, ...] = dataclasses.field(default=(), metadata=serde.OMIT_DEFAULT)
     """Every timed run in ms, in the order timed: what a comparison with the base tests (the
     percentiles alone cannot tell noise from change). Empty from runners that do not record them."""
+    point: str = dataclasses.field(default="", metadata=serde.OMIT_DEFAULT)
+    """A sweep point (``seq=7``), where ``batch_size`` is the samples stacked at it; empty: a batch size."""
+    first_ms: float | None = dataclasses.field(default=None, metadata=serde.OMIT_DEFAULT)
+    """The session's first run at this shape, before the warm-up (allocations, kernels chosen)."""
+    peak_rss_mb: float | None = dataclasses.field(default=None, metadata=serde.OMIT_DEFAULT)
+    """The highest resident set size sampled after each timed run at this shape (one thread)."""
+
+    def tail(self) -> tuple[float, str]:
+        """The tail with its honest name (:func:`tail` of the samples); without samples, the p99 the
+        runner computed, named for the runs it interpolates."""
+        if self.samples_ms:
+            return tail(self.samples_ms)
+        return self.p99_ms, "p99" if self.runs >= TAIL_FROM else f"p99 interpolated from {self.runs} runs"
+
+    @property
+    def throughput(self) -> float:
+        """Items per second at the median latency (``batch_size`` items a run)."""
+        return self.batch_size * 1000.0 / self.p50_ms if self.p50_ms > 0 else 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,6 +180,14 @@ class Observation:
     """With a base bundle at hand (``--paired-model``): both timed interleaved."""
     paired_error: str = dataclasses.field(default="", metadata=serde.OMIT_DEFAULT)
     """Why the base bundle could not be timed beside this one (its inputs differ, it did not load)."""
+    sweep_outputs: dict[str, dict[str, str]] = dataclasses.field(
+        default_factory=dict, metadata=serde.OMIT_DEFAULT
+    )
+    """Sweep set directory (the manifest's ``sweep_sets``) → output name → observed TensorProto file."""
+    sweep_errors: dict[str, str] = dataclasses.field(default_factory=dict, metadata=serde.OMIT_DEFAULT)
+    """Sweep set directory → the runtime's message, where running that point failed."""
+    sweep_latency: tuple[LatencyStat, ...] = dataclasses.field(default=(), metadata=serde.OMIT_DEFAULT)
+    """Each sweep point that ran, timed (``point`` names it)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,6 +275,8 @@ class TargetResult:
     triage: Triage | None = dataclasses.field(default=None, metadata=serde.OMIT_DEFAULT)
     """Where a failing parity or decision check first diverges and whose fault it is (ci_onnx.triage);
     left out of the JSON for a cell that was not triaged."""
+    sweep_latency: tuple[LatencyStat, ...] = dataclasses.field(default=(), metadata=serde.OMIT_DEFAULT)
+    """The serving profile over the sweep points: each point timed (``point`` names it)."""
 
     def check(self, name: str) -> CheckResult | None:
         return next((c for c in self.checks if c.name == name), None)

@@ -33,6 +33,9 @@ class Budgets:
     peak_rss_mb: float | None = None
     p99_ms: dict[str, float] = dataclasses.field(default_factory=dict)
     """Batch size (as a string, or ``*`` for every one) → the p99 latency allowed, in ms."""
+    min_throughput: dict[str, float] = dataclasses.field(default_factory=dict)
+    """A batch size (``8``), a sweep point (``seq=64``) or ``*`` for every one → the fewest items per
+    second allowed."""
 
     @staticmethod
     def from_config(section: Mapping[str, Any]) -> Budgets:
@@ -44,10 +47,17 @@ class Budgets:
             else ({EVERY_BATCH: float(p99)} if p99 is not None else {})
         )
         cold, rss = section.get("cold_start_ms"), section.get("peak_rss_mb")
+        least = section.get("min_throughput")
+        throughput = (
+            {str(k): float(v) for k, v in least.items()}
+            if isinstance(least, Mapping)
+            else ({EVERY_BATCH: float(least)} if least is not None else {})
+        )
         return Budgets(
             cold_start_ms=float(cold) if cold is not None else None,
             peak_rss_mb=float(rss) if rss is not None else None,
             p99_ms=by_batch,
+            min_throughput=throughput,
         )
 
 
@@ -65,6 +75,9 @@ class VerifyOptions:
     session_presets: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     """targets.session_presets: the config's own presets, so a runner can apply one from the plan."""
     budgets: Budgets = dataclasses.field(default_factory=Budgets)
+    declared_batch_sizes: tuple[int, ...] = ()
+    """The batch sizes onnx-gate.yml writes itself (verify.batch_sizes, not the default): claims, so a
+    size a fixed batch axis cannot take fails ``batch[N]`` instead of being skipped."""
     paired_bundles: str = ""
     """A run's own setting, never the config's: the base commit's bundles directory, so a runner
     that can times each target's base bundle beside its own (``--baseline``, ``--baseline-ref``)."""
@@ -87,6 +100,7 @@ def options_from(cfg: Config | None, *, timeout_s: float | None = None) -> Verif
             accuracy_drop=cfg.accuracy_drop,
             session_presets=cfg.targets.session_presets,
             budgets=cfg.budgets,
+            declared_batch_sizes=cfg.verify.batch_sizes if cfg.verify.batch_sizes_declared else (),
             triage_timeout_s=cfg.verify.triage_timeout_s,
             triage_config=str(cfg.path) if cfg.model.factory else "",
         )

@@ -103,7 +103,7 @@ def report(
     from ci_onnx.github import workflow
     from ci_onnx.github.context import from_env
     from ci_onnx.plan import read_plan
-    from ci_onnx.report import baseline, gate, junit_reader, limits, render, view
+    from ci_onnx.report import baseline, charts, gate, junit_reader, limits, render, view
     from ci_onnx.report.collect import collect
 
     ctx = from_env(os.environ, token=github_token, pr_number=pr_number)
@@ -144,6 +144,7 @@ def report(
     )
     out.mkdir(parents=True, exist_ok=True)
     report_file.write_text(render.render(the_view))
+    charts.write_svgs(out, the_view.charts)  # the report's charts, as files beside it
     if commit or ctx.sha:  # what a later run compares with: these results' commit and bundles
         baseline.write_meta(out, commit or ctx.sha, baseline.bundles_of(collection))
     summary = render.render_within(the_view, limits.JOB_SUMMARY)

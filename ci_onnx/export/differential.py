@@ -32,7 +32,9 @@ def findings(
     batch: int,
     samples: Arrays | None,
     example: Arrays,
+    maxima: Mapping[str, int] | None = None,
 ) -> list[CheckResult]:
+    """``maxima``: the largest size of each dim (model.dim_max, the position table), which no probe passes."""
     m, v = cfg.model, cfg.verify
     graph_check = checks.dynamic_axes(proto, m.inputs, m.dynamic_axes)
     try:
@@ -59,7 +61,7 @@ def findings(
                 else []
             ),
         ]
-    out = [_swept(comparer, graph_check, m, batch, v.seed, exporter, outcome.frozen_branches)]
+    out = [_swept(comparer, graph_check, m, batch, v.seed, exporter, outcome.frozen_branches, maxima or {})]
     if outcome.frozen_branches:
         first = _first(m.inputs, samples, batch)
         candidates = control_flow.probes(m.inputs, batch, m.dim_sizes, v.seed, first)
@@ -89,10 +91,11 @@ def _swept(
     seed: int,
     exporter: str,
     suspects: tuple[str, ...],
+    maxima: Mapping[str, int],
 ) -> CheckResult:
     if graph_check.status is not Status.PASSED:
         return graph_check  # the file already fixes a declared axis: that is the finding
-    points = sweep.points(m.inputs, m.dynamic_axes, batch, m.dim_sizes, seed)
+    points = sweep.points(m.inputs, m.dynamic_axes, batch, m.dim_sizes, seed, maxima)
     if not points:
         return graph_check
     if isinstance(comparer, str):
@@ -105,7 +108,7 @@ def _swept(
             warnings=graph_check.warnings,
         )
     sizes = sweep.export_sizes(m.inputs, m.dynamic_axes, batch, m.dim_sizes)
-    return sweep.check(comparer, points, sizes, graph_check, exporter, suspects)
+    return sweep.check(comparer, points, sizes, graph_check, exporter, suspects, maxima)
 
 
 class Other:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ci_onnx import tensorproto
-from ci_onnx.bundle import MODEL, Manifest, TensorSpec, TestDataSet
+from ci_onnx.bundle import MODEL, Manifest, SweepSet, TensorSpec, TestDataSet
 from ci_onnx.config import Config
 from ci_onnx.errors import ConfigError
 from ci_onnx.export import checks, inputs, writer
@@ -185,6 +185,12 @@ def make_bundle(cfg: Config, bundle_dir: Path) -> Manifest:
             "original model did (give test data for that)"
         )
     findings.append(CheckResult("reference-parity", Status.SKIPPED, reference))
+    dynamic_axes = {
+        s.name: {str(a): d for a, d in enumerate(s.shape) if isinstance(d, str)}
+        for s in (*specs, *outs)
+        if any(isinstance(d, str) for d in s.shape)
+    }
+    points = _sweep_sets(cfg, bundle_dir, specs, dynamic_axes, written)
     return writer.write(
         bundle_dir,
         cfg,
@@ -195,15 +201,50 @@ def make_bundle(cfg: Config, bundle_dir: Path) -> Manifest:
         ir_version=int(proto.ir_version),
         inputs=specs,
         outputs=outs,
-        dynamic_axes={
-            s.name: {str(a): d for a, d in enumerate(s.shape) if isinstance(d, str)}
-            for s in (*specs, *outs)
-            if any(isinstance(d, str) for d in s.shape)
-        },
+        dynamic_axes=dynamic_axes,
         test_data_sets=written,
         node_count=len(proto.graph.node),
         op_histogram=checks.histogram(proto),
         package_versions=writer.versions("onnx", "onnxruntime"),
+        sweep_sets=points,
+    )
+
+
+def _sweep_sets(
+    cfg: Config,
+    bundle_dir: Path,
+    specs: tuple[TensorSpec, ...],
+    dynamic_axes: dict[str, dict[str, str]],
+    written: list[TestDataSet],
+) -> tuple[SweepSet, ...]:
+    """The sweep points of the graph's symbolic dims other than the batch axis, with onnxruntime's
+    unoptimised CPU run as their reference (no torch here); a dim's export size is model.dim_sizes',
+    else its size in the first test data set."""
+    from ci_onnx.export import onnx_reference, sweep, sweep_sets
+
+    if not set(sweep.symbols(dynamic_axes, specs)) - sweep.batch_symbols(specs, dynamic_axes):
+        return ()
+    drawable = onnx_reference.drawable_specs(cfg, specs)
+    sizes = dict(cfg.model.dim_sizes)
+    if written:
+        first = {s.name: decode.load(bundle_dir / written[0].directory / f"input_{i}.pb", s.dtype)
+                 for i, s in enumerate(specs) if values.kind(s.dtype) == "tensor"}  # fmt: skip
+        for s in specs:
+            for axis, d in enumerate(s.shape):
+                if isinstance(d, str) and axis and s.name in first and axis < first[s.name].ndim:
+                    sizes.setdefault(d, int(first[s.name].shape[axis]))
+    return sweep_sets.write(
+        bundle_dir,
+        drawable,
+        dynamic_axes,
+        batch=inputs.EXAMPLE_BATCH,
+        dim_sizes=sizes,
+        seed=cfg.verify.seed,
+        declared=cfg.verify.sweeps,
+        maxima=cfg.model.dim_max,
+        reference=onnx_reference.unoptimized(bundle_dir / MODEL),
+        who="onnxruntime's unoptimised CPU run (the ONNX-only reference)",
+        keep_refused=True,
     )
 
 

@@ -12,8 +12,9 @@ computes what the model it came from computed) is said in the bundle's ``referen
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -58,24 +59,38 @@ def random_set(cfg: Config, model: Path, graph_inputs: Sequence[TensorSpec]) -> 
     feeds = inputs.random_inputs(specs, cfg.verify.random_inputs, cfg.verify.seed, cfg.model.dim_sizes)
     import onnxruntime as ort
 
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     try:
-        session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
-        names = [o.name for o in session.get_outputs()]
-        outputs = session.run(names, feeds)
+        refs = unoptimized(model)(feeds)
+    except ConfigError:
+        raise
     except Exception as exc:  # onnxruntime's own message: the reason there is no reference
         text = " ".join(str(exc).split())[:300]
         raise ConfigError(
             f"model.test_data: without it the reference is onnxruntime {ort.__version__}'s CPU run, which "
             f"failed on random inputs ({text}); give test data in the ONNX layout"
         ) from None
-    refs: Arrays = {}
-    for name, value in zip(names, outputs, strict=True):
-        if not isinstance(value, np.ndarray):
-            raise ConfigError(
-                f"model.test_data: output {name!r} is a {type(value).__name__}, not a tensor; give test "
-                "data in the ONNX layout"
-            )
-        refs[name] = value
     return feeds, refs, ort.__version__
+
+
+def unoptimized(model: Path) -> Callable[[Mapping[str, Any]], Arrays]:
+    """onnxruntime's CPU run of ``model`` with every graph optimization off: the ONNX-only reference
+    (of the random set, and of every sweep point)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+
+    def run(feeds: Mapping[str, Any]) -> Arrays:
+        refs: Arrays = {}
+        for name, value in zip(names, session.run(names, dict(feeds)), strict=True):
+            if not isinstance(value, np.ndarray):
+                raise ConfigError(
+                    f"model.test_data: output {name!r} is a {type(value).__name__}, not a tensor; give "
+                    "test data in the ONNX layout"
+                )
+            refs[name] = value
+        return refs
+
+    return run

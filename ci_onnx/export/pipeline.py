@@ -20,6 +20,8 @@ from ci_onnx.export import (
     parity,
     reference,
     signature,
+    sweep,
+    sweep_sets,
     torch_export,
     writer,
 )
@@ -100,8 +102,21 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
             labelled.write_labels(bundle_dir / directory, m.outputs, labels)
         data.append((directory, TestDataSet(directory, kind, count), feeds, run.outputs))
     findings.append(checks.outputs(proto, m.outputs, [s.name for s in specs], structure))
+    maxima = {**sweep.position_maxima(model, specs, m.dynamic_axes), **m.dim_max}
     findings += differential.findings(
-        cfg, path, proto, outcome, exporter, torch_run, example_batch, samples, example
+        cfg, path, proto, outcome, exporter, torch_run, example_batch, samples, example, maxima
+    )
+    points = sweep_sets.write(
+        bundle_dir,
+        specs,
+        m.dynamic_axes,
+        batch=example_batch,
+        dim_sizes=m.dim_sizes,
+        seed=cfg.verify.seed,
+        declared=cfg.verify.sweeps,
+        maxima=maxima,
+        reference=torch_run,
+        who="PyTorch",
     )
     if torch_failed:
         findings.append(CheckResult("reference-parity", Status.FAILED, torch_failed.splitlines()[0][:500]))
@@ -128,6 +143,7 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
         test_data_sets=[t for _, t, _, _ in data],
         node_count=len(proto.graph.node),
         op_histogram=checks.histogram(proto),
+        sweep_sets=points,
     )
 
 

@@ -280,7 +280,7 @@ def derive(cfg: Config, precision: str, source_dir: Path, bundle_dir: Path) -> M
         shutil.rmtree(bundle_dir)
     bundle_dir.mkdir(parents=True)
     for entry in source_dir.iterdir():
-        if entry.is_dir() and entry.name.startswith("test_data_set_"):
+        if entry.is_dir() and entry.name.startswith(("test_data_set_", "sweep_")):
             shutil.copytree(entry, bundle_dir / entry.name)
     try:
         what, notes = convert(source_dir / MODEL, bundle_dir / MODEL, precision, cfg, cfg.verify.seed)

@@ -7,8 +7,9 @@ into a Reshape or a constant. So for each declared symbol the sweep runs torch a
 size, and compares them (``probing``: a difference convicts only beyond torch's own on that probe).
 
 :func:`sizes` is the one place the sizes are chosen; the check's figures record what was probed
-(``figures["sweep"]``: per symbol, each size and what it showed), so a later, timed sweep can start
-from the same points.
+(``figures["sweep"]``: per symbol, each size and what it showed). The timed sweep of every target
+(:func:`timed_points`, the bundle's ``sweep_sets``) starts from the same sizes and the same draws
+(:func:`feeds_at`), unless ``verify.sweeps`` names others.
 """
 
 from __future__ import annotations
@@ -34,13 +35,92 @@ class Point:
     graph diverges on these too, the values are the cause, not the size."""
 
 
-def sizes(export_size: int) -> tuple[int, ...]:
-    """The sizes a dynamic dim is probed at: the smallest (1), an odd one, the export size, a larger one."""
+def sizes(export_size: int, maximum: int | None = None) -> tuple[int, ...]:
+    """The sizes a dynamic dim is probed at: the smallest (1), an odd one, the export size, a larger one
+    (``maximum`` where the dim declares one, else twice the export size); none past ``maximum``."""
     odd = export_size // 2 + 1
     odd += 1 - odd % 2
     if odd in (1, export_size):
         odd = export_size + 2 if export_size % 2 else export_size + 1
-    return tuple(dict.fromkeys((1, odd, export_size, 2 * export_size)))
+    large = maximum if maximum is not None else 2 * export_size
+    chosen = dict.fromkeys((1, odd, export_size, large))
+    return tuple(n for n in chosen if maximum is None or n <= maximum)
+
+
+def batch_symbols(specs: Sequence[TensorSpec], dynamic_axes: Mapping[str, Mapping[str, str]]) -> set[str]:
+    """The symbols of the inputs' batch axis (axis 0 where the spec has it symbolic): batch_sizes
+    sweeps those, the timed sweep every other one."""
+    return {
+        name
+        for s in specs
+        if inputs.batch_axis(s)
+        for axis, name in dynamic_axes.get(s.name, {}).items()
+        if axis == "0"
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class Timed:
+    """One point of the timed sweep."""
+
+    symbol: str
+    size: int
+    export_size: int
+    declared: bool
+
+
+def timed_points(
+    specs: Sequence[TensorSpec],
+    dynamic_axes: Mapping[str, Mapping[str, str]],
+    batch: int,
+    dim_sizes: Mapping[str, int],
+    declared: Mapping[str, Sequence[int]],
+    maxima: Mapping[str, int],
+) -> list[Timed]:
+    """Every dynamic dim but the batch: at ``declared`` sizes (verify.sweeps) where given, else at
+    :func:`sizes`; the export size included, so the profile has the traced point too."""
+    now = export_sizes(specs, dynamic_axes, batch, dim_sizes)
+    skip = batch_symbols(specs, dynamic_axes)
+    out = []
+    for symbol in symbols(dynamic_axes, specs):
+        if symbol in skip or symbol not in now:
+            continue
+        chosen = declared[symbol] if symbol in declared else sizes(now[symbol], maxima.get(symbol))
+        out += [Timed(symbol, n, now[symbol], symbol in declared) for n in sorted(set(chosen))]
+    return out
+
+
+def position_maxima(
+    model: Any, specs: Sequence[TensorSpec], dynamic_axes: Mapping[str, Mapping[str, str]]
+) -> dict[str, int]:
+    """The model's position table (an ``nn.Embedding`` named like ``position``) as the bound of every
+    dynamic dim of its integer inputs (token ids) but the batch: past it the model cannot index."""
+    import torch
+
+    tables = [
+        m.num_embeddings
+        for name, m in model.named_modules()
+        if isinstance(m, torch.nn.Embedding) and "position" in name.lower()
+    ]
+    if not tables:
+        return {}
+    skip = batch_symbols(specs, dynamic_axes)
+    integer = [s for s in specs if s.dtype.startswith(("int", "uint"))]
+    dims = {n for s in integer for n in dynamic_axes.get(s.name, {}).values() if n not in skip}
+    return {d: min(tables) for d in dims}
+
+
+def feeds_at(
+    specs: Sequence[TensorSpec],
+    dynamic_axes: Mapping[str, Mapping[str, str]],
+    symbol: str,
+    size: int,
+    batch: int,
+    dim_sizes: Mapping[str, int],
+    seed: int,
+) -> dict[str, Any]:
+    """The inputs of the point ``symbol = size``: the same draw the export's probe of it makes."""
+    return _resized(specs, dynamic_axes, symbol, size, batch, dim_sizes, seed + 7919 + size)
 
 
 def symbols(dynamic_axes: Mapping[str, Mapping[str, str]], specs: Sequence[TensorSpec]) -> list[str]:
@@ -71,6 +151,7 @@ def points(
     batch: int,
     dim_sizes: Mapping[str, int],
     seed: int,
+    maxima: Mapping[str, int] | None = None,
 ) -> list[Point]:
     """One probe per (symbol, size other than the export's), drawn like the declared inputs."""
     now = export_sizes(specs, dynamic_axes, batch, dim_sizes)
@@ -78,10 +159,10 @@ def points(
     for symbol in symbols(dynamic_axes, specs):
         if symbol not in now:
             continue
-        for size in sizes(now[symbol]):
+        for size in sizes(now[symbol], (maxima or {}).get(symbol)):
             if size == now[symbol]:
                 continue
-            feeds = _resized(specs, dynamic_axes, symbol, size, batch, dim_sizes, seed + 7919 + size)
+            feeds = feeds_at(specs, dynamic_axes, symbol, size, batch, dim_sizes, seed)
             label = f"{symbol} = {size}"
             back = _refit(feeds, specs, dynamic_axes, symbol, now[symbol])
             same = Probe(f"the values of {label} at {symbol} = {now[symbol]}", back)
@@ -136,6 +217,7 @@ def check(
     graph_check: CheckResult,
     exporter: str,
     suspects: Sequence[str] = (),
+    maxima: Mapping[str, int] | None = None,
 ) -> CheckResult:
     """``dynamic-axes`` with the sweep's evidence: failed at the first size where the graph diverges."""
     record: dict[str, dict[str, Any]] = {}
@@ -143,7 +225,7 @@ def check(
         traced = export_size[symbol]
         record[symbol] = {
             "export_size": traced,
-            "sizes": list(sizes(traced)),
+            "sizes": list(sizes(traced, (maxima or {}).get(symbol))),
             "results": {str(traced): "the export size"},
         }
     failed: list[tuple[Point, Outcome]] = []

@@ -20,6 +20,7 @@ from ci_onnx import __version__
 from ci_onnx.bundle import (
     SCHEMA_VERSION,
     Manifest,
+    SweepSet,
     TensorSpec,
     TestDataSet,
     hash_files,
@@ -43,9 +44,13 @@ def fresh_dir(path: Path) -> Path:
 
 def write_set(bundle_dir: Path, index: int, inputs: Arrays, outputs: Arrays) -> str:
     """test_data_set_<index>/input_<i>.pb and output_<i>.pb, in the given (declared) order."""
+    return write_dir(bundle_dir, f"test_data_set_{index}", inputs, outputs)
+
+
+def write_dir(bundle_dir: Path, directory: str, inputs: Arrays, outputs: Arrays) -> str:
+    """``directory``/input_<i>.pb and output_<i>.pb: the test-data layout (a sweep point's too)."""
     from onnx import numpy_helper
 
-    directory = f"test_data_set_{index}"
     target = bundle_dir / directory
     target.mkdir(parents=True, exist_ok=True)
     for kind, arrays in (("input", inputs), ("output", outputs)):
@@ -114,6 +119,7 @@ def write(
     op_histogram: Mapping[str, int] | None = None,
     package_versions: Mapping[str, str] | None = None,
     precision: str = "fp32",
+    sweep_sets: Sequence[SweepSet] = (),
 ) -> Manifest:
     """Hash what is in ``bundle_dir`` and write its manifest; fields that cannot be known stay neutral."""
     v = cfg.verify
@@ -140,6 +146,7 @@ def write(
         versions=dict(package_versions or versions(*EXPORT_PACKAGES)),
         preprocessing=cfg.model.preprocessing,
         seed=v.seed,
+        sweep_sets=tuple(sweep_sets),
     )
     write_manifest(bundle_dir, manifest)
     return manifest

@@ -113,6 +113,9 @@ class Capabilities:
     interpreter: bool = False
     """It runs in a Python interpreter from PyPI: ``verify --python``, this interpreter when it holds
     the release, the action's install of the release."""
+    sweep_points: bool = False
+    """Its observer runs the bundle's sweep points (``sweep_sets``: ``sweep[seq=7]``, checked and
+    timed); other kinds get those checks skipped, with why."""
     id_axes: tuple[str, ...] = ()
     """Parts of its ids beyond the common ones: ``api_level`` (android)."""
 

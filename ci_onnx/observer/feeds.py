@@ -29,11 +29,39 @@ def read_inputs(manifest: Manifest, bundle: Path, directory: str) -> Values:
 
 
 def served_sizes(bundle: Path) -> list[int]:
-    """The batch sizes a runner serves the bundle at, ascending; none where there is no batch axis."""
+    """The batch sizes a runner serves the bundle at (:func:`served`)."""
     from ci_onnx.bundle import read_manifest
 
-    manifest = read_manifest(bundle, verify_hashes=False)
-    return [] if batch_axis_problem(manifest) else sorted(manifest.batch_sizes)
+    return served(read_manifest(bundle, verify_hashes=False))
+
+
+def served(manifest: Manifest) -> list[int]:
+    """The batch sizes a runner serves and times, ascending: the declared ones where the inputs have a
+    batch axis; the model's own size where its batch axis is fixed (:func:`fixed_size`), whatever
+    batch_sizes says, so a fixed-shape model is still timed; else none."""
+    if not batch_axis_problem(manifest):
+        return sorted(manifest.batch_sizes)
+    fixed = fixed_size(manifest)
+    return [fixed] if fixed else []
+
+
+def fixed_size(manifest: Manifest) -> int | None:
+    """The batch a fixed-shape model serves: every input a tensor whose axis 0 is one number, declared
+    dynamic nowhere, and every output's axis 0 that same number; None otherwise."""
+    found = set()
+    for spec in manifest.inputs:
+        if values.kind(spec.dtype) != "tensor" or not spec.shape or not isinstance(spec.shape[0], int):
+            return None
+        if "0" in manifest.dynamic_axes.get(spec.name, {}):
+            return None
+        found.add(spec.shape[0])
+    if len(found) != 1:
+        return None
+    n = found.pop()
+    for out in manifest.outputs:
+        if values.kind(out.dtype) == "tensor" and (not out.shape or out.shape[0] != n):
+            return None
+    return n if n > 0 else None
 
 
 def batch_axis_problem(manifest: Manifest) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import resource
 import sys
 import threading
@@ -37,11 +38,31 @@ def stat(batch_size: int, times: list[float]) -> LatencyStat:
     )
 
 
-def latency(batch_size: int, run: Callable[[], object], runs: int) -> LatencyStat:
-    """``runs`` timed calls after a warm-up."""
-    for _ in range(WARMUP_RUNS):
+def latency(
+    batch_size: int,
+    run: Callable[[], object],
+    runs: int,
+    *,
+    point: str = "",
+    first_ms: float | None = None,
+) -> LatencyStat:
+    """``runs`` timed calls after a warm-up, the RSS sampled after each; ``first_ms``: the session's
+    first run at this shape where the caller timed it, else the first warm-up call's."""
+    first = first_ms if first_ms is not None else _timed(run)
+    for _ in range(WARMUP_RUNS - (first_ms is None)):
         run()
-    return stat(batch_size, [_timed(run) for _ in range(runs)])
+    times: list[float] = []
+    peak = rss_mb()
+    for _ in range(runs):
+        times.append(_timed(run))
+        now = rss_mb()
+        peak = max(peak, now) if peak is not None and now is not None else peak
+    return dataclasses.replace(
+        stat(batch_size, times),
+        point=point,
+        first_ms=round(first, 4),
+        peak_rss_mb=round(peak, 2) if peak is not None else None,
+    )
 
 
 def interleaved(

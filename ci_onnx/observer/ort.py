@@ -29,7 +29,7 @@ import numpy as np
 
 from ci_onnx import __version__, defaults, serde
 from ci_onnx.bundle import MODEL, Manifest, read_manifest
-from ci_onnx.observer import coldstart, feeds, measure, optcache, session
+from ci_onnx.observer import coldstart, feeds, measure, optcache, session, sweep_runs
 from ci_onnx.observer.placement import CPU, from_verbose_log, profile_nodes, summarise
 from ci_onnx.results import SCHEMA_VERSION, Environment, Observation, PairedLatency
 from ci_onnx.target import Target
@@ -105,11 +105,14 @@ def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observ
 
     obs = _parity_runs(sess, manifest, bundle, out, obs)
     obs = _placement(ort, sess if profile else None, model, providers, out, obs, options.placement)
-    obs, working = _batch_runs(sess, manifest, bundle, out, obs)
+    obs, first_ms = _batch_runs(sess, manifest, bundle, out, obs)
+    working = sorted(first_ms)
     data = feeds.read_inputs(manifest, bundle, manifest.test_data_sets[0].directory) if working else {}
     feeds_by_n = {n: feeds.first(data, n) for n in working}
     stats = tuple(
-        measure.latency(n, functools.partial(feeds.run, sess, inputs), options.latency_runs)
+        measure.latency(
+            n, functools.partial(feeds.run, sess, inputs), options.latency_runs, first_ms=first_ms[n]
+        )
         for n, inputs in sorted(feeds_by_n.items())
     )
     obs = dataclasses.replace(obs, latency=stats)
@@ -127,6 +130,9 @@ def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observ
             rss_before_mb=round(before, 2) if before is not None else None,
             memory_threads=options.memory_threads,
         )
+    obs = sweep_runs.observe(
+        sess, manifest, bundle, out, obs, options.latency_runs
+    )  # after the memory figure
     del sess  # nothing below uses it, and its threads would only compete with what is timed there
     if options.paired_bundle and feeds_by_n:  # after the memory figure, which one session must make alone
         obs = _paired(ort, model, Path(options.paired_bundle), providers, preset, feeds_by_n, options, obs)
@@ -217,26 +223,29 @@ def _parity_runs(sess: Any, manifest: Manifest, bundle: Path, out: Path, obs: Ob
 
 def _batch_runs(
     sess: Any, manifest: Manifest, bundle: Path, out: Path, obs: Observation
-) -> tuple[Observation, list[int]]:
-    """Each served batch size in one run, and the same samples one at a time as its reference.
+) -> tuple[Observation, dict[int, float]]:
+    """Each served batch size in one run, and the same samples one at a time as its reference; the
+    sizes that ran → how long that first run at the size took (ms).
 
-    Only where the inputs have one batch axis (dynamic or declared): else the judge skips the batch
-    checks with the reason, and nothing runs here.
+    Only where the inputs have one batch axis (dynamic or declared), or at the model's own size where
+    its batch axis is fixed (feeds.served: the judge compares that run with the bundle's reference;
+    single runs could not be taken): else the judge skips the batch checks with the reason.
     """
-    sizes = sorted(manifest.batch_sizes)
-    if not sizes or not manifest.test_data_sets or feeds.batch_axis_problem(manifest):
-        return obs, []
+    sizes = feeds.served(manifest)
+    if not sizes or not manifest.test_data_sets:
+        return obs, {}
+    fixed = feeds.batch_axis_problem(manifest) != ""
     try:
         data = feeds.read_inputs(manifest, bundle, manifest.test_data_sets[0].directory)
         samples = feeds.first(data, max(sizes))
     except Exception as exc:
         return dataclasses.replace(
             obs, batch_reference_error=f"reading the inputs failed: {_message(exc)}"
-        ), []
+        ), {}
     ref_error = ""
     singles: list[dict[str, Any]] = []
     try:
-        singles = [feeds.run(sess, feeds.sample(samples, i)) for i in range(max(sizes))]
+        singles = [] if fixed else [feeds.run(sess, feeds.sample(samples, i)) for i in range(max(sizes))]
     except Exception as exc:
         ref_error = f"single-sample runs failed: {_message(exc)}"
     reference = {}
@@ -249,10 +258,10 @@ def _batch_runs(
             ref_error = f"the single-sample outputs do not stack on axis 0: {_message(exc)}"
     files: dict[str, dict[str, str]] = {}
     errors: dict[str, str] = {}
-    working = []
-    fixed = feeds.fixed_batch(sess)
+    working: dict[int, float] = {}
+    frozen_in_file = feeds.fixed_batch(sess)
     for n in sizes:
-        frozen = {name: d for name, d in fixed.items() if d != n}
+        frozen = {name: d for name, d in frozen_in_file.items() if d != n}
         if frozen:  # declared a batch axis, but the file froze it
             name, d = next(iter(frozen.items()))
             errors[str(n)] = (
@@ -260,13 +269,16 @@ def _batch_runs(
                 f"batch {n}; export it with a dynamic batch axis (dynamic_axes)"
             )
             continue
+        batch = feeds.first(samples, n)
         try:
-            got = feeds.run(sess, feeds.first(samples, n))
+            start = time.perf_counter()
+            got = feeds.run(sess, batch)
+            first = (time.perf_counter() - start) * 1000.0
         except Exception as exc:
             errors[str(n)] = _message(exc)
             continue
         files[str(n)] = feeds.save(out, f"batch_{n}", manifest, got)
-        working.append(n)
+        working[n] = first
     obs = dataclasses.replace(
         obs,
         batch_outputs=files,

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from ci_onnx.report.charts import Chart
 from ci_onnx.report.junit_reader import JUnitSummary
+from ci_onnx.report.profile import ProfileRow
 from ci_onnx.report.triage import TriageRow
 
 
@@ -264,3 +266,9 @@ class ReportView:
     """With a baseline: what changed."""
     triage: tuple[TriageRow, ...] = ()
     """One line per triaged failing cell: where it first diverges and whose fault it is (ci_onnx.triage)."""
+    profile: tuple[ProfileRow, ...] = ()
+    """The serving profile: per target, each batch size and sweep point timed (ci_onnx/report/profile.py)."""
+    knees: tuple[str, ...] = ()
+    """Per target: where its throughput stops growing over the batch sizes."""
+    charts: tuple[Chart, ...] = ()
+    """Latency and throughput against batch size and each swept dim (ci_onnx/report/charts.py)."""

@@ -18,11 +18,11 @@ import math
 import statistics
 from collections.abc import Sequence
 
+from ci_onnx.results import tail  # the one naming of a tail, the judge's and the report's
+
 MIN_SAMPLES = 8
 """Fewer timed runs a side cannot reach p < 0.01 with a rank test; such figures use the threshold
 alone, and say so."""
-TAIL_FROM = 100
-"""From this many runs the tail is the p99; below it the p99 is the maximum, and is named so."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,14 +108,6 @@ def paired(head: Sequence[float], base: Sequence[float], *, threshold: float, p:
         f"Wilcoxon signed-rank p = {pv:.1g} that the {len(pairs)} pairs are over {_pct(threshold)} slower "
         f"(level {p:g})",
     )
-
-
-def tail(samples: Sequence[float]) -> tuple[float, str]:
-    """The tail figure and its honest name: the p99 from TAIL_FROM runs on, else the maximum."""
-    if len(samples) >= TAIL_FROM:
-        ordered = sorted(samples)
-        return ordered[math.ceil(0.99 * len(ordered)) - 1], "p99"
-    return max(samples), f"max of {len(samples)}"
 
 
 def slower_half(samples: Sequence[float]) -> list[float]:

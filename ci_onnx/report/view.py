@@ -11,7 +11,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from ci_onnx.report import accuracy, failures, precisions, triage, versus
+from ci_onnx.report import accuracy, charts, failures, precisions, profile, triage, versus
 from ci_onnx.report.collect import Collection, Entry
 from ci_onnx.report.figures import fmt_ms, fmt_num, fmt_share
 from ci_onnx.report.gate import Gate
@@ -316,4 +316,7 @@ def build(
         ),
         comparison=versus.comparison(gate),
         triage=triage.rows(entries),
+        profile=profile.rows(judged),
+        knees=profile.knees(judged),
+        charts=charts.charts(judged),
     )

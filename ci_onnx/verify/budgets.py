@@ -1,9 +1,10 @@
 """The serving figures as checks: the cold start, and the budgets of onnx-gate.yml's ``budgets:``.
 
 ``cold-start`` reports what the fresh process measured (or why nothing was), where the runner says.
-A budget that is set becomes ``budget[cold_start_ms]``, ``budget[peak_rss_mb]`` or
-``budget[p99_ms]``: failed by how much the cell is over, passed with its headroom, skipped with the
-reason where the runner could not measure what it needs (``Observation.unmeasured``).
+A budget that is set becomes ``budget[cold_start_ms]``, ``budget[peak_rss_mb]``, ``budget[p99_ms]``
+or ``budget[min_throughput]``: failed by how much the cell is over (or under), passed with its
+headroom, skipped with the reason where the runner could not measure what it needs
+(``Observation.unmeasured``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ def checks(obs: Observation, budgets: Budgets) -> list[CheckResult]:
         out.append(peak_rss_budget(obs, budgets.peak_rss_mb))
     if budgets.p99_ms:
         out.append(p99_budget(obs, budgets.p99_ms))
+    if budgets.min_throughput:
+        out.append(throughput_budget(obs, budgets.min_throughput))
     return out
 
 
@@ -142,4 +145,46 @@ def p99_budget(obs: Observation, budgets: dict[str, float]) -> CheckResult:
         )
         return CheckResult(f"budget[{name}]", Status.FAILED, f"{text} (budgets.{name}){aside}", figures)
     text = ", ".join(f"batch {s.batch_size}: p99 {s.p99_ms:.4g} ≤ {ms:.4g} ms" for s, ms in pairs)
+    return CheckResult(f"budget[{name}]", Status.PASSED, f"within budgets.{name}: {text}{aside}", figures)
+
+
+def _where(key: str) -> str:
+    return key if "=" in key else f"batch {key}"
+
+
+def throughput_budget(obs: Observation, budgets: dict[str, float]) -> CheckResult:
+    """Items per second at the median latency, per batch size (``8``) and sweep point (``seq=64``),
+    against budgets.min_throughput: failed with the figure and how far under it is."""
+    name = "min_throughput"
+    timed = {**{str(s.batch_size): s for s in obs.latency}, **{s.point: s for s in obs.sweep_latency}}
+    if not timed:
+        why = obs.unmeasured.get("latency") or "no batch size or sweep point ran, so nothing was timed"
+        return _skipped(name, why)
+    pairs = (
+        [(k, s, budgets[EVERY_BATCH]) for k, s in timed.items()]
+        if EVERY_BATCH in budgets
+        else [(k, timed[k], least) for k, least in budgets.items() if k in timed]
+    )
+    untimed = [k for k in budgets if k != EVERY_BATCH and k not in timed]
+    if not pairs:
+        return _skipped(
+            name,
+            f"{', '.join(map(_where, untimed))} not timed (timed: {', '.join(map(_where, timed))}; "
+            "verify.batch_sizes and verify.sweeps)",
+        )
+    figures = {
+        "items_per_s": {k: round(s.throughput, 3) for k, s, _ in pairs},
+        "budget_items_per_s": {k: least for k, _, least in pairs},
+    }
+    aside = f"; {', '.join(map(_where, untimed))} not timed" if untimed else ""
+    under = [(k, s, least) for k, s, least in pairs if s.throughput < least]
+    if under:
+        text = "; ".join(
+            f"{_where(k)}: {s.throughput:.4g} items/s is {least - s.throughput:.4g} items/s "
+            f"({(least - s.throughput) / least:.0%}) under {least:.4g} items/s (p50 {s.p50_ms:.3g} ms for "
+            f"{s.batch_size} items)"
+            for k, s, least in under
+        )
+        return CheckResult(f"budget[{name}]", Status.FAILED, f"{text} (budgets.{name}){aside}", figures)
+    text = ", ".join(f"{_where(k)}: {s.throughput:.4g} ≥ {least:.4g} items/s" for k, s, least in pairs)
     return CheckResult(f"budget[{name}]", Status.PASSED, f"within budgets.{name}: {text}{aside}", figures)

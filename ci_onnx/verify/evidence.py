@@ -52,6 +52,10 @@ class Evidence:
     """The python runner's optimized-model cache record (optcache.json), Unreadable, or None."""
     cached: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     """Test data set directory → output name → the outputs of the cached optimized graph."""
+    sweep: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    """Sweep set directory → output name → what the runner's session returned at that point."""
+    sweep_reference: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    """Sweep set directory → output name → the bundle's reference at that point."""
 
 
 def value(found: Any) -> Any:
@@ -108,7 +112,27 @@ def load(manifest: Manifest, obs: Observation, bundle_dir: Path, obs_dir: Path) 
                     bundle_dir / ds.directory / f"output_{i}.pb", dtype
                 )
     optcache, cached = _optcache(obs_dir, specs)
-    return Evidence(reference, observed, batch, batch_reference, labels, labelled_reference, optcache, cached)
+    sweep, sweep_reference = {}, {}
+    for sw in manifest.sweep_sets:
+        got = obs.sweep_outputs.get(sw.directory, {}) if sw.directory and not sw.error else {}
+        sweep[sw.directory] = {n: _read(obs_dir / got[n], specs[n][1]) for n in got if n in specs}
+        sweep_reference[sw.directory] = {
+            n: _read(bundle_dir / sw.directory / f"output_{i}.pb", dtype)
+            for n, (i, dtype) in specs.items()
+            if n in got
+        }
+    return Evidence(
+        reference,
+        observed,
+        batch,
+        batch_reference,
+        labels,
+        labelled_reference,
+        optcache,
+        cached,
+        sweep=sweep,
+        sweep_reference=sweep_reference,
+    )
 
 
 def _optcache(obs_dir: Path, specs: Mapping[str, tuple[int, str]]) -> tuple[Any, dict[str, dict[str, Any]]]:

@@ -25,7 +25,7 @@ from ci_onnx.results import (
 )
 from ci_onnx.shorten import fit, runtime_words
 from ci_onnx.target import Status, Target
-from ci_onnx.verify import accuracy, budgets, cache_check, compare, decode, serving
+from ci_onnx.verify import accuracy, budgets, cache_check, compare, decode, serving, sweeps
 from ci_onnx.verify.evidence import Evidence, value
 from ci_onnx.verify_options import VerifyOptions
 
@@ -121,7 +121,8 @@ def judge(
         checks.append(_decision_check(decisions))
     checks += accuracy.checks(manifest, obs, evidence, options.accuracy_drop)
     checks += cache_check.checks(manifest, obs, evidence, target.runner)
-    checks += serving.batch_checks(manifest, obs, evidence)
+    checks += serving.batch_checks(manifest, obs, evidence, options.declared_batch_sizes)
+    checks += sweeps.checks(manifest, obs, evidence, target.runner)
     checks.append(serving.fallback(obs, provider.accelerator, options))
     checks += serving.timing(obs)
     checks += budgets.checks(obs, options.budgets)  # cold start, and budgets.* where set
@@ -139,6 +140,7 @@ def judge(
         peak_rss_mb=obs.peak_rss_mb,
         serving=obs.serving,
         paired=obs.paired,
+        sweep_latency=obs.sweep_latency,
     )
 
 

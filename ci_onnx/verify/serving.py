@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ci_onnx import serde
 from ci_onnx.bundle import Manifest
-from ci_onnx.observer.feeds import batch_axis_problem, batched_outputs
+from ci_onnx.observer.feeds import batch_axis_problem, batched_outputs, fixed_size
 from ci_onnx.results import CheckResult, Observation
 from ci_onnx.target import Status
 from ci_onnx.verify import compare
@@ -12,10 +14,20 @@ from ci_onnx.verify.evidence import Evidence, value
 from ci_onnx.verify_options import VerifyOptions
 
 
-def batch_checks(manifest: Manifest, obs: Observation, evidence: Evidence) -> list[CheckResult]:
-    """One check per served batch size, where the inputs have a batch axis; a skip saying why not."""
-    checks = []
+def batch_checks(
+    manifest: Manifest, obs: Observation, evidence: Evidence, declared: Sequence[int] = ()
+) -> list[CheckResult]:
+    """One check per served batch size, where the inputs have a batch axis; a skip saying why not.
+
+    A model whose batch axis is fixed is checked at its own size (one run against the bundle's
+    reference). A size it cannot take fails where ``declared`` (verify.batch_sizes written in the
+    config: a claim) holds it, with the fix, and is skipped where it came from the default."""
     no_axis = batch_axis_problem(manifest)
+    if no_axis and (frozen := fixed_axis(manifest)) is not None:
+        return [
+            _fixed(manifest, obs, evidence, n, frozen, n in declared) for n in sorted(manifest.batch_sizes)
+        ]
+    checks = []
     batched = batched_outputs(manifest)
     if not no_axis and not batched:
         no_axis = "no output has the batch axis, so no output can be compared across batch sizes"
@@ -62,6 +74,80 @@ def batch_checks(manifest: Manifest, obs: Observation, evidence: Evidence) -> li
     return checks
 
 
+def fixed_axis(manifest: Manifest) -> tuple[str, int] | None:
+    """(input, size) of the first input whose axis 0 the model fixes (and dynamic_axes does not
+    declare): what keeps it from serving other batch sizes."""
+    for spec in manifest.inputs:
+        declared = "0" in manifest.dynamic_axes.get(spec.name, {})
+        if spec.shape and isinstance(spec.shape[0], int) and not declared:
+            return spec.name, spec.shape[0]
+    return None
+
+
+def _fixed(
+    manifest: Manifest,
+    obs: Observation,
+    evidence: Evidence,
+    n: int,
+    frozen: tuple[str, int],
+    declared: bool,
+) -> CheckResult:
+    """``batch[n]`` of a model whose batch axis is fixed: at its own size, one run of the first ``n``
+    samples against the bundle's reference; at another, failed (a claim) or skipped (the default)."""
+    name, size = frozen
+    own = fixed_size(manifest)
+    if n != own:
+        why = (
+            f"the batch axis of input {name!r} is fixed at {size} in the model, so it cannot serve batch {n}"
+        )
+        if declared:
+            return CheckResult(
+                f"batch[{n}]",
+                Status.FAILED,
+                f"{why}, which verify.batch_sizes declares; declare dynamic_axes for input {name!r} "
+                f"(model.dynamic_axes: {{{name}: {{0: batch}}}}) and export again, or drop {n} from "
+                "verify.batch_sizes",
+            )
+        return CheckResult(
+            f"batch[{n}]",
+            Status.SKIPPED,
+            f"not checked: {why} (verify.batch_sizes' default; write the sizes you serve to make them "
+            "a claim)",
+        )
+    check = f"batch[{n}]"
+    if str(n) in obs.batch_errors:
+        return CheckResult(check, Status.FAILED, obs.batch_errors[str(n)])
+    ds = manifest.test_data_sets[0].directory if manifest.test_data_sets else ""
+    served = evidence.batch.get(str(n), {})
+    refs = evidence.reference.get(ds, {})
+    if not served:
+        return CheckResult(check, Status.FAILED, "the runner did not run the model's own batch size")
+    parts = []
+    for spec in manifest.outputs:
+        if spec.name in served and spec.name in refs:
+            ref, got = value(refs[spec.name]), value(served[spec.name])
+            ref = ref[:n] if getattr(ref, "ndim", 0) else ref
+            parts.append(compare.values(spec.name, got, ref, manifest.tolerance_for(spec.name)))
+    figures = {p.output: serde.to_json(p) for p in parts}
+    bad = [p for p in parts if not p.passed]
+    if bad or not parts:
+        detail = "; ".join(f"{p.output}: {p.shape_mismatch or compare.describe(p)}" for p in bad)
+        return CheckResult(
+            check,
+            Status.FAILED,
+            f"batch {n} (the model's fixed size) differs from PyTorch: {detail or 'no output to compare'}",
+            figures,
+        )
+    worst = max(p.max_abs for p in parts)
+    return CheckResult(
+        check,
+        Status.PASSED,
+        f"batch {n} is the model's fixed size: one run of the first {n} sample(s) matches PyTorch "
+        f"(max abs {worst:.3g}); timed under latency",
+        figures,
+    )
+
+
 def fallback(obs: Observation, accelerator: bool, options: VerifyOptions) -> CheckResult:
     if obs.strict_fallback_error:
         return CheckResult("fallback", Status.FAILED, f"strict fallback: {obs.strict_fallback_error}")
@@ -90,7 +176,8 @@ def timing(obs: Observation) -> list[CheckResult]:
     checks = []
     if obs.latency:
         per = "; ".join(
-            f"batch {s.batch_size}: p50 {s.p50_ms:.3g} ms, p90 {s.p90_ms:.3g} ms, p99 {s.p99_ms:.3g} ms"
+            f"batch {s.batch_size}: p50 {s.p50_ms:.3g} ms, p90 {s.p90_ms:.3g} ms, {s.tail()[1]} "
+            f"{s.tail()[0]:.3g} ms"
             for s in obs.latency
         )
         created = f"; session created in {obs.session_create_ms:.0f} ms" if obs.session_create_ms else ""

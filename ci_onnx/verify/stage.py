@@ -343,7 +343,12 @@ def _judge_launched(
         check = CheckResult("runner", Status.ERROR, why, duration_s=done.duration_s)
         return judge.result(target, manifest, [*judge.export_checks(manifest), check])
     try:
-        for files in [*obs.outputs.values(), *obs.batch_outputs.values(), obs.batch_reference]:
+        for files in [
+            *obs.outputs.values(),
+            *obs.batch_outputs.values(),
+            obs.batch_reference,
+            *obs.sweep_outputs.values(),
+        ]:
             for rel in files.values():
                 confined(obs_dir, rel, "observed output")
         tensors = evidence.load(manifest, obs, p.bundle_dir, obs_dir)  # the only file reads of judging

@@ -55,6 +55,32 @@ def test_a_manifest_dimension_no_integer_can_hold_is_refused_without_undefined_b
     assert _one(driver, tmp_path, "M", seeds["lone-surrogate"]).startswith("0 not valid JSON (a bad string)")
 
 
+def test_a_manifest_sweep_point_outside_the_bundle_or_past_any_integer_is_refused(
+    driver: Path, tmp_path: Path
+) -> None:
+    real = sanitized.manifest_seeds(tmp_path)["real"]
+    assert b'"sweep_sets": []' in real
+
+    def with_point(point: str) -> bytes:
+        return real.replace(b'"sweep_sets": []', f'"sweep_sets": [{point}]'.encode())
+
+    good = '{"directory": "sweep_0_seq_7", "symbol": "seq", "size": 7, "count": 2}'
+    assert _one(driver, tmp_path, "M", with_point(good)).startswith("1 ")
+    for bad in ('"../up"', '"/abs"'):
+        point = good.replace('"sweep_0_seq_7"', bad)
+        assert _one(driver, tmp_path, "M", with_point(point)).startswith(
+            "0 sweep_sets[0] is not a sweep point"
+        )
+    for size in (str(2**70), "1e400", "-nan", "0", "2.5"):
+        point = good.replace('"size": 7', f'"size": {size}')
+        assert _one(driver, tmp_path, "M", with_point(point)).startswith(
+            "0 sweep_sets[0] is not a sweep point"
+        )
+    assert _one(driver, tmp_path, "M", real.replace(b'"sweep_sets": []', b'"sweep_sets": 3')).startswith(
+        "0 sweep_sets is not a list"
+    )
+
+
 def test_a_bounded_mutation_session_finds_no_report_and_no_disagreement(tmp_path: Path) -> None:
     found = sanitized.session(tmp_path, SECONDS)
     assert found.sanitizer_reports == 0, found.report

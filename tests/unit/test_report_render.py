@@ -29,10 +29,17 @@ def test_the_comment_reads_headline_first_then_failures_then_tables() -> None:
     assert lines[1] == "## ❌ onnx-gate: 2 of 12 targets failed (decision, fallback, parity)"
     order = [
         text.index(h)
-        for h in ("### Failures", "### Parity", "### CPU fallback", "### Latency", "### Expected skips")
+        for h in (
+            "### Failures",
+            "### Parity",
+            "### CPU fallback",
+            "### Latency",
+            "### Latency and throughput",
+            "### Expected skips",
+        )
     ]
     assert order == sorted(order)
-    assert text.count("<details>") == text.count("</details>") == 2
+    assert text.count("<details>") == text.count("</details>") == 3  # two failures, the profile table
 
 
 @pytest.mark.parametrize("limit", [limits.COMMENT, limits.CHECK_SUMMARY, limits.JOB_SUMMARY])

@@ -32,6 +32,7 @@ def test_each_triaged_failing_cell_gets_one_line_with_its_evidence_folded() -> N
     assert [t.target for t in v.triage] == [failing[0].target.id, failing[1].target.id]
     text = render.render(v)
     section = text[text.index("### Triage") :]
+    section = section[: section.index("\n### ", 1)]  # up to the next section (the profile's list)
     lines = [ln for ln in section.splitlines() if ln.startswith("- `")]
     assert len(lines) == 2
     assert lines[0].startswith(f"- `{failing[0].target.id}`: runtime fault at node_avg_pool2d (AveragePool")

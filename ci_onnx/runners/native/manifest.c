@@ -43,6 +43,28 @@ static int read_specs(const jval *list, const jval *dynamic, const char *what, s
     return 0;
 }
 
+static int is_bundle_dir(const jval *dir) {
+    return dir && dir->t == J_STR && !strstr(dir->str, "..") && dir->str[0] != '/';
+}
+
+static int read_sweeps(const jval *list, manifest *m, char **why) {
+    if (!list) return 0; /* schema 1: no sweep points */
+    if (list->t != J_ARR) return *why = format("sweep_sets is not a list"), -1;
+    m->sweeps = xcalloc(list->n, sizeof(sweep_point));
+    for (size_t i = 0; i < list->n; i++) {
+        const jval *sw = &list->items[i], *dir = j_get(sw, "directory"), *symbol = j_get(sw, "symbol");
+        long long size, count;
+        if (!is_bundle_dir(dir) || !symbol || symbol->t != J_STR || !j_int(j_get(sw, "size"), 1, DIM_LIMIT, &size) ||
+            !j_int(j_get(sw, "count"), 1, DIM_LIMIT, &count))
+            return *why = format("sweep_sets[%zu] is not a sweep point of the bundle (directory, symbol, size, count)", i), -1;
+        sweep_point *p = &m->sweeps[m->n_sweeps++];
+        p->directory = xstrdup(dir->str);
+        p->label = format("%s=%lld", symbol->str, size);
+        p->count = count;
+    }
+    return 0;
+}
+
 void free_manifest(manifest *m) {
     for (size_t i = 0; i < m->n_inputs + m->n_outputs; i++) {
         spec *s = i < m->n_inputs ? &m->inputs[i] : &m->outputs[i - m->n_inputs];
@@ -54,6 +76,8 @@ void free_manifest(manifest *m) {
     free(m->outputs);
     for (size_t i = 0; i < m->n_sets; i++) free(m->sets[i]);
     free(m->sets);
+    for (size_t i = 0; i < m->n_sweeps; i++) free(m->sweeps[i].directory), free(m->sweeps[i].label);
+    free(m->sweeps);
     memset(m, 0, sizeof *m);
 }
 
@@ -76,12 +100,13 @@ int parse_manifest(const char *text, size_t len, manifest *m, char **why) {
     m->sets = xcalloc(sets->n, sizeof(char *));
     for (size_t i = 0; i < sets->n; i++) {
         const jval *dir = j_get(&sets->items[i], "directory");
-        if (!dir || dir->t != J_STR || !dir->str[0] || strstr(dir->str, "..") || dir->str[0] == '/') {
+        if (!is_bundle_dir(dir) || !dir->str[0]) {
             *why = format("test_data_sets[%zu].directory is not a directory of the bundle", i);
             goto done;
         }
         m->sets[m->n_sets++] = xstrdup(dir->str);
     }
+    if (read_sweeps(j_get(&root, "sweep_sets"), m, why)) goto done;
     rc = 0;
 done:
     j_free(&root);

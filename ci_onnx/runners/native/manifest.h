@@ -1,5 +1,5 @@
 /* What the observer reads of a bundle's manifest.json: the input and output specs (name, dtype, rank,
- * axis 0 as written and whether it is declared dynamic) and the test data sets' directories, with
+ * axis 0 as written and whether it is declared dynamic), the test data sets' and sweep points' directories, with
  * the batch-axis rules of ci_onnx/observer/feeds.py. A manifest that is not valid JSON or not a
  * manifest of onnx-gate is refused with the reason; nothing in it is trusted further than that.
  */
@@ -19,10 +19,18 @@ typedef struct {
 } spec;
 
 typedef struct {
+    char *directory;     /* "" where the reference could not be made there: not run (the judge says why) */
+    char *label;         /* "seq=7", as SweepSet.label */
+    long long count;     /* the samples stacked in it */
+} sweep_point;
+
+typedef struct {
     spec *inputs, *outputs;
     size_t n_inputs, n_outputs;
     char **sets;
     size_t n_sets;
+    sweep_point *sweeps; /* sweep_sets; none in a manifest of schema 1 */
+    size_t n_sweeps;
 } manifest;
 
 /* Parse manifest text (len bytes, NUL at text[len]): 0, or -1 with a malloc'd one-line reason in *why.

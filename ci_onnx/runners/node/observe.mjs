@@ -13,7 +13,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { latency, message, range, readInputs, round, rows, stack } from './common.mjs';
+import { latency, message, range, readInputs, round, rows, stack, sweepPoints } from './common.mjs';
 import { readTensor, writeTensor } from './tensorproto.mjs';
 
 const EP_NAMES = { cpu: 'CPUExecutionProvider', webgpu: 'WebGpuExecutionProvider', cuda: 'CUDAExecutionProvider',
@@ -162,6 +162,8 @@ async function observe(args) {
     obs.memory_threads = args.memoryThreads;
     obs.notes.push('peak RSS is the process lifetime peak (process.resourceUsage().maxRSS), an upper bound');
   }
+  const saved = (dir, got) => save(args.out, dir, manifest, got);
+  await sweepPoints(ort, manifest, bundleFile, readTensor, timed, saved, args.latencyRuns, obs); // after the memory figure, as the python runner does
   await sess.release?.();
   return obs;
 }

@@ -7,7 +7,7 @@
 // Every URL is relative to the page's, which carries the cell's secret (drive.mjs refuses the rest).
 
 import './buffer.mjs'; // before the codec: it needs Buffer
-import { latency, message, range, readInputs, round, rows, stack } from '../codec/common.mjs';
+import { latency, message, range, readInputs, round, rows, stack, sweepPoints } from '../codec/common.mjs';
 import { readTensor, writeTensor } from '../codec/tensorproto.mjs';
 
 const MEMORY_WAIT_MS = 2000; // it answers within 0.2 s when it answers at all (bench/WEB.md)
@@ -188,6 +188,10 @@ async function observe(cfg) {
     }
   }
   timings.memory_ms = round(performance.now() - t4, 3);
+  const t5 = performance.now(); // after the memory figure, as the other observers do
+  const saved = (dir, got) => save(dir, manifest, got);
+  await sweepPoints(ort, manifest, bundleFile, readTensor, timed, saved, cfg.latencyRuns, obs);
+  timings.sweep_ms = round(performance.now() - t5, 3);
   timings.session_create_ms = obs.session_create_ms;
   timings.runs = RUNS;
   await sess.release?.();

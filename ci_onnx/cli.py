@@ -121,16 +121,52 @@ def cli() -> None:
     help="table for people; json for tools; github writes `matrix` (and more) to $GITHUB_OUTPUT.",
 )
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False), help="Also write the plan JSON here.")
-def plan(config_path: Path, only: Sequence[str], fmt: str, out: Path | None) -> None:
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Print each model's effective settings and the file and line that set each (or `default`).",
+)
+@click.option(
+    "--baseline",
+    metavar="DIR|github",
+    help="The base commit's run (an earlier --out, or `github`: the pull request base's "
+    "onnx-gate-baseline artifact): a model unchanged since then is neither exported nor verified.",
+)
+@click.option("--all", "run_all", is_flag=True, help="Plan every model, changed or not (with --baseline).")
+@click.option(
+    "--github-token", envvar="GITHUB_TOKEN", default="", help="For --baseline github [env: GITHUB_TOKEN]."
+)
+def plan(
+    config_path: Path,
+    only: Sequence[str],
+    fmt: str,
+    out: Path | None,
+    explain: bool,
+    baseline: str | None,
+    run_all: bool,
+    github_token: str,
+) -> None:
     """Expand the declared matrix into targets (expected skips keep their reason)."""
-    from ci_onnx import config
+    from ci_onnx import config, reuse
     from ci_onnx import plan as planning
     from ci_onnx.export import factory
 
-    cfg = config.load(config_path)
-    factory.check(cfg)  # a factory that is not there fails here, not at export
-    index = package_index(cfg.targets.nightly_index)
-    the_plan = planning.select(planning.expand(cfg, index), only)
+    if explain:
+        from ci_onnx import cascade
+
+        click.echo(cascade.explain(config_path))
+        return
+    cfgs = config.load_all(config_path)
+    for cfg in cfgs:
+        factory.check(cfg)  # a factory that is not there fails here, not at export
+    index = package_index(next((c.targets.nightly_index for c in cfgs if c.targets.nightly_index), ""))
+    the_plan = reuse.fingerprinted(planning.select(planning.expand(cfgs, index), only), cfgs)
+    if baseline and not run_all:
+        from ci_onnx.commands.report import load_baseline
+
+        base = load_baseline(baseline, config_path.parent / "onnx-gate-out" / "plan-baseline", github_token)
+        if base is not None:
+            the_plan = reuse.unchanged(the_plan, base)
     if out:
         from ci_onnx.errors import UsageError
 
@@ -173,14 +209,19 @@ def export(config_path: Path, only: Sequence[str], out: Path) -> None:
     from ci_onnx import plan as planning
     from ci_onnx.export import runner
 
-    cfg = config.load(config_path)
-    onnx_opset = planning.opsets_of(cfg)[0] if cfg.onnx_only else 0
+    cfgs = config.load_all(config_path)
 
     def plan_keys(patterns: Sequence[str]) -> Sequence[str]:
-        return planning.select(planning.expand(cfg, package_index()), patterns).bundle_keys()
+        return planning.select(planning.expand(cfgs, package_index()), patterns).bundle_keys()
 
-    jobs = runner.select(runner.candidates(cfg, onnx_opset), only, plan_keys)
-    outcomes = runner.export_all(cfg, jobs, out, log=lambda line: click.echo(line, err=True))
+    every = [job for cfg in cfgs for job in runner.candidates(cfg, planning.onnx_opset(cfg))]
+    precisions = sorted({p for cfg in cfgs for p in cfg.export.precisions})
+    jobs = runner.select(every, only, plan_keys, precisions)
+    outcomes = []
+    for cfg in cfgs:  # each model's jobs, in the order the config declares the models
+        mine = [job for job in jobs if job.model == cfg.model.id]
+        if mine:
+            outcomes += runner.export_all(cfg, mine, out, log=lambda line: click.echo(line, err=True))
     click.echo(f"wrote {len(outcomes)} bundle(s) to {out}")
     click.get_current_context().exit(runner.exit_code(outcomes))
 
@@ -249,14 +290,16 @@ def verify(
     from ci_onnx import config, proc
     from ci_onnx import plan as planning
     from ci_onnx.errors import UsageError
+    from ci_onnx.target import Target
     from ci_onnx.verify import stage
 
     if python is not None and not python.is_file():
         raise UsageError(f"--python {python}: no such interpreter")
     the_plan = planning.read_plan(plan_path) if plan_path else None
+    model = the_plan.get(target_id).model if the_plan is not None else Target.from_id(target_id).model
     target, options = stage.settings(
         target_id,
-        config.load(config_path) if config_path else None,
+        config.load_one(config_path, model) if config_path else None,
         the_plan,
         timeout_s=timeout_s,
     )

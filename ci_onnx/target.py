@@ -6,6 +6,12 @@ be reproduced from its id alone: ``onnx-gate verify --target ID``. A runner othe
 prefixes the id with its kind (``node-ort1.24.1-cpu-op17-dynamo``); Python ids have no prefix. A
 session-options preset other than the runtime's default ends the id (``…-op17-dynamo-so-no_opt``).
 An android cell names its API level after the kind (``android-api34-ort1.29.0-nnapi-op17-dynamo``).
+
+A model of a ``models`` config starts the id with its name and a dot
+(``minilm.ort1.24.1-cpu-op17-dynamo``), and so its bundle key (``minilm.op17-dynamo``): a dot is
+safe in file names, artifact names and shells, cannot be in a name, and no id without a model has
+one before its runtime's version, so the id reads back unambiguously. The single ``model`` form's
+ids have no name, as they always had.
 """
 
 from __future__ import annotations
@@ -54,13 +60,15 @@ _PARTS = {
     "provider": re.compile(r"^[a-z0-9]+$"),
     "runner": re.compile(r"^[a-z][a-z0-9]*$"),
     "session_options": re.compile(r"^[a-z][a-z0-9_]*$"),
+    "model": re.compile(r"^(?:[A-Za-z][A-Za-z0-9_-]{0,39})?$"),
 }
 """The grammar of each part of an id: what a plan, a result or a device may say is checked against it
 before it reaches a path, a shell or Markdown."""
 PART_MAX = 64
 """The longest a part of an id may be."""
 _ID = re.compile(
-    r"^(?:(?P<runner>[a-z][a-z0-9]*)-)?(?:api(?P<api_level>\d+)-)?"
+    r"^(?:(?P<model>[A-Za-z][A-Za-z0-9_-]{0,39})\.)?"
+    r"(?:(?P<runner>[a-z][a-z0-9]*)-)?(?:api(?P<api_level>\d+)-)?"
     rf"ort(?P<runtime>{RELEASE})-(?P<provider>[a-z0-9]+)-op(?P<opset>\d+)"
     r"-(?P<exporter>[a-z]+)(?:-(?P<precision>fp16|int8-dynamic|int8-static))?"
     r"(?:-so-(?P<session>[a-z][a-z0-9_]*))?$"
@@ -88,6 +96,8 @@ class Target:
     """A session-options preset (matrix/session_options.toml or targets.session_presets)."""
     api_level: int = 0
     """The Android API level an android cell runs at (targets.android.api_level); 0 for other kinds."""
+    model: str = ""
+    """The model's name in a ``models`` config; empty for the single ``model`` form."""
 
     def __post_init__(self) -> None:
         if self.exporter not in EXPORTERS:
@@ -111,21 +121,28 @@ class Target:
         prefix = "" if self.runner == DEFAULT_RUNNER else f"{self.runner}-"
         prefix += f"api{self.api_level}-" if self.api_level else ""
         so = "" if self.session_options == DEFAULT_SESSION_OPTIONS else f"-so-{self.session_options}"
-        return f"{prefix}ort{self.runtime}-{self.provider}-op{self.opset}-{self.exporter}{suffix}{so}"
+        cell = f"{prefix}ort{self.runtime}-{self.provider}-op{self.opset}-{self.exporter}{suffix}{so}"
+        return scoped(self.model, cell)
+
+    @property
+    def cell_id(self) -> str:
+        """The id without the model's name: the cell as the model's own matrix names it."""
+        return dataclasses.replace(self, model="").id if self.model else self.id
 
     @property
     def bundle_key(self) -> str:
-        """The bundle this target verifies: one export per (opset, exporter, precision)."""
+        """The bundle this target verifies: one export per (model, opset, exporter, precision)."""
         suffix = "" if self.precision == "fp32" else f"-{self.precision}"
-        return f"op{self.opset}-{self.exporter}{suffix}"
+        return scoped(self.model, f"op{self.opset}-{self.exporter}{suffix}")
 
     @classmethod
     def from_id(cls, target_id: str) -> Target:
         m = _ID.match(target_id)
         if not m or m["runner"] == DEFAULT_RUNNER or m["session"] == DEFAULT_SESSION_OPTIONS:
             raise UsageError(
-                f"target id {target_id!r} is not of the form [<runner>-]ort<version>-<provider>-op<opset>"
-                "-<exporter>[-fp16|-int8-dynamic|-int8-static][-so-<preset>]; `onnx-gate plan` lists the ids"
+                f"target id {target_id!r} is not of the form [<model>.][<runner>-]ort<version>-<provider>"
+                "-op<opset>-<exporter>[-fp16|-int8-dynamic|-int8-static][-so-<preset>]; "
+                "`onnx-gate plan` lists the ids"
             )
         try:
             return cls(
@@ -137,6 +154,13 @@ class Target:
                 runner=m["runner"] or DEFAULT_RUNNER,
                 session_options=m["session"] or DEFAULT_SESSION_OPTIONS,
                 api_level=int(m["api_level"] or 0),
+                model=m["model"] or "",
             )
         except ValueError as exc:
             raise UsageError(f"target id {target_id!r}: {exc}") from None
+
+
+def scoped(model: str, name: str) -> str:
+    """``name`` (a cell id, a bundle key, a family) of ``model``: ``minilm.op17-dynamo``; unchanged
+    for the single ``model`` form's empty name. The one place a model's name joins a name."""
+    return f"{model}.{name}" if model else name

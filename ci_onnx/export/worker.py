@@ -19,6 +19,7 @@ from ci_onnx.errors import EXIT_PASS, GateError
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ci_onnx.export.worker")
     parser.add_argument("--config", type=Path, required=True)
+    parser.add_argument("--model", default="", help="The model's name, in a config of several.")
     parser.add_argument("--opset", type=int, required=True)
     parser.add_argument("--exporter", choices=["dynamo", "torchscript", "onnx"], required=True)
     parser.add_argument("--bundle-dir", type=Path, required=True)
@@ -26,7 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from ci_onnx import config
 
-        cfg = config.load(args.config)
+        cfg = config.load_one(args.config, args.model)
         if args.exporter == "onnx":
             from ci_onnx.export import onnx_only
 

@@ -7,11 +7,12 @@ column) and the comparison's tables come from ci_onnx/report/versus.py.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from collections.abc import Sequence
 
-from ci_onnx.report import accuracy, failures, precisions, triage, versus
+from ci_onnx.report import accuracy, failures, models, precisions, triage, versus
 from ci_onnx.report.collect import Collection, Entry
 from ci_onnx.report.gate import Gate
 from ci_onnx.report.junit_reader import JUnitSummary
@@ -212,7 +213,8 @@ OVERVIEW_FROM = 12
 def _overview(entries: Sequence[Entry]) -> Overview | None:
     if len(entries) < OVERVIEW_FROM:
         return None
-    columns = sorted({e.target.bundle_key for e in entries}, key=lambda k: (int(k.split("-")[0][2:]), k))
+    order = {e.target.bundle_key: (e.target.model, e.target.opset, e.target.bundle_key) for e in entries}
+    columns = sorted(order, key=order.__getitem__)
     cells: dict[str, dict[str, str]] = {}
     order: list[str] = []
     for e in entries:
@@ -298,7 +300,7 @@ def build(
         parity, fallback, latency, serving, by_precision = versus.with_deltas(
             gate, parity, fallback, latency, serving, by_precision
         )
-    return ReportView(
+    the_view = ReportView(
         title=title,
         headline=headline(gate, failing_kinds(gate)),
         blocks=gate.blocks,
@@ -331,4 +333,7 @@ def build(
         ),
         comparison=versus.comparison(gate),
         triage=triage.rows(entries),
+    )
+    return dataclasses.replace(
+        the_view, models=models.sections(the_view, entries, gate, lambda g: headline(g, failing_kinds(g)))
     )

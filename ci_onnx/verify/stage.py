@@ -257,6 +257,11 @@ def _write(p: _Prepared, result: TargetResult, out_dir: Path, *, launched_s: flo
 
 
 def _check_bundle_matches(target: Target, manifest: Manifest, bundle_dir: Path) -> None:
+    if target.model and manifest.model_name != target.model:
+        raise UsageError(
+            f"target {target.id} verifies bundle {target.bundle_key}, but {bundle_dir} holds a bundle "
+            f"of model {manifest.model_name!r}; pass the matching --bundle"
+        )
     if (target.opset, target.exporter, target.precision) != (
         manifest.requested_opset,
         manifest.exporter,
@@ -380,7 +385,7 @@ def settings(
     if cfg is not None or plan is None:
         options = options_from(cfg, timeout_s=timeout_s)
     else:
-        options = plan.verify
+        options = plan.options_for(target)
         if timeout_s:
             options = dataclasses.replace(options, timeout_s=timeout_s)
     return target, options

@@ -192,7 +192,7 @@ def _effective(d: _Declared, section: str) -> dict[str, Any]:
 def _config(d: _Declared, root: dict[str, Any], path: Path) -> Config:
     effective: dict[str, Any] = {
         "version": root.get("version", 1),
-        "model": {k: v for k, v in d.block.items() if k not in OWN},
+        "model": {**{k: v for k, v in d.block.items() if k not in OWN}, "name": d.name},
     }
     for section in SECTIONS:
         effective[section] = _effective(d, section)

@@ -164,7 +164,8 @@ def plan(
     if baseline and not run_all:
         from ci_onnx.commands.report import load_baseline
 
-        base = load_baseline(baseline, config_path.parent / "onnx-gate-out" / "plan-baseline", github_token)
+        dest = (out.parent if out else Path("onnx-gate-out")) / "plan-baseline"
+        base = load_baseline(baseline, dest, github_token)
         if base is not None:
             the_plan = reuse.unchanged(the_plan, base)
     if out:
@@ -381,9 +382,23 @@ def _holds_here(target: Any, environ: dict[str, str]) -> bool:
     help="Every job through the composite action (ACTION/runner), which installs onnx-gate on the runner: "
     "no image to pull from ghcr.io.",
 )
+@click.option(
+    "--models",
+    "model_names",
+    metavar="NAME,NAME…",
+    default="",
+    help="Several models in one gate: the `models:` form, one block per name (factory NAME/model.py:build).",
+)
 @click.option("--force", is_flag=True, help="Overwrite files that are already there.")
 def init(
-    directory: Path, action: str, fork_safe: bool, onnx_file: str, android: bool, composite: bool, force: bool
+    directory: Path,
+    action: str,
+    fork_safe: bool,
+    onnx_file: str,
+    android: bool,
+    composite: bool,
+    model_names: str,
+    force: bool,
 ) -> None:
     """Write a commented onnx-gate.yml and starter GitHub workflows into DIRECTORY.
 
@@ -402,8 +417,19 @@ def init(
             f"--onnx {onnx_file}: no such file in {directory} (onnx-gate.yml names it relative to "
             "its own directory)"
         )
+    names = [n.strip() for n in model_names.split(",") if n.strip()]
+    if names and onnx_file:
+        raise UsageError("--models and --onnx: give one (several torch models, or one ONNX file)")
+    from ci_onnx.cascade import name_pattern
+
+    for name in names:
+        if not name_pattern().match(name) or names.count(name) > 1:
+            raise UsageError(
+                f"--models: {name!r} cannot be a model's name here: names are unique, a letter then up "
+                "to 39 letters, digits, - or _ (they are part of target ids)"
+            )
     settings = scaffold.Settings(action=action, android=android, composite=composite)
-    files = scaffold.starter_files(settings, fork_safe=fork_safe, onnx=onnx_file)
+    files = scaffold.starter_files(settings, fork_safe=fork_safe, onnx=onnx_file, models=names)
     for path in scaffold.write(directory, files, force=force):
         click.echo(f"wrote {path}")
     ignored = scaffold.ignore_output(directory)
@@ -413,6 +439,8 @@ def init(
         (
             "next: optionally put test data under test_data/ (see model.test_data)"
             if onnx_file
+            else "next: point each model's factory in onnx-gate.yml at its model"
+            if names
             else "next: point model.factory in onnx-gate.yml at your model"
         )
         + ", run `onnx-gate plan`, commit, and make "

@@ -14,7 +14,7 @@ from ci_onnx import matrix
 from ci_onnx.matrix import version_key
 from ci_onnx.report.collect import Collection, Entry
 from ci_onnx.report.gate import Gate
-from ci_onnx.target import Status, Target
+from ci_onnx.target import Status, Target, scoped
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -25,6 +25,8 @@ class FamilyKey:
     precision: str
     spec: str
     runner: str = "python"
+    model: str = ""
+    """The model of a ``models`` config: each model's families have issues of their own."""
 
     @classmethod
     def of(cls, target: Target) -> FamilyKey:
@@ -35,6 +37,7 @@ class FamilyKey:
             target.precision,
             target.runtime_spec or target.runtime,
             target.runner,
+            target.model,
         )
 
     @property
@@ -42,12 +45,14 @@ class FamilyKey:
         """``cpu-op17-dynamo@latest``: readable, and stable from one release to the next."""
         suffix = "" if self.precision == "fp32" else f"-{self.precision}"
         prefix = "" if self.runner == "python" else f"{self.runner}-"
-        return f"{prefix}{self.provider}-op{self.opset}-{self.exporter}{suffix}@{self.spec}"
+        return scoped(
+            self.model, f"{prefix}{self.provider}-op{self.opset}-{self.exporter}{suffix}@{self.spec}"
+        )
 
     @property
-    def cell(self) -> tuple[str, int, str, str, str]:
+    def cell(self) -> tuple[str, int, str, str, str, str]:
         """The family without its spec: releases verified under other specs say as much about it."""
-        return (self.provider, self.opset, self.exporter, self.precision, self.runner)
+        return (self.provider, self.opset, self.exporter, self.precision, self.runner, self.model)
 
     @property
     def marker(self) -> str:

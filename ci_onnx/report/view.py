@@ -213,8 +213,8 @@ OVERVIEW_FROM = 12
 def _overview(entries: Sequence[Entry]) -> Overview | None:
     if len(entries) < OVERVIEW_FROM:
         return None
-    order = {e.target.bundle_key: (e.target.model, e.target.opset, e.target.bundle_key) for e in entries}
-    columns = sorted(order, key=order.__getitem__)
+    by_key = {e.target.bundle_key: (e.target.model, e.target.opset, e.target.bundle_key) for e in entries}
+    columns = sorted(by_key, key=by_key.__getitem__)
     cells: dict[str, dict[str, str]] = {}
     order: list[str] = []
     for e in entries:

@@ -54,7 +54,8 @@ def fingerprinted(plan: Plan, configs: Sequence[Config], exclude: Sequence[Path]
             continue
         export_key = _digest(keys)
         cells = sorted((t.id, t.expected_skip) for t in plan.targets if t.model == m.id)
-        verify = serde.to_json(dataclasses.replace(m.verify, paired_bundles=""))
+        # a run's own settings, and the config's path (a worktree of the base sits elsewhere), aside
+        verify = serde.to_json(dataclasses.replace(m.verify, paired_bundles="", triage_config=""))
         fingerprint = _digest({"export": export_key, "targets": cells, "verify": verify})
         models.append(dataclasses.replace(m, export_key=export_key, fingerprint=fingerprint))
     return dataclasses.replace(plan, models=tuple(models))

@@ -95,6 +95,8 @@ def nightly(
     from ci_onnx.plan import read_plan
     from ci_onnx.report.model import Commit
     from ci_onnx.resolve import releases_between
+    from ci_onnx.target import Target
+    from ci_onnx.verify.options import VerifyOptions
 
     ctx = from_env(os.environ, token=github_token)
     if not dry_run and not ctx.can_publish:
@@ -110,7 +112,15 @@ def nightly(
     )
     from ci_onnx.verify.stage import options_from
 
-    options = options_from(config.load(config_path) if config_path.is_file() else None)
+    the_plan = read_plan(plan_path)
+    by_model = (
+        {c.model.id: options_from(c) for c in config.load_all(config_path)} if config_path.is_file() else {}
+    )
+
+    def options(
+        target: Target,
+    ) -> VerifyOptions:  # the config's settings of the target's model, else the plan's
+        return by_model.get(target.model) or the_plan.options_for(target)
 
     def info(msg: str) -> None:
         click.echo(f"onnx-gate: {msg}")
@@ -118,7 +128,7 @@ def nightly(
     client = None if dry_run else Client(ctx.token, ctx.api_url, log=info)
     outcome = command.run(
         results_dirs,
-        read_plan(plan_path),
+        the_plan,
         night,
         releases=lambda good, bad, package: releases_between(good, bad, package, index),
         client=client,

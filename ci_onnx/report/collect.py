@@ -149,7 +149,10 @@ def collect(
     problems: list[str] = []
     by_id: dict[str, TargetResult] = {}
     where: dict[str, Path] = {}
-    for path in find_result_files(dirs, problems if plan is not None else None, problems):
+    # with a plan, a directory no job uploaded to is a problem, unless no job was to run (every
+    # model unchanged since the base, whose results stand)
+    missing = (problems if plan.runnable else []) if plan is not None else None
+    for path in find_result_files(dirs, missing, problems):
         try:
             result = read_result(path)
         except GateError as exc:

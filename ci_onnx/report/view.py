@@ -334,6 +334,9 @@ def build(
         comparison=versus.comparison(gate),
         triage=triage.rows(entries),
     )
-    return dataclasses.replace(
-        the_view, models=models.sections(the_view, entries, gate, lambda g: headline(g, failing_kinds(g)))
-    )
+    sections = models.sections(the_view, entries, gate, lambda g: headline(g, failing_kinds(g)))
+    since = next((e.unchanged_since for e in entries if e.unchanged_since), "")
+    if since and not sections:  # one model: its line is the report's
+        note = f"♻️ unchanged since {since[:7]}, not re-run: its results are the base's"
+        return dataclasses.replace(the_view, ledger=(note, *the_view.ledger))
+    return dataclasses.replace(the_view, models=sections)

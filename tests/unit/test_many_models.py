@@ -272,3 +272,13 @@ def test_the_example_of_two_models_includes_the_examples() -> None:
     cfgs = config.load_all(EXAMPLE_CONFIG.parents[1] / "onnx-gate.yml")
     assert [c.model.id for c in cfgs] == ["digitnet", "all-MiniLM-L6-v2"]
     assert cfgs[0].root == EXAMPLE_CONFIG.parent
+
+
+def test_a_gate_with_nothing_to_run_misses_no_uploaded_results(tmp_path: Path) -> None:
+    """Every model unchanged since the base: no verify job uploads, and that is no problem."""
+    cfgs = config.load_all(_repo(tmp_path))
+    the_plan = planning.expand(cfgs, INDEX)
+    unchanged = tuple(dataclasses.replace(m, unchanged_since="4f1d2c3") for m in the_plan.models)
+    none_to_run = dataclasses.replace(the_plan, models=unchanged)
+    assert collect([tmp_path / "collected"], none_to_run).problems == ()
+    assert collect([tmp_path / "collected"], the_plan).problems, "with targets to run, the missing upload is"

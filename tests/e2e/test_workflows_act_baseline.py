@@ -8,8 +8,11 @@ One repository, three runs of the PR gate `onnx-gate init` writes, under act (te
    ``pull_request.base.sha`` through the artifacts API of the OpenAPI-checked GitHub stand-in; the
    model is unchanged since then, so nothing is exported or verified again and the report judges
    the base's results in regression mode, and passes: its one failure is known;
-3. a pull request with a planted regression (a branch only the TorchScript tracer takes): the model
-   runs again, each cell timed beside the base's bundle; the fp32 cells newly fail, and it blocks.
+3. a pull request that adds a comment to the model's source: the model runs again (its export key
+   changed), each cell timed beside the base's bundle (its artifact, found through the REST API), and
+   passes: its one failure is known;
+4. a pull request with a planted regression (a branch only the TorchScript tracer takes): the fp32
+   cells newly fail, and it blocks.
 
 Each pull request's verdict and per-target statuses are also those of `onnx-gate run --baseline-ref`
 on the same commit.
@@ -143,6 +146,12 @@ def test_a_push_leaves_the_baseline_and_pull_requests_are_judged_against_it(
         known_check = next(c for c in github.state.check_runs.values() if c["head_sha"] == docs)
         verdicts["known only"] = _local(repo, tmp_path / "local-known", env_cache, base)
 
+        (repo / "model.py").write_text((repo / "model.py").read_text() + "# a comment\n")
+        harness.git(repo, "commit", "-q", "-am", "a comment in the model's source")
+        commented = harness.git(repo, "rev-parse", "HEAD")
+        rerun = act("pr-comment", "pr", commented, 54)
+        rerun_check = next(c for c in github.state.check_runs.values() if c["head_sha"] == commented)
+
         source = (repo / "model.py").read_text()
         assert ORIGINAL in source
         (repo / "model.py").write_text(source.replace(ORIGINAL, PLANTED))
@@ -154,9 +163,9 @@ def test_a_push_leaves_the_baseline_and_pull_requests_are_judged_against_it(
         comments = [c["body"] for c in github.state.comments.values()]
     assert not github.state.violations, github.state.violations
     asked = [q.operation for q in github.state.requests]
-    # each pull request fetched the base's baseline (plan, report); the one that ran its model again,
+    # each pull request fetched the base's baseline (plan, report); those that ran the model again,
     # each of its three bundles too (verify)
-    assert asked.count("actions/download-artifact") == 2 + (2 + 3), asked
+    assert asked.count("actions/download-artifact") == 2 + 2 * (2 + 3), asked
 
     code, local, output = verdicts["known only"]
     summary = {"push (absolute)": {"act exit": push.code, "statuses": _statuses(store, 51)}}
@@ -178,11 +187,16 @@ def test_a_push_leaves_the_baseline_and_pull_requests_are_judged_against_it(
     assert f"compared with `{base[:7]}` (the onnx-gate-baseline artifact of run" in known_only.log
     assert f"unchanged since {base[:7]}, not re-run" in known_check["output"]["summary"]
 
+    assert _statuses(store, 54) == {CELLS[0]: "passed", CELLS[1]: "passed", KNOWN: "failed"}, rerun.log[
+        -4000:
+    ]
+    assert rerun.code == 0 and rerun_check["conclusion"] == "success", rerun.log[-6000:]
+    assert "the base bundle: the onnx-gate-bundle-op17-torchscript artifact of run" in rerun.log
+    result = json.loads(next((store / "54").glob(f"onnx-gate-results-{CELLS[0]}/results/*.json")).read_text())
+    assert result["paired"]["base_bundle"], "the verify job timed the base bundle beside the head's"
+
     code, local, output = verdicts["planted"]
     assert _statuses(store, 53) == local
-    assert "the base bundle: the onnx-gate-bundle-op17-torchscript artifact of run" in regression.log
-    result = json.loads(next((store / "53").glob(f"onnx-gate-results-{CELLS[0]}/results/*.json")).read_text())
-    assert result["paired"]["base_bundle"], "the verify job timed the base bundle beside the head's"
     assert local[CELLS[0]] == local[CELLS[1]] == "failed", local
     assert regression.code != 0 and code == 1, regression.log[-6000:]
     assert regression_check["conclusion"] == "failure"

@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     spec = bare_spec(b, work / "bare")
     sizes = sorted(read_manifest(b).batch_sizes)
     runs = str(common.LATENCY_RUNS)
-    from ci_onnx.verify.options import VerifyOptions
+    from ci_onnx.verify_options import VerifyOptions
 
     observer = native.observer_argv(
         env.program,

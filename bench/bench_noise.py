@@ -32,8 +32,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench import common
+from ci_onnx.gate_settings import GateSettings
 from ci_onnx.report import diff
-from ci_onnx.report.settings import GateSettings
 from ci_onnx.results import TargetResult
 from ci_onnx.target import Target
 

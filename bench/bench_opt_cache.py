@@ -8,7 +8,7 @@ and the ``basic`` preset, each case of one model runs in turn (interleaved), aft
 
 - *original* (the baseline): ``InferenceSession(model.onnx)`` with the preset, optimizing at load;
 - *cached*: ``InferenceSession(<cache entry>)`` with graph optimization off, the file that
-  ci_onnx.runners.optcache writes once per (release, providers, session options, model sha256);
+  ci_onnx.observer.optcache writes once per (release, providers, session options, model sha256);
 - *original, optimization off*: the unoptimized graph loaded without optimizing, for scale.
 
 The cache entry is written once, untimed, with the same code the runner uses, and its outputs are
@@ -26,7 +26,8 @@ import numpy as np
 from bench import common, harness
 from ci_onnx import tensorproto
 from ci_onnx.bundle import MODEL, read_manifest
-from ci_onnx.runners import optcache, session
+from ci_onnx.observer import optcache
+from ci_onnx.runners import session as presets
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(__file__).resolve().parent / "OPT_CACHE.md"
@@ -66,7 +67,7 @@ def _feeds(bundle: Path) -> list[dict[str, np.ndarray]]:
 def measure(name: str, bundle: Path, preset: str, runs: int, cache: Path) -> tuple[str, dict[str, str]]:
     import onnxruntime as ort
 
-    settings = session.builtin()[preset].settings()
+    settings = presets.builtin()[preset].settings()
     model = str(bundle / MODEL)
     sha = read_manifest(bundle).files[MODEL]
     path = optcache.entry(cache, optcache.key(ort.__version__, CPU, settings, sha))
@@ -96,7 +97,7 @@ def measure(name: str, bundle: Path, preset: str, runs: int, cache: Path) -> tup
         "cached file": f"{sizes[0]:.2f} MB (original {sizes[1]:.2f} MB)",
         "outputs of the cached graph": f"bit-identical on {same} of {len(feeds)} data sets",
     }
-    title = f"### {name}, preset `{preset}` ({session.builtin()[preset].describe()})"
+    title = f"### {name}, preset `{preset}` ({presets.builtin()[preset].describe()})"
     ratio = harness.ratio(timings, CACHED, ORIGINAL)
     body = table(timings, ORIGINAL, extra)
     return f"{title}\n\n{body}\n\ncached / original: **{ratio:.2f}×**", {"ratio": f"{ratio:.2f}"}

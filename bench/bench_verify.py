@@ -4,7 +4,7 @@ All cases of one model run interleaved in one loop, so the two tables share thei
 - bare script, full work (the baseline of measure 1): bench/bare_verify.py, the runner's and the
   judge's work with nothing written;
 - bare script, parity only: one session, every data set once, the same comparisons and decisions;
-- the runner alone (`python -m ci_onnx.runners.ort`): verify without the parent process and the judge;
+- the runner alone (`python -m ci_onnx.observer.ort`): verify without the parent process and the judge;
 - `onnx-gate verify` (the full stage);
 - `onnx-gate verify, parity only`: the full stage on a copy of the bundle that serves no batch sizes,
   so it checks parity, decisions and placement, with no batch, latency or memory work;
@@ -59,7 +59,7 @@ def cases(p: prepare.Prepared, python: str, work: Path, phases: Path) -> dict[st
             (
                 python,
                 "-m",
-                "ci_onnx.runners.ort",
+                "ci_onnx.observer.ort",
                 "--bundle",
                 str(p.bundle),
                 "--target-json",

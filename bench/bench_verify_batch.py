@@ -53,7 +53,7 @@ BARE_ONE, BARE_EACH, GATE_ONE, GATE_EACH = (
     "onnx-gate verify, one runner process per target",
 )
 GATE_IN_RUN = "onnx-gate verify inside a run (`stage.verify_many`, its parent already started)"
-RUNNER_ONE = "the runner process alone (`python -m ci_onnx.runners.ort --jobs`)"
+RUNNER_ONE = "the runner process alone (`python -m ci_onnx.observer.ort --jobs`)"
 POLY, GATE_LEAN, BARE_LEAN = (
     "polygraphy run --onnxrt, once per target",
     "onnx-gate verify, parity only, one runner process",
@@ -92,6 +92,7 @@ def drive(argv: list[str]) -> int:
     from ci_onnx.runners.python import from_interpreter
     from ci_onnx.target import Target
     from ci_onnx.verify import stage
+    from ci_onnx.verify_options import options_from
 
     mode, python, out, *pairs = argv
     lean = mode.endswith("-lean")  # the same check as Polygraphy: parity only, no serving figures
@@ -99,7 +100,7 @@ def drive(argv: list[str]) -> int:
     items = [(Path(b), Target.from_id(t)) for b, t in (p.split("=", 1) for p in pairs)]
     env = from_interpreter(python)
     base_env = proc.child_environment(os.environ)
-    options = stage.options_from(None)
+    options = options_from(None)
     if lean:
         options = dataclasses.replace(options, serving_figures=False)
     started = time.perf_counter()
@@ -152,7 +153,9 @@ def cases(models: list[prepare.Prepared], python: str, work: Path, ort: str) -> 
     jobs_file = work / "batch" / "runner-jobs.json"
     _write_jobs(jobs_file, models, targets, out / "runner", Path(python).parent.parent)
     return {
-        RUNNER_ONE: harness.Command((python, "-m", "ci_onnx.runners.ort", "--jobs", str(jobs_file)), env=env),
+        RUNNER_ONE: harness.Command(
+            (python, "-m", "ci_onnx.observer.ort", "--jobs", str(jobs_file)), env=env
+        ),
         BARE_ONE: bare("full", specs),
         BARE_EACH: _each([(python, str(BARE), s) for s in specs]),
         GATE_ONE: gate("one", full, "one", inner=inner_file(work)),
@@ -172,17 +175,18 @@ def _write_jobs(
     path: Path, models: list[prepare.Prepared], targets: list[str], out: Path, env_path: Path
 ) -> None:
     """The jobs file verify's parent writes for these targets (its arguments, untimed)."""
-    from ci_onnx.runners import batch
+    from ci_onnx.observer.jobs import write_jobs
+    from ci_onnx.runners.base import Launch
     from ci_onnx.runners.python import observer_args
     from ci_onnx.target import Target
-    from ci_onnx.verify import stage
+    from ci_onnx.verify_options import options_from
 
-    options = stage.options_from(None)
+    options = options_from(None)
     args = [
-        observer_args(m.bundle, Target.from_id(t), out / t, options, "CPUExecutionProvider", env_path)
+        observer_args(Launch(m.bundle, Target.from_id(t), out / t, options, "CPUExecutionProvider"), env_path)
         for m, t in zip(models, targets, strict=True)
     ]
-    batch.write_jobs(path, list(enumerate(args)))
+    write_jobs(path, list(enumerate(args)))
 
 
 def _polygraphy(poly: str, m: prepare.Prepared) -> tuple[str, ...]:

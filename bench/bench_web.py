@@ -100,10 +100,7 @@ def group_once(env: RunnerEnv, cells: list[Launch], *, shared: bool) -> float:
     if shared:
         done = web.RUNNER.launch_many(env, cells, base_env=environ)
     else:
-        done = [
-            web.RUNNER.launch(env, x.bundle, x.target, x.out_dir, x.options, ep=x.ep, base_env=environ)
-            for x in cells
-        ]
+        done = [web.RUNNER.launch(env, x, base_env=environ) for x in cells]
     wall = (time.perf_counter() - t0) * 1000
     for x, d in zip(cells, done, strict=True):
         if not d.ok:
@@ -125,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     from ci_onnx.bundle import read_manifest
     from ci_onnx.runners import base, web
     from ci_onnx.target import Target
-    from ci_onnx.verify.options import VerifyOptions
+    from ci_onnx.verify_options import VerifyOptions
 
     work = args.work.resolve()
     b = bundle(work)
@@ -265,7 +262,7 @@ def cell_once(argv: list[str], out: Path) -> dict[str, Any]:
     if not done.ok:
         raise SystemExit(f"bench_web: the web runner failed, {done.describe_failure()}")
     t = json.loads((out / web.TIMINGS).read_text())
-    log = (out / web.VERBOSE_LOG).read_text()
+    log = (out / web.PLACEMENT.verbose_log).read_text()
     if web.RUNS_BEGIN not in log:
         raise SystemExit(f"bench_web: the page logged no {web.RUNS_BEGIN!r} line")
     during = [line for line in log.split(web.RUNS_BEGIN, 1)[1].splitlines() if line.strip()]
@@ -277,7 +274,7 @@ def minilm(args: argparse.Namespace) -> int:
     from ci_onnx.bundle import read_manifest
     from ci_onnx.runners import base, web
     from ci_onnx.target import Target
-    from ci_onnx.verify.options import VerifyOptions
+    from ci_onnx.verify_options import VerifyOptions
 
     work = args.work.resolve()
     b = minilm_bundle(work)

@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from ci_onnx import config, proc
+from ci_onnx import cascade, proc
 from ci_onnx.config import Config
 from ci_onnx.errors import EnvironmentProblem, UsageError
 
@@ -83,7 +83,7 @@ def base_configs(heads: Sequence[Config], root: Path, tree: Path, ref: str) -> t
             "compare with; the head is judged absolutely without --baseline-ref"
         )
     by_id = {h.model.id: h for h in heads}
-    return tuple(_like(by_id[b.model.id], b) for b in config.load_all(path) if b.model.id in by_id)
+    return tuple(_like(by_id[b.model.id], b) for b in cascade.load_all(path) if b.model.id in by_id)
 
 
 def _like(head: Config, base: Config) -> Config:

@@ -64,6 +64,27 @@ class _Declared:
         return guard.Where(tuple(t.layer for t in self.tiers))
 
 
+def load_all(path: Path) -> tuple[Config, ...]:
+    """Every model of ``path``: the one of a ``model`` file, or each of ``models`` and ``include``
+    with the cascade applied, in the order they are declared."""
+    plain, doc = read(guard.read_text(path), path)
+    if "model" in plain:
+        return (build(plain, guard.Where((guard.Layer(path, doc, (), ("model",)),)), path),)
+    return configs(plain, doc, path)
+
+
+def load_one(path: Path, model: str = "") -> Config:
+    """The model named ``model`` of ``path`` (its id; "" for a file of one model, in either form)."""
+    every = load_all(path)
+    if not model and len(every) == 1:
+        return every[0]
+    for cfg in every:
+        if cfg.model.id == model:
+            return cfg
+    names = ", ".join(c.model.id for c in every)
+    raise ConfigError(f"{path}: no model named {model!r} (it holds {names}); `onnx-gate plan` lists the ids")
+
+
 def configs(plain: dict[str, Any], doc: Any, path: Path) -> tuple[Config, ...]:
     """Each model of the ``models``/``include`` file ``path`` (read as ``plain`` and ``doc``)."""
     top = _Tier(guard.Layer(path, doc, (), None), plain)

@@ -147,19 +147,17 @@ def plan(
     github_token: str,
 ) -> None:
     """Expand the declared matrix into targets (expected skips keep their reason)."""
-    from ci_onnx import config, reuse
+    from ci_onnx import cascade, reuse
     from ci_onnx import plan as planning
     from ci_onnx.export import factory
 
     if explain:
-        from ci_onnx import cascade
-
         click.echo(cascade.explain(config_path))
         return
-    cfgs = config.load_all(config_path)
+    cfgs = cascade.load_all(config_path)
     for cfg in cfgs:
         factory.check(cfg)  # a factory that is not there fails here, not at export
-    index = package_index(next((c.targets.nightly_index for c in cfgs if c.targets.nightly_index), ""))
+    index = package_index(cfgs)
     the_plan = reuse.fingerprinted(planning.select(planning.expand(cfgs, index), only), cfgs)
     if baseline and not run_all:
         from ci_onnx.commands.report import load_baseline
@@ -206,14 +204,14 @@ def export(config_path: Path, only: Sequence[str], out: Path) -> None:
     train-mode, dynamic-axes, outputs, graph, reference-parity (onnxruntime CPU against torch).
     Exit 0 when every check passed, 1 when one failed (the bundles are still written).
     """
-    from ci_onnx import config
+    from ci_onnx import cascade
     from ci_onnx import plan as planning
     from ci_onnx.export import runner
 
-    cfgs = config.load_all(config_path)
+    cfgs = cascade.load_all(config_path)
 
     def plan_keys(patterns: Sequence[str]) -> Sequence[str]:
-        return planning.select(planning.expand(cfgs, package_index()), patterns).bundle_keys()
+        return planning.select(planning.expand(cfgs, package_index(cfgs)), patterns).bundle_keys()
 
     every = [job for cfg in cfgs for job in runner.candidates(cfg, planning.onnx_opset(cfg))]
     precisions = sorted({p for cfg in cfgs for p in cfg.export.precisions})
@@ -288,7 +286,7 @@ def verify(
     github_token: str,
 ) -> None:
     """Verify one target: provider, parity, decisions, batch sizes, placement, latency, memory."""
-    from ci_onnx import config, proc
+    from ci_onnx import cascade, matrix, proc
     from ci_onnx import plan as planning
     from ci_onnx.errors import UsageError
     from ci_onnx.target import Target
@@ -300,7 +298,7 @@ def verify(
     model = the_plan.get(target_id).model if the_plan is not None else Target.from_id(target_id).model
     target, options = stage.settings(
         target_id,
-        config.load_one(config_path, model) if config_path else None,
+        cascade.load_one(config_path, model) if config_path else None,
         the_plan,
         timeout_s=timeout_s,
     )
@@ -310,12 +308,13 @@ def verify(
         paired = bundles_dir(baseline, target, out, github_token, lambda m: click.echo(f"onnx-gate: {m}"))
         options = dataclasses.replace(options, paired_bundles=paired)
     base_env = proc.child_environment(os.environ)  # no token of any name reaches the runner
-    if python is not None and target.runner != "python":
+    in_interpreter = matrix.runners()[target.runner].can.interpreter
+    if python is not None and not in_interpreter:
         raise UsageError(f"--python: target {target.id} runs on the {target.runner} runner, not Python")
     # how the results say to reproduce it: `onnx-gate run` where the config is known, else verify
     known = the_plan.config if the_plan is not None else str(config_path or "")
     reproduce = known or None
-    if target.runner == "python" and (python is not None or _holds_here(target, base_env)):
+    if in_interpreter and (python is not None or _holds_here(target, base_env)):
         # --python's environment (as CI does), or this interpreter's, where it holds the release
         written = stage.verify(
             bundle_dir,

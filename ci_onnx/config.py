@@ -20,9 +20,10 @@ from ci_onnx import config_guard as guard
 from ci_onnx import config_hints as hints
 from ci_onnx.bundle import Decision, Preprocessing, TensorSpec, Tolerance
 from ci_onnx.errors import ConfigError
-from ci_onnx.report.settings import ExpectedFailure, GateSettings, ServingRule
-from ci_onnx.serde import load_schema
-from ci_onnx.verify.options import Budgets
+from ci_onnx.gate_settings import ExpectedFailure, GateSettings, ServingRule
+from ci_onnx.schema import load_schema
+from ci_onnx.target import DERIVED_PRECISIONS
+from ci_onnx.verify_options import Budgets
 
 CONFIG_SCHEMA = "config.schema.json"
 DEFAULT_NAME = "onnx-gate.yml"
@@ -158,38 +159,14 @@ def key_location(cfg: Config, *keys: str) -> str:
 
 def parse(text: str, path: Path) -> Config:
     """The Config of the one model in ``text``; every problem, whatever its kind, is a ConfigError
-    naming ``path``. A file of several models: :func:`load_all`."""
+    naming ``path``. A file of several models (``models``, ``include``): ci_onnx/cascade.py."""
     plain, doc = read(text, path)
     if "model" not in plain:
-        from ci_onnx import cascade
-
-        configs = cascade.configs(plain, doc, path)
-        if len(configs) != 1:
-            names = ", ".join(c.model.id for c in configs)
-            raise ConfigError(f"{path}: holds {len(configs)} models ({names}); this needs one of them")
-        return configs[0]
+        raise ConfigError(
+            f"{path}: holds several models (`models`/`include`), and this reads a file of one "
+            "`model`; give the file of one model's block"
+        )
     return build(plain, guard.Where((guard.Layer(path, doc, (), ("model",)),)), path)
-
-
-def load_all(path: Path) -> tuple[Config, ...]:
-    """Every model of ``path``: the one of a ``model`` file, or each of ``models`` and ``include``
-    with the cascade applied (ci_onnx/cascade.py), in the order they are declared."""
-    plain, doc = read(guard.read_text(path), path)
-    if "model" in plain:
-        return (build(plain, guard.Where((guard.Layer(path, doc, (), ("model",)),)), path),)
-    from ci_onnx import cascade
-
-    return cascade.configs(plain, doc, path)
-
-
-def load_one(path: Path, model: str = "") -> Config:
-    """The model named ``model`` of ``path`` (its id; "" for a single-model file)."""
-    if not model:
-        return load(path)
-    for cfg in load_all(path):
-        if cfg.model.id == model:
-            return cfg
-    raise ConfigError(f"{path}: no model named {model!r}")
 
 
 def read(text: str, path: Path) -> tuple[dict[str, Any], Any]:
@@ -465,7 +442,7 @@ def _build(plain: dict[str, Any], where: guard.Where, path: Path, named: bool) -
     d = v.get("decision")
     declared_by_precision = v.get("precision_tolerance", {})
     by_precision = {}
-    for precision in ("fp16", "int8-dynamic", "int8-static"):
+    for precision in DERIVED_PRECISIONS:
         p = {
             **_defaults("verify", "precision_tolerance", precision),
             **declared_by_precision.get(precision, {}),

@@ -20,7 +20,6 @@ from pathlib import Path
 
 from ci_onnx import matrix, proc
 from ci_onnx.errors import EnvironmentProblem
-from ci_onnx.target import Target
 
 READY = "onnx-gate-env.txt"
 INSTALL_TIMEOUT_S = 1200.0
@@ -88,31 +87,6 @@ def uv_environment(environ: Mapping[str, str]) -> dict[str, str]:
     if carried:
         out.setdefault("UV_INDEX_STRATEGY", "unsafe-best-match")
     return out
-
-
-def for_target(
-    target: Target,
-    cache_dir: Path,
-    *,
-    uv: str | None = None,
-    base_python: str | None = None,
-    environ: Mapping[str, str] | None = None,
-) -> RuntimeEnv:
-    """The environment that serves ``target``: its provider's package at the target's runtime version."""
-    info = matrix.providers().get(target.provider)
-    if info is None:
-        raise EnvironmentProblem(
-            f"{target.id}: unknown provider {target.provider!r}; known: {', '.join(matrix.providers())}"
-        )
-    return ensure(
-        info.package,
-        target.runtime,
-        cache_dir,
-        uv=uv,
-        base_python=base_python,
-        what=target.id,
-        environ=environ,
-    )
 
 
 def ensure(

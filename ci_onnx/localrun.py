@@ -295,11 +295,6 @@ def _verify_group(
     return statuses
 
 
-def _verify_one(target: Target, cfg: Config, options: RunOptions, progress: Progress) -> Status:
-    """One target in an environment of its own (a group of one)."""
-    return _verify_group([target], cfg, options, progress)[target.id]
-
-
 def _error_result(target: Target, cfg: Config, options: RunOptions, exc: Exception) -> TargetResult:
     """The error result of a target that could not be verified, written like any other."""
     from ci_onnx.verify import judge, junit, stage

@@ -20,7 +20,7 @@ from typing import Any
 from ci_onnx import matrix, serde
 from ci_onnx.config import Config
 from ci_onnx.errors import ConfigError, UsageError
-from ci_onnx.report.settings import GateSettings
+from ci_onnx.gate_settings import GateSettings
 from ci_onnx.resolve import (
     NoRelease,
     Resolver,
@@ -33,7 +33,7 @@ from ci_onnx.resolve import (
 )
 from ci_onnx.runners import session
 from ci_onnx.target import Target
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 
 SCHEMA_VERSION = 1
 MAX_JOBS_PER_MATRIX = 256
@@ -144,7 +144,7 @@ def expand(
 ) -> Plan:
     """One plan for every model of ``configs`` (a Config, or each model's of a ``models`` file);
     ``opsets`` overrides :func:`opsets_of` (the demo matrix does)."""
-    from ci_onnx.verify.stage import options_from
+    from ci_onnx.verify_options import options_from
 
     every = (configs,) if isinstance(configs, Config) else tuple(configs)
     first = every[0]

@@ -16,7 +16,7 @@ from typing import Any
 from ci_onnx import serde
 from ci_onnx.errors import UsageError
 from ci_onnx.target import Status, Target
-from ci_onnx.triage.contract import Triage
+from ci_onnx.triage_contract import Triage
 
 SCHEMA_VERSION = 1
 
@@ -83,7 +83,7 @@ class PairedLatency:
 
 @dataclasses.dataclass(frozen=True)
 class ServingFigures:
-    """What serving the model costs, measured in the target's environment (ci_onnx/runners/coldstart.py).
+    """What serving the model costs, measured in the target's environment (ci_onnx/observer/coldstart.py).
 
     The cold start is timed from the start of a fresh process to its first answer: importing the
     runtime and numpy, creating the session, one run; the warm median is the same process's next runs.

@@ -1,9 +1,8 @@
-"""JSON round-trip and JSON Schema for the frozen dataclasses that stages exchange.
+"""JSON round-trip for the frozen dataclasses that stages exchange.
 
 The contracts (Target, Manifest, Observation, TargetResult) are plain frozen dataclasses with type
-hints. This module turns them into JSON-ready dicts and back, and derives a JSON Schema from the
-same hints, so runners in other languages can check what they write and the schema can never
-drift from the code (``python -m ci_onnx.serde`` rewrites the files in ``ci_onnx/schemas``).
+hints. This module turns them into JSON-ready dicts and back from those hints alone; it knows no
+contract by name (ci_onnx.schema derives their JSON Schemas from the same hints).
 """
 
 from __future__ import annotations
@@ -14,13 +13,9 @@ import functools
 import json
 import types
 import typing
-from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
-
-SCHEMA_DIR = Path(__file__).parent / "schemas"
-_SCHEMA_BASE = "https://onnx-gate.dev/schemas/"
 
 
 OMIT_DEFAULT = {"omit_default": True}
@@ -56,7 +51,7 @@ def dumps(obj: Any) -> str:
 
 
 @functools.cache
-def _hints(cls: type) -> dict[str, Any]:
+def field_types(cls: type) -> dict[str, Any]:
     """The resolved type hints of a dataclass, once per class (resolving them costs ~1 ms each time)."""
     return typing.get_type_hints(cls)
 
@@ -85,7 +80,7 @@ def _decode(tp: Any, data: Any, where: str) -> Any:
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(data, dict):
             raise TypeError(f"{where}: expected an object, got {type(data).__name__}")
-        hints = _hints(tp)
+        hints = field_types(tp)
         fields = {f.name: f for f in dataclasses.fields(tp)}
         unknown = set(data) - set(fields)
         if unknown:
@@ -122,106 +117,3 @@ def _decode(tp: Any, data: Any, where: str) -> Any:
     if tp in (str, bool) and not isinstance(data, tp):
         raise TypeError(f"{where}: expected {tp.__name__}, got {data!r}")
     return data
-
-
-def _doc(cls: type) -> str:
-    doc = (cls.__doc__ or "").strip()
-    return "" if doc.startswith(cls.__name__ + "(") else " ".join(doc.split())
-
-
-def _schema_for(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if tp is Any:
-        return {}
-    if origin in (typing.Union, types.UnionType):
-        return {"anyOf": [_schema_for(a, defs) for a in args]}
-    if tp is type(None):
-        return {"type": "null"}
-    if origin is typing.Literal:
-        return {"enum": list(args)}
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        name = tp.__name__
-        if name not in defs:
-            defs[name] = {}  # placeholder against recursion
-            hints = _hints(tp)
-            props = {f.name: _schema_for(hints[f.name], defs) for f in dataclasses.fields(tp)}
-            required = [
-                f.name
-                for f in dataclasses.fields(tp)
-                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-            ]
-            defs[name] = {
-                "type": "object",
-                **({"description": _doc(tp)} if _doc(tp) else {}),
-                "properties": props,
-                "required": required,
-                "additionalProperties": False,
-            }
-        return {"$ref": f"#/$defs/{name}"} if defs.get("__root__") != name else defs[name]
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        return {"enum": [m.value for m in tp]}
-    if origin is tuple:
-        if len(args) == 2 and args[1] is Ellipsis:
-            return {"type": "array", "items": _schema_for(args[0], defs)}
-        return {
-            "type": "array",
-            "prefixItems": [_schema_for(a, defs) for a in args],
-            "minItems": len(args),
-            "maxItems": len(args),
-        }
-    if origin is list:
-        return {"type": "array", "items": _schema_for(args[0], defs)}
-    if origin is dict:
-        return {"type": "object", "additionalProperties": _schema_for(args[1], defs)}
-    if tp is float:
-        return {"type": ["number", "null"]}
-    simple = {str: "string", int: "integer", bool: "boolean"}
-    if tp in simple:
-        return {"type": simple[tp]}
-    raise TypeError(f"no JSON Schema for {tp!r}")
-
-
-def contract_schemas() -> dict[str, dict[str, Any]]:
-    """Every contract's schema, by file name."""
-    from ci_onnx.bundle import Manifest
-    from ci_onnx.results import Observation, TargetResult
-    from ci_onnx.target import Target
-
-    contracts: dict[str, type] = {
-        "target.schema.json": Target,
-        "manifest.schema.json": Manifest,
-        "observation.schema.json": Observation,
-        "target-result.schema.json": TargetResult,
-    }
-    out = {}
-    for filename, cls in contracts.items():
-        defs: dict[str, Any] = {"__root__": cls.__name__}
-        root = _schema_for(cls, defs)
-        defs.pop("__root__")
-        out[filename] = {
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": _SCHEMA_BASE + filename,
-            "title": cls.__name__,
-            **root,
-            "$defs": {k: v for k, v in sorted(defs.items()) if k != cls.__name__},
-        }
-    return out
-
-
-def load_schema(filename: str) -> dict[str, Any]:
-    return typing.cast(dict[str, Any], json.loads((SCHEMA_DIR / filename).read_text()))
-
-
-def write_schemas() -> list[Path]:
-    written = []
-    for filename, schema in contract_schemas().items():
-        path = SCHEMA_DIR / filename
-        path.write_text(json.dumps(schema, indent=2) + "\n")
-        written.append(path)
-    return written
-
-
-if __name__ == "__main__":
-    for p in write_schemas():
-        print(p)

@@ -28,6 +28,8 @@ EXPORTERS = ("dynamo", "torchscript", "onnx")
 """``onnx`` is the exporter of a model that arrived as ONNX (no torch involved)."""
 
 PRECISIONS = ("fp32", "fp16", "int8-dynamic", "int8-static")
+"""Every precision a cell may have, fp32 first: the others are derived from its export."""
+DERIVED_PRECISIONS = PRECISIONS[1:]
 
 
 class Status(enum.StrEnum):
@@ -70,7 +72,7 @@ _ID = re.compile(
     r"^(?:(?P<model>[A-Za-z][A-Za-z0-9_-]{0,39})\.)?"
     r"(?:(?P<runner>[a-z][a-z0-9]*)-)?(?:api(?P<api_level>\d+)-)?"
     rf"ort(?P<runtime>{RELEASE})-(?P<provider>[a-z0-9]+)-op(?P<opset>\d+)"
-    r"-(?P<exporter>[a-z]+)(?:-(?P<precision>fp16|int8-dynamic|int8-static))?"
+    rf"-(?P<exporter>[a-z]+)(?:-(?P<precision>{'|'.join(DERIVED_PRECISIONS)}))?"
     r"(?:-so-(?P<session>[a-z][a-z0-9_]*))?$"
 )
 
@@ -117,17 +119,32 @@ class Target:
 
     @property
     def id(self) -> str:
-        suffix = "" if self.precision == "fp32" else f"-{self.precision}"
-        prefix = "" if self.runner == DEFAULT_RUNNER else f"{self.runner}-"
-        prefix += f"api{self.api_level}-" if self.api_level else ""
-        so = "" if self.session_options == DEFAULT_SESSION_OPTIONS else f"-so-{self.session_options}"
-        cell = f"{prefix}ort{self.runtime}-{self.provider}-op{self.opset}-{self.exporter}{suffix}{so}"
-        return scoped(self.model, cell)
+        return scoped(self.model, self._id(f"ort{self.runtime}"))
 
     @property
     def cell_id(self) -> str:
         """The id without the model's name: the cell as the model's own matrix names it."""
-        return dataclasses.replace(self, model="").id if self.model else self.id
+        return self._id(f"ort{self.runtime}")
+
+    @property
+    def family(self) -> str:
+        """The id without its release (``node-cpu-op17-dynamo``, ``minilm.cpu-op17-dynamo-so-no_opt``):
+        what stays the same from one release to the next, every other part of the cell (and its
+        model) kept."""
+        return scoped(self.model, self._id(""))
+
+    def _id(self, release: str) -> str:
+        parts = (
+            "" if self.runner == DEFAULT_RUNNER else self.runner,
+            f"api{self.api_level}" if self.api_level else "",
+            release,
+            self.provider,
+            f"op{self.opset}",
+            self.exporter,
+            "" if self.precision == "fp32" else self.precision,
+            "" if self.session_options == DEFAULT_SESSION_OPTIONS else f"so-{self.session_options}",
+        )
+        return "-".join(p for p in parts if p)
 
     @property
     def bundle_key(self) -> str:
@@ -141,7 +158,7 @@ class Target:
         if not m or m["runner"] == DEFAULT_RUNNER or m["session"] == DEFAULT_SESSION_OPTIONS:
             raise UsageError(
                 f"target id {target_id!r} is not of the form [<model>.][<runner>-]ort<version>-<provider>"
-                "-op<opset>-<exporter>[-fp16|-int8-dynamic|-int8-static][-so-<preset>]; "
+                f"-op<opset>-<exporter>[{'|'.join('-' + p for p in DERIVED_PRECISIONS)}][-so-<preset>]; "
                 "`onnx-gate plan` lists the ids"
             )
         try:

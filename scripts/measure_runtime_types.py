@@ -25,7 +25,7 @@ from ci_onnx import matrix, tensorproto
 PROBE = r"""
 import json, sys
 import numpy as np, onnxruntime as ort
-from ci_onnx.runners import values
+from ci_onnx.observer import values
 from ci_onnx.tensorproto import Tensor, storage_dtype, STRING
 so = ort.SessionOptions(); so.log_severity_level = 4
 ok = {}

@@ -47,7 +47,8 @@ def installed(package: str) -> str:
 def plan_change(target_id: str, installed_version: Callable[[str], str] = installed) -> RuntimeChange:
     """What must change for ``target_id``'s runtime to be the only one installed."""
     target = Target.from_id(target_id)
-    if target.runner != "python":
+    kind = matrix.runners().get(target.runner)
+    if kind is None or not kind.can.interpreter:
         return RuntimeChange((), ())  # not a Python package: its runner kind provisions it (npm)
     info = matrix.providers().get(target.provider)
     if info is None:

@@ -83,7 +83,7 @@ def nightly(
     """
     import datetime
 
-    from ci_onnx import config
+    from ci_onnx import cascade
     from ci_onnx.envs import find_uv
     from ci_onnx.errors import UsageError
     from ci_onnx.github import workflow
@@ -96,7 +96,7 @@ def nightly(
     from ci_onnx.report.model import Commit
     from ci_onnx.resolve import releases_between
     from ci_onnx.target import Target
-    from ci_onnx.verify.options import VerifyOptions
+    from ci_onnx.verify_options import VerifyOptions
 
     ctx = from_env(os.environ, token=github_token)
     if not dry_run and not ctx.can_publish:
@@ -104,18 +104,17 @@ def nightly(
             "nightly needs a token that may write issues (GITHUB_TOKEN or --github-token) and "
             "GITHUB_REPOSITORY; or pass --dry-run to see what it would do"
         )
-    index = package_index()
+    every = cascade.load_all(config_path) if config_path.is_file() else ()
+    index = package_index(every)
     night = Night(
         date=night_date or datetime.datetime.now(datetime.UTC).date().isoformat(),
         run_url=ctx.run_url,
         commit=Commit(ctx.sha, ctx.commit_url),
     )
-    from ci_onnx.verify.stage import options_from
+    from ci_onnx.verify_options import options_from
 
     the_plan = read_plan(plan_path)
-    by_model = (
-        {c.model.id: options_from(c) for c in config.load_all(config_path)} if config_path.is_file() else {}
-    )
+    by_model = {c.model.id: options_from(c) for c in every}
 
     def options(
         target: Target,

@@ -71,14 +71,14 @@ def run(
     run_all: bool = False,
 ) -> None:
     """Export, verify every target in its own environment, and report, on this machine."""
-    from ci_onnx import baseref, config, localrun
+    from ci_onnx import baseref, cascade, config, localrun
     from ci_onnx.envs import find_uv
     from ci_onnx.errors import UsageError
 
     if config_path is None and Path(config.DEFAULT_NAME).is_file():
         config_path = Path(config.DEFAULT_NAME)
     if config_path is not None:
-        cfgs = config.load_all(config_path)
+        cfgs = cascade.load_all(config_path)
     else:
         import importlib.metadata
         import platform
@@ -109,7 +109,7 @@ def run(
         config_arg=None if config_path is not None else "",  # the demo plans without a config
         run_all=run_all,
     )
-    index = package_index(next((c.targets.nightly_index for c in cfgs if c.targets.nightly_index), ""))
+    index = package_index(cfgs)
     if baseline_dir and baseline_ref:
         raise UsageError("--baseline and --baseline-ref: give one (a directory, or a commit to run)")
     source = f"--baseline {baseline_dir}" if baseline_dir else ""

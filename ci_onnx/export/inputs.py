@@ -8,12 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from ci_onnx.bundle import TensorSpec
 from ci_onnx.errors import ConfigError
+
+if TYPE_CHECKING:
+    from ci_onnx.config import Config
 
 Arrays = dict[str, npt.NDArray[np.generic]]
 
@@ -125,3 +129,15 @@ def count_of(arrays: Mapping[str, npt.NDArray[np.generic]], specs: Sequence[Tens
         if batch_axis(spec):
             return int(arrays[spec.name].shape[0])
     return 1
+
+
+def labels_of(cfg: Config, samples: Mapping[str, np.ndarray] | None) -> dict[str, np.ndarray]:
+    """The labels of ``model.samples`` (already loaded as ``samples``), checked against the config."""
+    from ci_onnx.labels import load_labels
+
+    m = cfg.model
+    if not samples or not m.samples:
+        return {}
+    decision = cfg.verify.decision.output if cfg.verify.decision else None
+    key = f"{cfg.path}: model.samples"
+    return load_labels(cfg.resolve(m.samples), m.outputs, decision, count_of(samples, m.inputs), key)

@@ -15,8 +15,8 @@ from ci_onnx.bundle import MODEL, Manifest, TensorSpec, TestDataSet
 from ci_onnx.config import Config
 from ci_onnx.errors import ConfigError
 from ci_onnx.export import checks, inputs, writer
+from ci_onnx.observer import values
 from ci_onnx.results import CheckResult
-from ci_onnx.runners import values
 from ci_onnx.target import Status
 from ci_onnx.verify import decode
 

@@ -9,6 +9,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from ci_onnx import labels as labelled
 from ci_onnx.bundle import MODEL, Manifest, TensorSpec, TestDataSet
 from ci_onnx.config import Config
 from ci_onnx.export import (
@@ -24,7 +25,6 @@ from ci_onnx.export import (
 )
 from ci_onnx.results import CheckResult
 from ci_onnx.target import Status
-from ci_onnx.verify import accuracy
 
 NO_MODEL = "not run: the export produced no model"
 
@@ -37,7 +37,7 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
     m = cfg.model
     specs = m.inputs
     samples = inputs.load_samples(cfg.resolve(m.samples), specs) if m.samples else None
-    labels = accuracy.labels_of(cfg, samples)
+    labels = inputs.labels_of(cfg, samples)
     model = factory.build_model(m.factory, cfg.root)
     binding = signature.bind(model.forward, [s.name for s in specs])
     writer.fresh_dir(bundle_dir)
@@ -97,7 +97,7 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
         structure = structure or run.structure
         directory = writer.write_set(bundle_dir, index, feeds, run.outputs)
         if kind == "sample":
-            accuracy.write_labels(bundle_dir / directory, m.outputs, labels)
+            labelled.write_labels(bundle_dir / directory, m.outputs, labels)
         data.append((directory, TestDataSet(directory, kind, count), feeds, run.outputs))
     findings.append(checks.outputs(proto, m.outputs, [s.name for s in specs], structure))
     findings += differential.findings(

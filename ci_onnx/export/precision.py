@@ -25,9 +25,8 @@ from ci_onnx.bundle import MODEL, Manifest, hash_files, read_manifest, write_man
 from ci_onnx.config import Config
 from ci_onnx.errors import EXIT_PASS, ConfigError, GateError
 from ci_onnx.results import CheckResult
+from ci_onnx.target import DERIVED_PRECISIONS as DERIVED
 from ci_onnx.target import Status
-
-DERIVED = ("fp16", "int8-dynamic", "int8-static")
 
 FP16_BLOCKED = {
     "Exp": "e^x overflows fp16 (max 65504) from x > 11",
@@ -328,9 +327,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--bundle-dir", type=Path, required=True)
     args = parser.parse_args(argv)
     try:
-        from ci_onnx import config
+        from ci_onnx import cascade
 
-        derive(config.load_one(args.config, args.model), args.precision, args.source, args.bundle_dir)
+        derive(cascade.load_one(args.config, args.model), args.precision, args.source, args.bundle_dir)
     except GateError as exc:
         print(f"onnx-gate: error: {exc.message}", file=sys.stderr)
         return exc.exit_code

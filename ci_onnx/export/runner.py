@@ -91,9 +91,7 @@ def preflight(cfg: Config) -> None:
 
     factory.check(cfg)
     if cfg.model.samples:
-        from ci_onnx.verify import accuracy
-
-        accuracy.labels_of(cfg, inputs.load_samples(cfg.resolve(cfg.model.samples), cfg.model.inputs))
+        inputs.labels_of(cfg, inputs.load_samples(cfg.resolve(cfg.model.samples), cfg.model.inputs))
     if "int8-static" in cfg.export.precisions:
         from ci_onnx.export import precision
 

@@ -25,9 +25,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--bundle-dir", type=Path, required=True)
     args = parser.parse_args(argv)
     try:
-        from ci_onnx import config
+        from ci_onnx import cascade
 
-        cfg = config.load_one(args.config, args.model)
+        cfg = cascade.load_one(args.config, args.model)
         if args.exporter == "onnx":
             from ci_onnx.export import onnx_only
 

@@ -97,8 +97,30 @@ def providers() -> dict[str, ProviderInfo]:
 
 
 @dataclasses.dataclass(frozen=True)
+class Capabilities:
+    """What a runner kind can do: its row's ``can`` block in runners.toml. Plan, judge, verify and the
+    CLI read it here; none of them names a kind."""
+
+    session_options: bool = False
+    """Its observer applies session-options presets; other kinds plan a non-default preset as an
+    expected skip."""
+    optimized_cache: bool = False
+    """Its observer keeps an optimized-model cache (the ``optimized-cache`` check); other kinds get
+    the check skipped, with why."""
+    cold_start: bool = False
+    """Its observer times a fresh process to its first answer (the ``cold-start`` check); other kinds
+    have it declared unmeasured, with why."""
+    interpreter: bool = False
+    """It runs in a Python interpreter from PyPI: ``verify --python``, this interpreter when it holds
+    the release, the action's install of the release."""
+    id_axes: tuple[str, ...] = ()
+    """Parts of its ids beyond the common ones: ``api_level`` (android)."""
+
+
+@dataclasses.dataclass(frozen=True)
 class RunnerInfo:
-    """One runner kind (runners.toml): its module, the registry and package of its releases, its job."""
+    """One runner kind (runners.toml): its module, the registry and package of its releases, its job,
+    and what it can do."""
 
     name: str
     module: str
@@ -110,6 +132,7 @@ class RunnerInfo:
     missing_release: str = "error"
     """What an exact release the kind's registry lacks is: "error" (a config error naming the nearest
     releases) or "skip" (an expected skip naming them, for a registry that skips releases)."""
+    can: Capabilities = dataclasses.field(default_factory=Capabilities)
 
     def package_for(self, provider: str) -> str:
         """The package that ships a release of this kind for ``provider``."""

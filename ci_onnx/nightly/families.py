@@ -1,9 +1,10 @@
 """What one tracking issue follows: a target family, the same cell whatever release the spec named.
 
 A nightly plan resolves ``latest`` to a new release now and then; an issue keyed by the resolved
-version would open again with every release. The family is the target without its version: provider,
-opset, exporter, precision and the runtime *spec* (``latest``, ``latest-2``, ``nightly``, ``1.24.*``;
-an exact pin is its own spec). With ``latest-N`` a family holds N releases in one night.
+version would open again with every release. The family is the target without its version (every other
+part of its id: runner, API level, provider, opset, exporter, precision, session options, as
+:attr:`Target.family` derives it) and the runtime *spec* (``latest``, ``latest-2``, ``nightly``,
+``1.24.*``; an exact pin is its own spec). With ``latest-N`` a family holds N releases in one night.
 """
 
 from __future__ import annotations
@@ -14,45 +15,28 @@ from ci_onnx import matrix
 from ci_onnx.matrix import version_key
 from ci_onnx.report.collect import Collection, Entry
 from ci_onnx.report.gate import Gate
-from ci_onnx.target import Status, Target, scoped
+from ci_onnx.target import DEFAULT_RUNNER, Status, Target
 
 
 @dataclasses.dataclass(frozen=True, order=True)
 class FamilyKey:
-    provider: str
-    opset: int
-    exporter: str
-    precision: str
+    """A target family: :attr:`Target.family` (every part of the id but the release) and the spec."""
+
+    cell: str
+    """The family without its spec (``node-cpu-op17-dynamo``): releases verified under other specs
+    say as much about it."""
     spec: str
-    runner: str = "python"
-    model: str = ""
-    """The model of a ``models`` config: each model's families have issues of their own."""
+    runner: str = dataclasses.field(default=DEFAULT_RUNNER, compare=False)
+    provider: str = dataclasses.field(default="", compare=False)
 
     @classmethod
     def of(cls, target: Target) -> FamilyKey:
-        return cls(
-            target.provider,
-            target.opset,
-            target.exporter,
-            target.precision,
-            target.runtime_spec or target.runtime,
-            target.runner,
-            target.model,
-        )
+        return cls(target.family, target.runtime_spec or target.runtime, target.runner, target.provider)
 
     @property
     def id(self) -> str:
         """``cpu-op17-dynamo@latest``: readable, and stable from one release to the next."""
-        suffix = "" if self.precision == "fp32" else f"-{self.precision}"
-        prefix = "" if self.runner == "python" else f"{self.runner}-"
-        return scoped(
-            self.model, f"{prefix}{self.provider}-op{self.opset}-{self.exporter}{suffix}@{self.spec}"
-        )
-
-    @property
-    def cell(self) -> tuple[str, int, str, str, str, str]:
-        """The family without its spec: releases verified under other specs say as much about it."""
-        return (self.provider, self.opset, self.exporter, self.precision, self.runner, self.model)
+        return f"{self.cell}@{self.spec}"
 
     @property
     def marker(self) -> str:

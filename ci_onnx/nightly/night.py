@@ -75,7 +75,7 @@ def decide(
     """``issues``: the open tracking issues by family id (``open_tracking_issues``)."""
     actions: list[Action] = []
     remembered = dict(memory.last_good)
-    pooled: dict[tuple[str, int, str, str, str, str], dict[str, Status]] = {}
+    pooled: dict[str, dict[str, Status]] = {}
     for fam in families:
         pooled.setdefault(fam.key.cell, {}).update(fam.verdicts())
     for fam in families:

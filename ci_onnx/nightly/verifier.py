@@ -16,7 +16,7 @@ from ci_onnx.nightly.bisect import VerifyAt
 from ci_onnx.nightly.families import FamilyNight
 from ci_onnx.nightly.night import VerifierFor
 from ci_onnx.target import Status, Target
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 
 
 @dataclasses.dataclass(frozen=True)

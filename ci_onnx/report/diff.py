@@ -14,8 +14,8 @@ import dataclasses
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
+from ci_onnx.gate_settings import GateSettings, ServingRule
 from ci_onnx.report import noise
-from ci_onnx.report.settings import GateSettings, ServingRule
 from ci_onnx.results import LatencyStat, TargetResult
 
 SERVING = "serving"

@@ -43,7 +43,7 @@ def default_reproduce(entry: Entry, config_path: str = "") -> str:
 
 def figures_text(figures: dict[str, Any]) -> str:
     """Figures as a person reads them: numbers formatted, lists and tables counted, never a repr."""
-    from ci_onnx.report.view import fmt_num
+    from ci_onnx.report.figures import fmt_num
 
     parts = []
     for k, v in figures.items():

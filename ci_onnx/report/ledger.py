@@ -15,7 +15,7 @@ import functools
 import re
 from collections.abc import Iterable, Sequence
 
-from ci_onnx.report.settings import ExpectedFailure
+from ci_onnx.gate_settings import ExpectedFailure
 
 
 @dataclasses.dataclass(frozen=True)

@@ -99,7 +99,7 @@ class PrecisionRow:
 
 @dataclasses.dataclass(frozen=True)
 class ServingRow:
-    """The serving figures of one target (ci_onnx/runners/coldstart.py), formatted."""
+    """The serving figures of one target (ci_onnx/observer/coldstart.py), formatted."""
 
     target: str
     cold_start: str

@@ -15,6 +15,7 @@ from typing import Any
 from ci_onnx.report.collect import Entry
 from ci_onnx.report.model import PrecisionRow
 from ci_onnx.results import TargetResult
+from ci_onnx.target import PRECISIONS
 
 
 def _cell(entry: Entry) -> tuple[Any, ...]:
@@ -53,7 +54,7 @@ def rows(entries: Sequence[Entry]) -> tuple[PrecisionRow, ...]:
         base_size = _figure(fp32, "export", "model_bytes") if fp32 else None
         base_acc = _figure(fp32, "accuracy", "accuracy") if fp32 else None
         base_lat = {s.batch_size: s.p50_ms for s in fp32.latency} if fp32 else {}
-        for precision in ("fp32", "fp16", "int8-dynamic", "int8-static"):
+        for precision in PRECISIONS:
             r = by_precision.get(precision)
             if r is None:
                 continue

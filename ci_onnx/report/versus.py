@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from ci_onnx.gate_settings import Mode
 from ci_onnx.report import diff
 from ci_onnx.report.gate import Change, Gate, Summary
 from ci_onnx.report.model import (
@@ -19,7 +20,6 @@ from ci_onnx.report.model import (
     Regression,
     ServingRow,
 )
-from ci_onnx.report.settings import Mode
 from ci_onnx.results import TargetResult
 
 CPU_EP = "CPUExecutionProvider"

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from ci_onnx.report import accuracy, failures, models, precisions, triage, versus
 from ci_onnx.report.collect import Collection, Entry
+from ci_onnx.report.figures import fmt_ms, fmt_num, fmt_share
 from ci_onnx.report.gate import Gate
 from ci_onnx.report.junit_reader import JUnitSummary
 from ci_onnx.report.model import (
@@ -32,22 +33,6 @@ from ci_onnx.results import SQNR_CAP_DB, TargetResult
 from ci_onnx.target import Status
 
 CPU_EP = "CPUExecutionProvider"
-
-
-def fmt_num(x: float | None) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "—"
-    if x == 0:
-        return "0"
-    return f"{x:.2e}" if abs(x) < 1e-3 or abs(x) >= 1e4 else f"{x:.4g}"
-
-
-def fmt_ms(x: float) -> str:
-    return "—" if math.isnan(x) else (f"{x:.2f}" if x < 100 else f"{x:.0f}")
-
-
-def fmt_share(x: float) -> str:
-    return f"{100 * x:.1f} %"
 
 
 def _parity_rows(entry: Entry, r: TargetResult) -> list[ParityRow]:

@@ -1,6 +1,7 @@
-"""Runners: code that executes INSIDE a target environment and only observes.
+"""Runner kinds, the host's side: what provisions a runtime, launches its observer and collects.
 
-A runner loads a bundle on one runtime and writes an Observation (observation.json) plus the raw
-outputs as TensorProto files; it draws no verdict. Runners import the standard library, numpy and
-their runtime only, never onnx, torch or click (the environment holds nothing else).
+Each kind is one module behind the Protocol in :mod:`ci_onnx.runners.base`, named by its row in
+matrix/runners.toml, which also declares what the kind can do (its ``can`` block). What runs inside
+the environment is elsewhere: the Python observer in :mod:`ci_onnx.observer`, the JavaScript and C
+observers beside their kinds (``node/``, ``web/``, ``native/``).
 """

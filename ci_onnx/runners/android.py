@@ -38,9 +38,7 @@ from ci_onnx import envs, proc, serde
 from ci_onnx.errors import EnvironmentProblem
 from ci_onnx.results import Observation
 from ci_onnx.runners.adb import DEVICE_TIMEOUT_S, Adb
-from ci_onnx.runners.base import OBSERVATION, Provisioning, RunnerEnv
-from ci_onnx.target import Target
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.runners.base import OBSERVATION, Launch, Provisioning, RunnerEnv
 
 KIND = "android"
 PACKAGE = "com.microsoft.onnxruntime:onnxruntime-android"
@@ -259,18 +257,9 @@ class AndroidRunner:
         )
         return RunnerEnv(KIND, release, path, str(program), PACKAGE)
 
-    def launch(
-        self,
-        env: RunnerEnv,
-        bundle: Path,
-        target: Target,
-        out_dir: Path,
-        options: VerifyOptions,
-        *,
-        ep: str,
-        base_env: Mapping[str, str],
-    ) -> proc.Completed:
-        from ci_onnx.runners.feeds import served_sizes
+    def launch(self, env: RunnerEnv, x: Launch, *, base_env: Mapping[str, str]) -> proc.Completed:
+        target, out_dir = x.target, x.out_dir
+        from ci_onnx.observer.feeds import served_sizes
 
         adb = Adb.from_environ(base_env)
         device = Device.probe(adb)
@@ -282,7 +271,7 @@ class AndroidRunner:
                 f"the cell is Android API {target.api_level}, {adb.device} runs API {device.sdk}: boot an "
                 f"emulator at API {target.api_level}, or plan for targets.android.api_level: {device.sdk}",
             )
-        sizes = served_sizes(bundle)
+        sizes = served_sizes(x.bundle)
         lib = env.path / "lib" / "libonnxruntime.so"
         steps = [
             lambda: adb.shell(["rm", "-rf", remote], timeout=DEVICE_TIMEOUT_S, what="adb shell rm"),
@@ -291,7 +280,7 @@ class AndroidRunner:
             ),
             lambda: adb.push(Path(env.program), f"{remote}/observe"),
             lambda: adb.push(lib, f"{remote}/libonnxruntime.so"),
-            lambda: adb.push(bundle.resolve(), f"{remote}/bundle"),
+            lambda: adb.push(x.bundle.resolve(), f"{remote}/bundle"),
             lambda: adb.shell(
                 ["chmod", "755", f"{remote}/observe"], timeout=DEVICE_TIMEOUT_S, what="adb shell chmod"
             ),
@@ -306,10 +295,10 @@ class AndroidRunner:
             bundle=f"{remote}/bundle",
             out=f"{remote}/out",
             target=target,
-            options=options,
+            options=x.options,
             batch_sizes=sizes,
         )
-        done = adb.shell(argv, timeout=options.timeout_s, what=f"{target.id} runner (adb shell)")
+        done = adb.shell(argv, timeout=x.options.timeout_s, what=f"{target.id} runner (adb shell)")
         pulled = _pull(adb, f"{remote}/out", out_dir)
         adb.shell(["rm", "-rf", remote], timeout=DEVICE_TIMEOUT_S, what="adb shell rm")
         return done if not done.ok or pulled.ok else pulled

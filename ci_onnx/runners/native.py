@@ -23,9 +23,7 @@ observe.c with LoadLibrary/GetProcAddress in place of dlopen/dlsym against ``onn
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
-import json
 import os
 import platform
 import shutil
@@ -37,14 +35,13 @@ from pathlib import Path
 from ci_onnx import matrix, proc
 from ci_onnx.errors import EnvironmentProblem
 from ci_onnx.results import Observation
-from ci_onnx.runners.base import OBSERVATION, CollectError, Provisioning, RunnerEnv, read_observation
+from ci_onnx.runners.base import Launch, PlacementSources, Provisioning, RunnerEnv, collect
 from ci_onnx.target import Target
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 
 KIND = "native"
 SOURCES = Path(__file__).parent / "native"
-PROFILE = "native_profile.json"
-VERBOSE_LOG = "verbose.log"
+PLACEMENT = PlacementSources("native_profile.json", "verbose.log")
 API_VERSION = 12
 """The ORT C API version observe.c asks for (OBSERVE_API_VERSION there): releases 1.12 and newer."""
 HEADERS_PACKAGE, HEADERS_VERSION = "com.github.asus4.onnxruntime", "0.4.9"
@@ -252,69 +249,25 @@ class NativeRunner:
         package = HEADERS_PACKAGE if lib.name == "libonnxruntime.so" else LIB_PACKAGE
         return RunnerEnv(KIND, release, lib, str(program), package)
 
-    def launch(
-        self,
-        env: RunnerEnv,
-        bundle: Path,
-        target: Target,
-        out_dir: Path,
-        options: VerifyOptions,
-        *,
-        ep: str,
-        base_env: Mapping[str, str],
-    ) -> proc.Completed:
-        from ci_onnx.runners.feeds import served_sizes
+    def launch(self, env: RunnerEnv, x: Launch, *, base_env: Mapping[str, str]) -> proc.Completed:
+        from ci_onnx.observer.feeds import served_sizes
 
-        sizes = served_sizes(bundle)
+        sizes = served_sizes(x.bundle)
         argv = observer_argv(
             env.program,
             lib=str(env.path),
-            bundle=str(bundle.resolve()),
-            out=str(out_dir.resolve()),
-            target=target,
-            options=options,
+            bundle=str(x.bundle.resolve()),
+            out=str(x.out_dir.resolve()),
+            target=x.target,
+            options=x.options,
             batch_sizes=sizes,
         )
-        return proc.run(argv, timeout=options.timeout_s, env=base_env, what=f"{target.id} runner")
+        return proc.run(argv, timeout=x.options.timeout_s, env=base_env, what=f"{x.target.id} runner")
 
     def collect(self, out_dir: Path) -> Observation:
-        return collect(out_dir)
-
-
-COLD_START = "cold_start"
-NO_COLD_START = "the native runner does not time a fresh process yet"
-
-
-def collect(out_dir: Path) -> Observation:
-    """The observation, with the placement learnt from the profile trace of the parity runs or, where
-    it holds no node events, the verbose log of the session created at verbose level."""
-    from ci_onnx import serde
-    from ci_onnx.runners.placement import from_verbose_log, profile_nodes, summarise
-
-    obs = read_observation(out_dir)
-    if COLD_START not in obs.unmeasured:  # the C observer times no fresh process: say so, do not omit it
-        obs = dataclasses.replace(obs, unmeasured={**obs.unmeasured, COLD_START: NO_COLD_START})
-    trace, log = out_dir / PROFILE, out_dir / VERBOSE_LOG
-    if obs.placement is not None or obs.load_error or not (trace.is_file() or log.is_file()):
-        return obs
-    requested = obs.providers_requested[0] if obs.providers_requested else "CPUExecutionProvider"
-    placement = None
-    try:
-        nodes = profile_nodes(json.loads(trace.read_bytes())) if trace.is_file() else []
-        if nodes:
-            placement = summarise(requested, nodes, None)
-        elif log.is_file():
-            placement = from_verbose_log(requested, log.read_text(errors="replace"))
-    except (OSError, ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
-        raise CollectError(f"the runner wrote an unreadable profile trace ({exc})") from None
-    if placement is None:
-        obs = dataclasses.replace(
-            obs, placement_error="the profile and the verbose log hold no node placements"
-        )
-    else:
-        obs = dataclasses.replace(obs, placement=placement)
-    (out_dir / OBSERVATION).write_text(serde.dumps(obs))
-    return obs
+        """The observation, with the placement learnt from the profile trace of the parity runs or,
+        where it holds no node events, the verbose log of the session created at verbose level."""
+        return collect(KIND, out_dir, PLACEMENT)
 
 
 RUNNER = NativeRunner()

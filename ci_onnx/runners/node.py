@@ -10,8 +10,6 @@ runs, which :meth:`NodeRunner.collect` turns into a Placement with the code ever
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,14 +18,13 @@ from ci_onnx import matrix, proc
 from ci_onnx.errors import EnvironmentProblem
 from ci_onnx.results import Observation
 from ci_onnx.runners import npm
-from ci_onnx.runners.base import OBSERVATION, CollectError, Provisioning, RunnerEnv, read_observation
-from ci_onnx.target import Target
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.runners.base import Launch, PlacementSources, Provisioning, RunnerEnv, collect
 
 KIND = "node"
 OBSERVER = Path(__file__).parent / "node" / "observe.mjs"
-PROFILE = "node_profile.json"
-VERBOSE_LOG = "verbose.log"
+PLACEMENT = PlacementSources(
+    "node_profile.json", "verbose.log", "the profile and the log hold no node placements"
+)
 SKIP_POSTINSTALL = {"ONNXRUNTIME_NODE_INSTALL": "skip", "ONNXRUNTIME_NODE_INSTALL_CUDA": "skip"}
 """The names releases before and after 1.21 read; ``--ignore-scripts`` makes sure of it."""
 
@@ -76,58 +73,26 @@ class NodeRunner:
             )  # fmt: skip
         return env
 
-    def launch(
-        self,
-        env: RunnerEnv,
-        bundle: Path,
-        target: Target,
-        out_dir: Path,
-        options: VerifyOptions,
-        *,
-        ep: str,
-        base_env: Mapping[str, str],
-    ) -> proc.Completed:
-        from ci_onnx.runners.feeds import served_sizes
+    def launch(self, env: RunnerEnv, x: Launch, *, base_env: Mapping[str, str]) -> proc.Completed:
+        from ci_onnx.observer.feeds import served_sizes
 
-        sizes = served_sizes(bundle)
+        sizes = served_sizes(x.bundle)
         argv = [
             env.program, str(OBSERVER),
             "--module", str(module_dir(env)),
-            "--bundle", str(bundle.resolve()),
-            "--target-id", target.id,
-            "--ep", target.provider,
-            "--out", str(out_dir.resolve()),
-            "--latency-runs", str(options.latency_runs),
+            "--bundle", str(x.bundle.resolve()),
+            "--target-id", x.target.id,
+            "--ep", x.target.provider,
+            "--out", str(x.out_dir.resolve()),
+            "--latency-runs", str(x.options.latency_runs),
             "--batch-sizes", ",".join(str(n) for n in sizes),
         ]  # fmt: skip
-        env_ = {**base_env, **swiftshader(base_env)} if target.provider == "webgpu" else base_env
-        return proc.run(argv, timeout=options.timeout_s, env=env_, what=f"{target.id} runner")
+        env_ = {**base_env, **swiftshader(base_env)} if x.target.provider == "webgpu" else base_env
+        return proc.run(argv, timeout=x.options.timeout_s, env=env_, what=f"{x.target.id} runner")
 
     def collect(self, out_dir: Path) -> Observation:
         """The observation, with the placement learnt from the profile trace or verbose log it left."""
-        from ci_onnx import serde
-        from ci_onnx.runners.placement import from_verbose_log, profile_nodes, summarise
-
-        obs = read_observation(out_dir)
-        trace, log = out_dir / PROFILE, out_dir / VERBOSE_LOG
-        if obs.placement is not None or not (trace.is_file() or log.is_file()):
-            return obs
-        requested = obs.providers_requested[0] if obs.providers_requested else "CPUExecutionProvider"
-        try:
-            if trace.is_file():
-                nodes = profile_nodes(json.loads(trace.read_bytes()))
-                ran = nodes or (obs.outputs and not obs.run_errors)
-                placement = summarise(requested, nodes, None) if ran else None
-            else:
-                placement = from_verbose_log(requested, log.read_text(errors="replace"))
-        except (OSError, ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
-            raise CollectError(f"the runner wrote an unreadable profile trace ({exc})") from None
-        if placement is None:
-            obs = dataclasses.replace(obs, placement_error="the profile and the log hold no node placements")
-        else:
-            obs = dataclasses.replace(obs, placement=placement)
-        (out_dir / OBSERVATION).write_text(serde.dumps(obs))
-        return obs
+        return collect(KIND, out_dir, PLACEMENT)
 
 
 RUNNER = NodeRunner()

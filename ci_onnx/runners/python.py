@@ -1,6 +1,6 @@
 """The Python runner kind: onnxruntime (and its flavours) from PyPI, in one cached environment each.
 
-Provisioning is ci_onnx.envs (uv or venv + pip); the observer is ``python -m ci_onnx.runners.ort``,
+Provisioning is ci_onnx.envs (uv or venv + pip); the observer is ``python -m ci_onnx.observer.ort``,
 run with the environment's interpreter and a PYTHONPATH that holds only the ci_onnx package (a link
 to it in a temporary directory), so the environment needs nothing but numpy and its onnxruntime.
 :meth:`PythonRunner.launch_many` observes several targets of one environment in one such process.
@@ -18,12 +18,11 @@ import ci_onnx
 from ci_onnx import matrix, proc, serde
 from ci_onnx.results import Observation
 from ci_onnx.runners import batch, session
-from ci_onnx.runners.base import Launch, Provisioning, RunnerEnv, read_observation
+from ci_onnx.runners.base import Launch, Provisioning, RunnerEnv, collect
 from ci_onnx.target import Target
-from ci_onnx.verify.options import VerifyOptions
 
 KIND = "python"
-OBSERVER = "ci_onnx.runners.ort"
+OBSERVER = "ci_onnx.observer.ort"
 
 
 def from_interpreter(python: str) -> RunnerEnv:
@@ -51,21 +50,11 @@ class PythonRunner:
         env = envs.ensure(package, release, how.cache_dir, uv=how.uv, environ=how.environ)
         return RunnerEnv(KIND, release, env.path, str(env.python), package)
 
-    def launch(
-        self,
-        env: RunnerEnv,
-        bundle: Path,
-        target: Target,
-        out_dir: Path,
-        options: VerifyOptions,
-        *,
-        ep: str,
-        base_env: Mapping[str, str],
-    ) -> proc.Completed:
-        argv = [env.program, "-m", OBSERVER, *observer_args(bundle, target, out_dir, options, ep, env.path)]
+    def launch(self, env: RunnerEnv, x: Launch, *, base_env: Mapping[str, str]) -> proc.Completed:
+        argv = [env.program, "-m", OBSERVER, *observer_args(x, env.path)]
         with package_path() as path:
             env_vars = {**base_env, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
-            return proc.run(argv, timeout=options.timeout_s, env=env_vars, what=f"{target.id} runner")
+            return proc.run(argv, timeout=x.options.timeout_s, env=env_vars, what=f"{x.target.id} runner")
 
     @contextlib.contextmanager
     def early(self, env: RunnerEnv, *, base_env: Mapping[str, str]) -> Iterator[batch.Early]:
@@ -99,11 +88,7 @@ class PythonRunner:
         if alone:
             return self._apart(env, launches, alone, base_env=base_env, on_done=on_done, early=early)
         jobs = [
-            batch.Job(
-                tuple(observer_args(x.bundle, x.target, x.out_dir, x.options, x.ep, env.path)),
-                x.options.timeout_s,
-                f"{x.target.id} runner",
-            )
+            batch.Job(tuple(observer_args(x, env.path)), x.options.timeout_s, f"{x.target.id} runner")
             for x in launches
         ]
         program = (env.program, "-m", OBSERVER)
@@ -148,37 +133,35 @@ class PythonRunner:
                 on_done=lambda j, c: heard(rest[j], c), early=early,
             )  # fmt: skip
         for i in alone:
-            x = launches[i]
-            heard(i, self.launch(env, x.bundle, x.target, x.out_dir, x.options, ep=x.ep, base_env=base_env))
+            heard(i, self.launch(env, launches[i], base_env=base_env))
         return [done[i] for i in range(len(launches))]
 
     def collect(self, out_dir: Path) -> Observation:
-        return read_observation(out_dir)
+        return collect(KIND, out_dir)  # the observer writes its placement itself
 
 
 def _what(env: RunnerEnv) -> str:
     return f"{env.package or 'onnxruntime'} {env.release} runner".replace("  ", " ").strip()
 
 
-def observer_args(
-    bundle: Path, target: Target, out_dir: Path, options: VerifyOptions, ep: str, env_path: Path
-) -> list[str]:
+def observer_args(x: Launch, env_path: Path) -> list[str]:
     """The observer's arguments for one target: the same for a process of its own and a batch job."""
     args = [
-        "--bundle", str(bundle.resolve()),
-        "--target-json", json.dumps(serde.to_json(target)),
-        "--ep", ep,
-        "--out", str(out_dir.resolve()),
-        "--latency-runs", str(options.latency_runs),
+        "--bundle", str(x.bundle.resolve()),
+        "--target-json", json.dumps(serde.to_json(x.target)),
+        "--ep", x.ep,
+        "--out", str(x.out_dir.resolve()),
+        "--latency-runs", str(x.options.latency_runs),
     ]  # fmt: skip
+    options = x.options
     if options.strict_fallback:
         args.append("--strict-fallback")
     args += session.runner_args(
-        target.session_options, options.session_presets, env_path if options.serving_figures else None
+        x.target.session_options, options.session_presets, env_path if options.serving_figures else None
     )
     if not options.serving_figures:  # verify.serving_figures: false; the checks say why they are skipped
         args += ["--no-cold-start", "--no-opt-cache"]
-    paired = Path(options.paired_bundles) / target.bundle_key if options.paired_bundles else None
+    paired = Path(options.paired_bundles) / x.target.bundle_key if options.paired_bundles else None
     if paired is not None and (paired / "manifest.json").is_file():
         args += ["--paired-bundle", str(paired.resolve())]
     return args

@@ -25,7 +25,6 @@ after it go on in a fresh driver and browser (ci_onnx.runners.batch).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import shutil
 import signal
@@ -36,19 +35,10 @@ from pathlib import Path
 
 from ci_onnx import matrix, proc
 from ci_onnx.errors import EnvironmentProblem
+from ci_onnx.observer.feeds import served_sizes
 from ci_onnx.results import Observation
 from ci_onnx.runners import batch, npm
-from ci_onnx.runners.base import (
-    OBSERVATION,
-    CollectError,
-    Launch,
-    Provisioning,
-    RunnerEnv,
-    read_observation,
-)
-from ci_onnx.runners.feeds import served_sizes
-from ci_onnx.target import Target
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.runners.base import Launch, PlacementSources, Provisioning, RunnerEnv, collect
 
 KIND = "web"
 DRIVER = Path(__file__).parent / "web" / "drive.mjs"
@@ -61,7 +51,9 @@ CHROMIUM_NAMES = ("google-chrome", "google-chrome-stable", "chromium", "chromium
 """The browsers looked for, in order, where ``$ONNX_GATE_CHROMIUM`` is unset: on PATH, else in
 :data:`CHROMIUM_DIR` (GitHub's ubuntu images have Google Chrome; Debian's package is chromium)."""
 CHROMIUM_DIR = Path("/usr/bin")
-VERBOSE_LOG = "verbose.log"
+PLACEMENT = PlacementSources(
+    verbose_log="verbose.log", none_found="the browser's console held no node placements"
+)
 TIMINGS = "web_timings.json"
 """The page's phases in ms, and ``runs``: every session.run as [phase, rows, ms] (bench/bench_web.py)."""
 RUNS_BEGIN = "onnx-gate: the observed session is created; its runs follow"
@@ -109,21 +101,21 @@ def install_dir(cache_dir: Path, package: str, release: str) -> Path:
     return cache_dir / "npm" / f"{package}-{release}-playwright-core-{PLAYWRIGHT_CORE}"
 
 
-def argv(env: RunnerEnv, browser: str, profile: Path, bundle: Path, target: Target, out_dir: Path,
-         options: VerifyOptions, sizes: list[int]) -> list[str]:  # fmt: skip
+def argv(env: RunnerEnv, browser: str, profile: Path, x: Launch) -> list[str]:
     """The driver's command line for one cell."""
+    provider = x.target.provider
     return [
         env.program, str(DRIVER),
         "--modules", str(env.path),
         "--chromium", browser,
         "--profile", str(profile),
-        "--bundle", str(bundle.resolve()),
-        "--target-id", target.id,
-        "--ep", "wasm" if target.provider.startswith("wasm") else target.provider,
-        "--threads", str(WASM_THREADS[target.provider]),
-        "--out", str(out_dir.resolve()),
-        "--latency-runs", str(options.latency_runs),
-        "--batch-sizes", ",".join(str(n) for n in sizes),
+        "--bundle", str(x.bundle.resolve()),
+        "--target-id", x.target.id,
+        "--ep", "wasm" if provider.startswith("wasm") else provider,
+        "--threads", str(WASM_THREADS[provider]),
+        "--out", str(x.out_dir.resolve()),
+        "--latency-runs", str(x.options.latency_runs),
+        "--batch-sizes", ",".join(str(n) for n in served_sizes(x.bundle)),
     ]  # fmt: skip
 
 
@@ -193,21 +185,11 @@ class WebRunner:
             )  # fmt: skip
         return env
 
-    def launch(
-        self,
-        env: RunnerEnv,
-        bundle: Path,
-        target: Target,
-        out_dir: Path,
-        options: VerifyOptions,
-        *,
-        ep: str,
-        base_env: Mapping[str, str],
-    ) -> proc.Completed:
+    def launch(self, env: RunnerEnv, x: Launch, *, base_env: Mapping[str, str]) -> proc.Completed:
         browser = chromium(base_env)
         with fresh_profile() as profile:
-            args = argv(env, browser, profile, bundle, target, out_dir, options, served_sizes(bundle))
-            return proc.run(args, timeout=options.timeout_s, env=base_env, what=f"{target.id} runner")
+            args = argv(env, browser, profile, x)
+            return proc.run(args, timeout=x.options.timeout_s, env=base_env, what=f"{x.target.id} runner")
 
     def launch_many(
         self,
@@ -228,20 +210,7 @@ class WebRunner:
             with fresh_profile() as root:
                 jobs = [
                     batch.Job(
-                        tuple(
-                            argv(
-                                env,
-                                browser,
-                                root,
-                                x.bundle,
-                                x.target,
-                                x.out_dir,
-                                x.options,
-                                served_sizes(x.bundle),
-                            )[2:]
-                        ),
-                        x.options.timeout_s,
-                        f"{x.target.id} runner",
+                        tuple(argv(env, browser, root, x)[2:]), x.options.timeout_s, f"{x.target.id} runner"
                     )
                     for x in (launches[i] for i in members)
                 ]
@@ -267,25 +236,7 @@ class WebRunner:
 
     def collect(self, out_dir: Path) -> Observation:
         """The observation, with the placement learnt from the console's verbose log."""
-        from ci_onnx import serde
-        from ci_onnx.runners.placement import from_verbose_log
-
-        obs = read_observation(out_dir)
-        log = out_dir / VERBOSE_LOG
-        if obs.placement is not None or obs.load_error:
-            return obs
-        requested = obs.providers_requested[0] if obs.providers_requested else "CPUExecutionProvider"
-        try:
-            text = log.read_text(errors="replace") if log.is_file() else ""
-            placement = from_verbose_log(requested, text) if text else None
-        except (OSError, ValueError) as exc:
-            raise CollectError(f"the runner wrote an unreadable verbose log ({exc})") from None
-        if placement is None:
-            obs = dataclasses.replace(obs, placement_error="the browser's console held no node placements")
-        else:
-            obs = dataclasses.replace(obs, placement=placement)
-        (out_dir / OBSERVATION).write_text(serde.dumps(obs))
-        return obs
+        return collect(KIND, out_dir, PLACEMENT)
 
 
 RUNNER = WebRunner()

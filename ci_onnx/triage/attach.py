@@ -19,9 +19,9 @@ from ci_onnx.bundle import Manifest
 from ci_onnx.results import TargetResult
 from ci_onnx.runners.base import RunnerEnv
 from ci_onnx.target import Status, Target
-from ci_onnx.triage.contract import TRIAGE_VERSION, Triage
 from ci_onnx.triage.request import Request
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.triage_contract import TRIAGE_VERSION, Triage
+from ci_onnx.verify_options import VerifyOptions
 
 CPU = "CPUExecutionProvider"
 KILL_GRACE_S = 10.0

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from ci_onnx.triage import walk
-from ci_onnx.triage.contract import FaultClass, NodeError
 from ci_onnx.triage.graph import Graph, Node
+from ci_onnx.triage_contract import FaultClass, NodeError
 
 
 @dataclasses.dataclass(frozen=True)

@@ -41,7 +41,7 @@ def read_values(directory: Path) -> dict[str, Any]:
 
 
 def _session(ort: Any, model: str, job: Mapping[str, Any], run: Mapping[str, Any]) -> Any:
-    from ci_onnx.runners import session
+    from ci_onnx.observer import session
 
     so = session.apply(ort, ort.SessionOptions(), job.get("preset", {}))
     so.log_severity_level = 3

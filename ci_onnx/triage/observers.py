@@ -44,13 +44,14 @@ def _kind(req: Request, bundle: Path, out: Path, budget: Budget) -> dict[str, di
     """``bundle`` observed by the target's own runner kind: each test data set's outputs."""
     from ci_onnx import tensorproto
     from ci_onnx.runners import base
-    from ci_onnx.verify.options import VerifyOptions
+    from ci_onnx.verify_options import VerifyOptions
 
     runner = base.get(req.kind)
     env = base.RunnerEnv(req.kind, req.release, Path(req.env_path), req.python, req.env_package)
     options = VerifyOptions(latency_runs=1, serving_figures=False, timeout_s=budget.left())
     out.mkdir(parents=True, exist_ok=True)
-    done = runner.launch(env, bundle, req.target, out, options, ep=req.providers[0], base_env=req.base_env)
+    launch = base.Launch(bundle, req.target, out, options, req.providers[0])
+    done = runner.launch(env, launch, base_env=req.base_env)
     if not done.ok:
         raise Stop(f"the {req.kind} runner failed while triaging: {done.describe_failure()}")
     obs = runner.collect(out)

@@ -38,8 +38,8 @@ class Settings:
 def settings_of(
     preset: Mapping[str, Any], providers: Sequence[str], release: str, *, level: str = ""
 ) -> Settings:
-    """The reproduction's session settings from the target's preset (ci_onnx.runners.session)."""
-    from ci_onnx.runners import session
+    """The reproduction's session settings from the target's preset (ci_onnx.observer.session)."""
+    from ci_onnx.observer import session
 
     opts: dict[str, Any] = {}
     if preset.get("intra_op_threads") is not None:

@@ -23,8 +23,8 @@ import numpy as np
 from ci_onnx import proc
 from ci_onnx.bundle import MODEL, read_manifest
 from ci_onnx.triage import classify, graph, observe, observers, repro, sample
-from ci_onnx.triage.contract import TRIAGE_VERSION, Triage
 from ci_onnx.triage.request import Budget, Request, Stop
+from ci_onnx.triage_contract import TRIAGE_VERSION, Triage
 
 TRIAGE_DIR = "triage"
 

@@ -31,7 +31,7 @@ def tolerance(manifest: Manifest, output: str) -> tuple[float, float]:
 
 
 def inputs_of(manifest: Manifest, bundle: Path, directory: str) -> dict[str, np.ndarray]:
-    from ci_onnx.runners import feeds
+    from ci_onnx.observer import feeds
     from ci_onnx.tensorproto import Tensor
 
     got = feeds.read_inputs(manifest, bundle, directory)
@@ -48,7 +48,7 @@ def reference_output(manifest: Manifest, bundle: Path, directory: str, output: s
 
 
 def pick(req: Request, manifest: Manifest, work: Path, budget: Budget) -> Picked:
-    from ci_onnx.runners import feeds
+    from ci_onnx.observer import feeds
 
     atol, rtol = tolerance(manifest, req.output)
     sets = {}

@@ -24,11 +24,11 @@ def module_outputs(cfg_path: Path, inputs: Path, model_id: str = "") -> dict[str
     import numpy as np
     import torch
 
-    from ci_onnx import config
+    from ci_onnx import cascade
     from ci_onnx.export import factory, signature
     from ci_onnx.triage.observe import read_values
 
-    cfg = config.load_one(cfg_path, model_id)
+    cfg = cascade.load_one(cfg_path, model_id)
     if not cfg.model.factory:
         raise GateError(f"{cfg_path}: model.factory: the model is ONNX-only; there is no PyTorch reference")
     model = factory.build_model(cfg.model.factory, cfg.root)

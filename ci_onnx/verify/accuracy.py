@@ -1,103 +1,25 @@
-"""Labelled samples and the task metric: top-1 accuracy of a cell and of PyTorch on the same samples.
+"""The task metric on labelled samples: top-1 accuracy of a cell and of PyTorch on the same samples.
 
-The convention, in ``model.samples`` (an .npz): beside one array per input, an integer array named
-``labels`` holds the class of each sample for the decision output (``verify.decision.output``, or the
-model's only output), and ``label:<output>`` names the output it labels. A label array has the
-output's shape without its last (class) axis: ``[N]`` for logits ``[N, C]``. Samples without labels
-keep today's behaviour: no accuracy check.
-
-At export the labels are written beside the sample set's reference outputs, as ``label_<i>.pb`` for
-output ``i`` (hashed into the manifest like every file of the bundle, and copied into each derived
-precision's bundle with the test data). PyTorch's accuracy comes from the reference outputs in the
-bundle (computed by PyTorch at export), a cell's from the outputs it observed; ``budgets.accuracy_drop``
-(absolute points) fails a cell whose accuracy is that much below PyTorch's.
+The labels' format is ci_onnx.labels; samples without labels keep today's behaviour: no accuracy
+check. PyTorch's accuracy comes from the reference outputs in the bundle (computed by PyTorch at
+export), a cell's from the outputs it observed; ``budgets.accuracy_drop`` (absolute points) fails a
+cell whose accuracy is that much below PyTorch's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ci_onnx.bundle import Manifest
-from ci_onnx.config import Config
-from ci_onnx.errors import ConfigError
 from ci_onnx.results import CheckResult, Observation
 from ci_onnx.target import Status
 
 if TYPE_CHECKING:
     from ci_onnx.verify.evidence import Evidence
 
-LABELS = "labels"
-PREFIX = "label:"
 CHECK = "accuracy"
-
-
-def label_file(index: int) -> str:
-    """The file, in a sample test data set, holding the labels of output ``index``."""
-    return f"label_{index}.pb"
-
-
-def load_labels(
-    path: Path, outputs: Sequence[str], decision: str | None, count: int, key: str = "model.samples"
-) -> dict[str, np.ndarray]:
-    """The label arrays of ``path`` by output name (empty when it has none); bad ones: one line."""
-    with np.load(path, allow_pickle=False) as npz:
-        found = {name: npz[name] for name in npz.files if name == LABELS or name.startswith(PREFIX)}
-    out: dict[str, np.ndarray] = {}
-    for name, arr in found.items():
-        if name == LABELS:
-            output = decision or (outputs[0] if len(outputs) == 1 else "")
-            if not output:
-                raise ConfigError(
-                    f"{key}: {path.name} has `labels`, but the model has {len(outputs)} outputs and no "
-                    f"verify.decision; name the output the labels are for: `label:<output>`"
-                )
-        else:
-            output = name.removeprefix(PREFIX)
-            if output not in outputs:
-                raise ConfigError(
-                    f"{key}: {path.name} has {name!r}, but {output!r} is not a declared output "
-                    f"({', '.join(outputs)}); name the array label:<output>"
-                )
-        if output in out:
-            raise ConfigError(f"{key}: {path.name} labels {output!r} twice (`labels` and `label:{output}`)")
-        if arr.dtype.kind not in "iu":
-            raise ConfigError(
-                f"{key}: {name!r} in {path.name} is {arr.dtype}; labels are class indices, save them as int64"
-            )
-        if arr.ndim < 1 or arr.shape[0] != count:
-            raise ConfigError(
-                f"{key}: {name!r} in {path.name} has shape {list(arr.shape)}: one label per sample "
-                f"({count}) along axis 0"
-            )
-        if arr.size and int(arr.min()) < 0:
-            raise ConfigError(f"{key}: {name!r} in {path.name} holds negative classes; labels are indices")
-        out[output] = arr.astype(np.int64)
-    return out
-
-
-def labels_of(cfg: Config, samples: Mapping[str, np.ndarray] | None) -> dict[str, np.ndarray]:
-    """The labels of ``model.samples`` (already loaded as ``samples``), checked against the config."""
-    from ci_onnx.export.inputs import count_of
-
-    m = cfg.model
-    if not samples or not m.samples:
-        return {}
-    decision = cfg.verify.decision.output if cfg.verify.decision else None
-    key = f"{cfg.path}: model.samples"
-    return load_labels(cfg.resolve(m.samples), m.outputs, decision, count_of(samples, m.inputs), key)
-
-
-def write_labels(set_dir: Path, outputs: Sequence[str], labels: Mapping[str, np.ndarray]) -> None:
-    """``label_<i>.pb`` in the sample test data set, for each labelled output ``i``."""
-    from ci_onnx import tensorproto
-
-    for i, name in enumerate(outputs):
-        if name in labels:
-            tensorproto.save(set_dir / label_file(i), labels[name], name=f"{PREFIX}{name}")
 
 
 def top1(scores: np.ndarray, labels: np.ndarray) -> tuple[int, int]:

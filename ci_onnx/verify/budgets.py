@@ -9,10 +9,10 @@ reason where the runner could not measure what it needs (``Observation.unmeasure
 from __future__ import annotations
 
 from ci_onnx import serde
+from ci_onnx.observer.coldstart import KEY as COLD_START
 from ci_onnx.results import CheckResult, Observation, ServingFigures
-from ci_onnx.runners.coldstart import KEY as COLD_START
 from ci_onnx.target import Status
-from ci_onnx.verify.options import EVERY_BATCH, Budgets
+from ci_onnx.verify_options import EVERY_BATCH, Budgets
 
 MB = 1 << 20
 

@@ -1,11 +1,11 @@
 """The ``optimized-cache`` check: the cached optimized graph must give the original session's outputs.
 
-The python runner writes ``optcache.json`` (ci_onnx.runners.optcache) with the cache entry it used or
+The python runner writes ``optcache.json`` (ci_onnx.observer.optcache) with the cache entry it used or
 wrote, session creation timed from the original file and from the cached one, and the outputs of the
 parity data sets on the cached graph. They must agree with the original session's within the cell's
 tolerance (they are normally bit-identical: the same kernels on the same graph); the timings are
-figures of the check, never a verdict. A runner kind that has no cache (node) gets the check skipped,
-with why.
+figures of the check, never a verdict. A runner kind that declares no cache (``can.optimized_cache``
+in runners.toml) gets the check skipped, with why.
 """
 
 from __future__ import annotations
@@ -14,14 +14,13 @@ import math
 
 import numpy as np
 
+from ci_onnx import matrix
 from ci_onnx.bundle import Manifest
 from ci_onnx.results import CheckResult, Observation
 from ci_onnx.target import Status
 from ci_onnx.verify.evidence import Evidence, Unreadable, value
 
 CHECK = "optimized-cache"
-CACHING = ("python",)
-"""Runner kinds whose observer uses the optimized-model cache (ci_onnx.runners.optcache)."""
 
 
 def checks(
@@ -31,7 +30,7 @@ def checks(
     if record is None:
         if "optimized_cache" in obs.unmeasured:
             return [CheckResult(CHECK, Status.SKIPPED, f"not measured: {obs.unmeasured['optimized_cache']}")]
-        if runner in CACHING:
+        if matrix.runners()[runner].can.optimized_cache:  # runners.toml: [runners.<kind>.can]
             return []  # an observation from before the cache existed
         why = f"not measured: the {runner} runner has no optimized-model cache"
         return [CheckResult(CHECK, Status.SKIPPED, why)]

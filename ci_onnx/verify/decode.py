@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ci_onnx.runners.values import kind
+from ci_onnx.observer.values import kind
 
 
 class DecodeError(ValueError):

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ci_onnx.bundle import Manifest
+from ci_onnx.labels import label_file
 from ci_onnx.results import Observation
 from ci_onnx.verify import decode
-from ci_onnx.verify.accuracy import label_file
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,7 +115,7 @@ def _optcache(obs_dir: Path, specs: Mapping[str, tuple[int, str]]) -> tuple[Any,
     """The cache record the python runner left, and the outputs of the cached graph it names."""
     from ci_onnx.bundle import confined
     from ci_onnx.errors import BundleError
-    from ci_onnx.runners.optcache import FILE
+    from ci_onnx.observer.optcache import FILE
 
     path = obs_dir / FILE
     if not path.is_file():

@@ -14,6 +14,7 @@ import numpy as np
 
 from ci_onnx import matrix, serde
 from ci_onnx.bundle import Manifest
+from ci_onnx.observer.values import element_names
 from ci_onnx.results import (
     SCHEMA_VERSION,
     CheckResult,
@@ -22,12 +23,11 @@ from ci_onnx.results import (
     OutputParity,
     TargetResult,
 )
-from ci_onnx.runners.values import element_names
 from ci_onnx.shorten import fit, runtime_words
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import accuracy, budgets, cache_check, compare, decode, serving
 from ci_onnx.verify.evidence import Evidence, value
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 
 
 def export_checks(manifest: Manifest) -> list[CheckResult]:
@@ -81,7 +81,7 @@ def judge(
                 + (
                     f"verify without --python (onnx-gate makes that environment), or pass --python of "
                     f"one with {package}=={target.runtime}"
-                    if target.runner == "python"
+                    if matrix.runners()[target.runner].can.interpreter
                     else f"clear the {target.runner} runner's cached install of {target.runtime}"
                 ),
             )

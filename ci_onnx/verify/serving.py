@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from ci_onnx import serde
 from ci_onnx.bundle import Manifest
+from ci_onnx.observer.feeds import batch_axis_problem, batched_outputs
 from ci_onnx.results import CheckResult, Observation
-from ci_onnx.runners.feeds import batch_axis_problem, batched_outputs
 from ci_onnx.target import Status
 from ci_onnx.verify import compare
 from ci_onnx.verify.evidence import Evidence, value
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 
 
 def batch_checks(manifest: Manifest, obs: Observation, evidence: Evidence) -> list[CheckResult]:

@@ -30,7 +30,7 @@ from ci_onnx.results import CheckResult, TargetResult, write_result
 from ci_onnx.runners import base
 from ci_onnx.shorten import fit
 from ci_onnx.target import Status, Target
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions, options_from
 
 if TYPE_CHECKING:
     from ci_onnx.plan import Plan
@@ -62,7 +62,7 @@ def verify(
     """Verify ``target`` on ``bundle_dir`` in ``environment`` (for a Python target, or in ``python``'s
     onnxruntime); write results/ and junit/. ``run_config``: see :func:`reproduce_command`."""
     if environment is None:
-        if target.runner != "python" or python is None:
+        if not matrix.runners()[target.runner].can.interpreter or python is None:
             raise UsageError(
                 f"target {target.id}: its {target.runner} runner needs a provisioned environment; "
                 "verify it with `onnx-gate run --only` or `onnx-gate verify` without --python"
@@ -382,6 +382,14 @@ def settings(
     """The target and the settings to verify it by: the plan's (what CI has), the config's when
     given, else the schema's defaults; ``timeout_s`` over all of them."""
     target = plan.get(target_id) if plan is not None else Target.from_id(target_id)
+    kinds = matrix.runners()
+    if target.runner not in kinds:
+        raise UsageError(f"target {target.id}: unknown runner {target.runner!r}; known: {', '.join(kinds)}")
+    if target.api_level and "api_level" not in kinds[target.runner].can.id_axes:  # runners.toml: can.id_axes
+        with_one = ", ".join(k for k, r in kinds.items() if "api_level" in r.can.id_axes)
+        raise UsageError(
+            f"target {target.id}: the {target.runner} runner has no API level ({with_one} ids carry one)"
+        )
     if cfg is not None or plan is None:
         options = options_from(cfg, timeout_s=timeout_s)
     else:
@@ -389,23 +397,3 @@ def settings(
         if timeout_s:
             options = dataclasses.replace(options, timeout_s=timeout_s)
     return target, options
-
-
-def options_from(cfg: Config | None, *, timeout_s: float | None = None) -> VerifyOptions:
-    """Budgets and run settings from onnx-gate.yml when given, else the config schema's defaults."""
-    if cfg is not None:
-        opts = VerifyOptions(
-            max_cpu_time_share=cfg.cpu_fallback_max_time_share,
-            strict_fallback=cfg.verify.strict_fallback,
-            latency_runs=cfg.verify.latency_runs,
-            serving_figures=cfg.verify.serving_figures,
-            timeout_s=cfg.verify.timeout_s,
-            accuracy_drop=cfg.accuracy_drop,
-            session_presets=cfg.targets.session_presets,
-            budgets=cfg.budgets,
-            triage_timeout_s=cfg.verify.triage_timeout_s,
-            triage_config=str(cfg.path) if cfg.model.factory else "",
-        )
-    else:
-        opts = VerifyOptions()  # its defaults are the config schema's
-    return dataclasses.replace(opts, timeout_s=timeout_s) if timeout_s else opts

@@ -1,7 +1,7 @@
 """A stand-in for the python runner kind's provisioning, only in tests: many cells, nothing to install.
 
 With it, a python cell installs nothing: it is observed by the python kind's own observer
-(ci_onnx.runners.ort) with this host's interpreter and onnxruntime, whatever release the cell names.
+(ci_onnx.observer.ort) with this host's interpreter and onnxruntime, whatever release the cell names.
 Plans are unchanged (``latest-N`` still plans N real releases from the index, and the ids are the
 python kind's), so the release axis multiplies cells, which is what a plan of more than 256 cells of
 one kind needs (the workflow's verify, verify-2 … jobs and the report's count); no verdict about a
@@ -19,10 +19,8 @@ from pathlib import Path
 
 from ci_onnx import matrix, proc
 from ci_onnx.results import Observation
-from ci_onnx.runners.base import Provisioning, RunnerEnv, read_observation
+from ci_onnx.runners.base import Launch, Provisioning, RunnerEnv, read_observation
 from ci_onnx.runners.python import RUNNER as PYTHON
-from ci_onnx.target import Target
-from ci_onnx.verify.options import VerifyOptions
 
 KIND = "python"
 ENABLE_ENV = "ACT_STANDIN_RUNNER"
@@ -34,18 +32,8 @@ class StandinRunner:
     def provision(self, release: str, provider: str, how: Provisioning) -> RunnerEnv:
         return RunnerEnv(KIND, release, Path(sys.prefix), sys.executable, "onnxruntime (this host's)")
 
-    def launch(
-        self,
-        env: RunnerEnv,
-        bundle: Path,
-        target: Target,
-        out_dir: Path,
-        options: VerifyOptions,
-        *,
-        ep: str,
-        base_env: Mapping[str, str],
-    ) -> proc.Completed:
-        return PYTHON.launch(env, bundle, target, out_dir, options, ep=ep, base_env=base_env)
+    def launch(self, env: RunnerEnv, x: Launch, *, base_env: Mapping[str, str]) -> proc.Completed:
+        return PYTHON.launch(env, x, base_env=base_env)
 
     def collect(self, out_dir: Path) -> Observation:
         return read_observation(out_dir)

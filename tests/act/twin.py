@@ -22,6 +22,8 @@ from pathlib import Path
 from ci_onnx import envs
 from ci_onnx.action import Inputs, runtime
 from ci_onnx.action import __main__ as entry
+from ci_onnx.runners import python
+from ci_onnx.runners.base import Provisioning
 from ci_onnx.target import Target
 from tests.act import standin_runner
 
@@ -42,8 +44,8 @@ def job_interpreter(environ: dict[str, str]) -> str | None:
             f"act twin: {target.id} needs another runtime than this host's and ${CACHE_ENV} is not "
             "set; the twin never installs into the shared environment"
         )
-    env = envs.for_target(target, Path(cache), uv=envs.find_uv(), environ=environ)
-    return str(env.python)
+    how = Provisioning(Path(cache), environ, uv=envs.find_uv())
+    return python.RUNNER.provision(target.runtime, target.provider, how).program
 
 
 def main() -> None:

@@ -250,10 +250,10 @@ def gate(case: Path, work: Path, batch_sizes: tuple[int, ...] = ()) -> Verdict:
 
     from ci_onnx import config, matrix
     from ci_onnx.export import onnx_only
-    from ci_onnx.runners import ort as runner
+    from ci_onnx.observer import ort as runner
     from ci_onnx.target import Target
     from ci_onnx.verify import evidence, judge
-    from ci_onnx.verify.options import VerifyOptions
+    from ci_onnx.verify_options import VerifyOptions
 
     rtol, atol = tolerances(case)
     if work.exists():

@@ -10,7 +10,6 @@ build itself (NDK clang, bionic, the AAR's jni/x86_64 library) runs only in the 
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.metadata
 import json
 import os
@@ -27,7 +26,7 @@ from ci_onnx.cli import cli
 from ci_onnx.runners import android, base
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import stage
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 from tests.support import standin_adb
 from tests.support.verdicts import expected_elsewhere
@@ -97,9 +96,11 @@ def test_the_adb_sequence_gives_the_python_runners_verdict_with_real_outputs(
 
 def test_a_hang_on_the_device_is_an_error_result(device: dict[str, Any], tmp_path: Path) -> None:
     t = Target(RELEASE, "cpu", 17, "onnx", runner="android", api_level=34)
-    how = device["how"]
-    hanging = dataclasses.replace(how, environ={**how.environ, "ONNX_GATE_TEST_RUNNER_DIE": "hang"})
-    r = _verify({**device, "how": hanging}, t, tmp_path / "out", timeout_s=5)
+    standin_adb.configure(device["root"], hang=True)
+    try:
+        r = _verify(device, t, tmp_path / "out", timeout_s=5)
+    finally:
+        standin_adb.configure(device["root"], hang=False)
     assert r.status == Status.ERROR
     check = r.check("runner")
     assert check is not None and "timed out after" in check.message

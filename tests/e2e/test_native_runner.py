@@ -18,7 +18,7 @@ from ci_onnx.errors import EnvironmentProblem
 from ci_onnx.runners import base, native
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import stage
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 from tests.conftest import DIGITNET_MODEL, EXAMPLE_CONFIG
 from tests.support.cells import verify_at_once
 from tests.support.verdicts import expected_elsewhere, pairs
@@ -125,7 +125,7 @@ def test_the_verbose_log_from_the_logging_callback_gives_the_same_placement(
     both: tuple[Path, int, str], parts: tuple[Path, Path], tmp_path: Path
 ) -> None:
     """The callback's lines are onnxruntime's own format: placement.py reads them unchanged."""
-    from ci_onnx.runners.placement import from_verbose_log
+    from ci_onnx.observer.placement import from_verbose_log
 
     out, _, _ = both
     program, lib = parts
@@ -227,7 +227,7 @@ def test_an_ep_the_library_lacks_fails_the_provider_check_clearly(
         _argv(program, lib, bundle, tmp_path / "obs", "xnnpack"), capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
-    obs = native.collect(tmp_path / "obs")
+    obs = native.RUNNER.collect(tmp_path / "obs")
     assert obs.providers_requested == ("XnnpackExecutionProvider", "CPUExecutionProvider")
     assert obs.environment is not None and obs.environment.providers_registered == ("CPUExecutionProvider",)
     assert any("XnnpackExecutionProvider could not be appended" in n for n in obs.notes)
@@ -246,7 +246,7 @@ def test_a_truncated_input_file_is_a_one_line_run_error_naming_it(
         _argv(program, lib, bundle, tmp_path / "obs", "cpu"), capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
-    obs = native.collect(tmp_path / "obs")
+    obs = native.RUNNER.collect(tmp_path / "obs")
     message = obs.run_errors["test_data_set_0"]
     assert "\n" not in message
     assert f"{pb}: not a TensorProto (truncated field)" in message
@@ -293,7 +293,7 @@ def test_the_observer_built_with_the_sanitizers_refuses_hostile_inputs_with_no_r
         )
         assert not any(m in done.stderr for m in sanitized.REPORT_MARKS), done.stderr[-4000:]
         assert done.returncode == 0, (name, done.stderr[-2000:])
-        obs = native.collect(obs_dir)
+        obs = native.RUNNER.collect(obs_dir)
         assert "test_data_set_1" in obs.outputs, name
         if name == "none":
             assert not obs.run_errors and obs.batch_outputs and obs.latency
@@ -318,7 +318,7 @@ def test_the_observer_runs_the_example_under_valgrind_with_no_error_or_leak(
     assert done.returncode == 0, done.stderr[-4000:]
     assert "ERROR SUMMARY: 0 errors" in done.stderr
     assert "definitely lost: 0 bytes" in done.stderr or "All heap blocks were freed" in done.stderr
-    obs = native.collect(tmp_path / "obs")
+    obs = native.RUNNER.collect(tmp_path / "obs")
     assert obs.outputs and not obs.run_errors and obs.batch_outputs and obs.latency
 
 

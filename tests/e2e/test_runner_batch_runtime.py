@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from ci_onnx import proc
+from ci_onnx.observer.ort import DIE_ENV
 from ci_onnx.runners import base
-from ci_onnx.runners.ort import DIE_ENV
 from ci_onnx.target import Target
 from ci_onnx.verify import stage
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 
 pytestmark = pytest.mark.e2e

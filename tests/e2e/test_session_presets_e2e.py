@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from ci_onnx import envs
 from ci_onnx.cli import cli
-from ci_onnx.runners.optcache import FILE
+from ci_onnx.observer.optcache import FILE
 from tests import bundles
 
 pytestmark = pytest.mark.e2e

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from ci_onnx import envs, proc, serde
+from ci_onnx import envs, proc, schema, serde
 from ci_onnx.cli import cli
+from ci_onnx.observer.ort import DIE_ENV
 from ci_onnx.results import Observation, read_result
-from ci_onnx.runners.ort import DIE_ENV
 from ci_onnx.target import Target
 from tests import bundles
 from tests.unit.test_verify_junit import assert_valid_junit
@@ -76,7 +76,7 @@ def verify(
     path = out / "results" / f"{target}.json"
     assert path.is_file(), result.output
     data = json.loads(path.read_text())
-    jsonschema.validate(data, serde.load_schema("target-result.schema.json"))
+    jsonschema.validate(data, schema.load_schema("target-result.schema.json"))
     read_result(path)
     assert_valid_junit(out / "junit" / f"{target}.xml")
     return result.exit_code, data
@@ -250,7 +250,7 @@ def test_every_placement_source_names_the_same_fallback_nodes(
     args = [
         ort_openvino,
         "-m",
-        "ci_onnx.runners.ort",
+        "ci_onnx.observer.ort",
         "--bundle",
         str(b),
         "--ep",
@@ -260,7 +260,7 @@ def test_every_placement_source_names_the_same_fallback_nodes(
     done = proc.run(args, timeout=120, env={"PYTHONPATH": str(Path(__file__).parents[2])})
     assert done.ok, done.stderr
     raw = json.loads((tmp_path / "observation.json").read_text())
-    jsonschema.validate(raw, serde.load_schema("observation.schema.json"))
+    jsonschema.validate(raw, schema.load_schema("observation.schema.json"))
     obs = serde.from_json(Observation, raw)
     assert obs.placement is not None and obs.placement.source == method
     assert {(n.name, n.op_type) for n in obs.placement.fallback_nodes} == {

@@ -17,9 +17,9 @@ from ci_onnx.errors import EnvironmentProblem
 from ci_onnx.runners import base, web
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import stage
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 from tests.conftest import DIGITNET_MODEL, EXAMPLE_CONFIG
-from tests.support.cells import verify_at_once
+from tests.support.cells import DIE_ENV, HOOKED_PATH, hooked, verify_at_once
 
 pytestmark = [
     pytest.mark.e2e,
@@ -135,11 +135,9 @@ def test_in_one_group_a_page_that_hangs_or_throws_is_its_cells_error_and_the_res
     out, _, _ = digitnet
     v = RELEASES[-1]
     die = f"hang:web-ort{v}-wasm-*;throw:web-ort{v}-webgpu-*"
-    how = base.Provisioning(
-        env_cache, {**proc.child_environment(os.environ), "ONNX_GATE_TEST_RUNNER_DIE": die}
-    )
+    how = base.Provisioning(env_cache, {**proc.child_environment(os.environ), DIE_ENV: die})
     targets = [Target.from_id(f"web-ort{v}-{p}-op17-dynamo") for p in WEB]  # the hang first, then a pass
-    env = base.provision(targets[0], how)
+    env = hooked(base.provision(targets[0], how), tmp_path / "hooks")
     items = [(out / "bundles" / t.bundle_key, t) for t in targets]
     got = stage.verify_many(
         items, tmp_path, VerifyOptions(latency_runs=3, timeout_s=30.0), base_env=how.environ, environment=env
@@ -229,7 +227,7 @@ def test_run_verifies_minilm_on_wasm_and_webgpu_beside_native(
         gpu = {k: n for k, n in figures["nodes_by_provider"].items() if k != "CPUExecutionProvider"}
         assert sum(gpu.values()) > figures["nodes_by_provider"]["CPUExecutionProvider"] > 0, figures
         assert "IsNaN" in {n["op_type"] for n in figures["fallback_nodes"]}, figures["fallback_nodes"]
-        log = (tmp_path / "out" / "observations" / i / web.VERBOSE_LOG).read_text()
+        log = (tmp_path / "out" / "observations" / i / web.PLACEMENT.verbose_log).read_text()
         assert "webgpu kernel not found in registries for Op type: IsNaN" in log
         # the verbose session's log ends at creation: the runs, seconds each here, log nothing
         assert log.split(web.RUNS_BEGIN, 1)[1].strip() == "", log.split(web.RUNS_BEGIN, 1)[1][:2000]
@@ -277,7 +275,8 @@ def test_a_signal_to_verify_leaves_no_browser(env_cache: Path, tmp_path: Path) -
 
     bundle = bundles.mlp_bundle(tmp_path / "mlp")
     target = "web-ort1.29.0-wasm-op17-onnx"
-    env = {**os.environ, "ONNX_GATE_CACHE": str(env_cache), "ONNX_GATE_TEST_RUNNER_DIE": "hang"}
+    path = f"{HOOKED_PATH}{os.pathsep}{os.environ.get('PATH', '')}"  # node, through the test hook
+    env = {**os.environ, "PATH": path, "ONNX_GATE_CACHE": str(env_cache), DIE_ENV: "hang"}
     argv = [sys.executable, "-m", "ci_onnx", "verify", "--bundle", str(bundle), "--target", target,
             "--out", str(tmp_path / "out"), "--timeout", "600"]  # fmt: skip
     gate = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

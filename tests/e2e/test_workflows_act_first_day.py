@@ -4,7 +4,7 @@
   a second upload of a name; a re-run job uploads again. act cannot re-run one job of a finished
   run, so the second attempt is the workflow again under the same run id and artifact store (what
   every re-run job meets: the earlier attempt's artifacts still there). The first attempt's op18
-  runtime crashes (a transient fault, the crash hook of ci_onnx.runners.ort); the second's does
+  runtime crashes (a transient fault, the crash hook of ci_onnx.observer.ort); the second's does
   not. The report after the re-run must be `onnx-gate run`'s, not the first attempt's.
 - Composite: `onnx-gate init --composite` sends every job through onnx-gate/onnx-gate/runner@v1,
   which here is runner/action.yml itself (not a twin), run from a copy of this checkout: it installs
@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from ci_onnx import scaffold
-from ci_onnx.runners.ort import DIE_ENV
+from ci_onnx.observer.ort import DIE_ENV
 from tests.act import harness
 from tests.e2e.test_workflows_act import PR, RUNTIME, _local, _pr_event, _tinycnn
 from tests.fakegithub import server as fake

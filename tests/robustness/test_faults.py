@@ -338,9 +338,10 @@ def test_in_run_one_target_that_breaks_the_verifier_is_an_error_result(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Whatever escapes verifying one target becomes its error result; the other targets go on."""
-    from ci_onnx import envs, localrun
+    from ci_onnx import localrun
     from ci_onnx.config import load
     from ci_onnx.progress import Progress
+    from ci_onnx.runners import base
     from ci_onnx.target import Status, Target
     from ci_onnx.verify import stage
     from tests.robustness import corpus
@@ -353,13 +354,13 @@ def test_in_run_one_target_that_breaks_the_verifier_is_an_error_result(
         raise IndexError("list index out of range")
 
     monkeypatch.setattr(
-        envs,
-        "for_target",
-        lambda *_a, **_k: type("E", (), {"package": "p", "version": "v", "python": "py"})(),
+        base, "provision", lambda t, _how: base.RunnerEnv(t.runner, t.runtime, tmp_path, "py")
     )
     monkeypatch.setattr(stage, "verify", boom)
+    monkeypatch.setattr(stage, "verify_many", boom)
     options = localrun.RunOptions(out=tmp_path / "out", cache_dir=tmp_path / "cache", jobs=1)
-    status = localrun._verify_one(target, cfg, options, Progress([target.id], io.StringIO(), live=False))
+    progress = Progress([target.id], io.StringIO(), live=False)
+    status = localrun._verify_group([target], cfg, options, progress)[target.id]
     assert status is Status.ERROR
     result = json.loads((tmp_path / "out" / "results" / f"{target.id}.json").read_text())
     assert "IndexError" in result["summary"] + json.dumps(result["checks"])

@@ -10,7 +10,7 @@ and the real one's error lines for no device, an unauthorized one, an offline on
 
 ROOT/.standin.json steers the device: {"state": "device"|"unauthorized"|"offline"|"none",
 "serial": "emulator-5554", "legacy": false (true: an old adb that exits 0 whatever the remote
-command did), "props": {...}}. :func:`install` writes an ``adb`` wrapper for a test's PATH.
+command did), "hang": false (true: a device on which the observer never returns), "props": {...}}. :func:`install` writes an ``adb`` wrapper for a test's PATH.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 DEVICE_TMP = "/data/local/tmp"
@@ -95,6 +96,9 @@ def _shell(root: Path, args: list[str], settings: dict[str, object]) -> int:
     )
     getprop.chmod(0o755)
     env = {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"}
+    if settings.get("hang") and "/observe " in command:
+        while True:  # a device that hangs the observer; adb's caller times it out
+            time.sleep(60)
     rc = subprocess.call(["sh", "-c", command], cwd=root, env=env)
     if settings.get("legacy"):
         return 0  # adb before shell v2: the remote status is lost

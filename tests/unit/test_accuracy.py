@@ -10,6 +10,7 @@ import pytest
 from ci_onnx import config
 from ci_onnx.errors import ConfigError
 from ci_onnx.export import inputs
+from ci_onnx.labels import load_labels
 from ci_onnx.target import Status
 from ci_onnx.verify import accuracy
 from tests.conftest import EXAMPLE_CONFIG
@@ -18,7 +19,7 @@ from tests.conftest import EXAMPLE_CONFIG
 def test_the_example_samples_are_labelled_held_out_digits() -> None:
     cfg = config.load(EXAMPLE_CONFIG)
     samples = inputs.load_samples(cfg.resolve(cfg.model.samples), cfg.model.inputs)
-    labels = accuracy.labels_of(cfg, samples)
+    labels = inputs.labels_of(cfg, samples)
     assert set(labels) == {"logits"}  # `labels` → the decision output
     assert len(labels["logits"]) == len(samples["image"]) >= 200
     assert set(np.unique(labels["logits"])) == set(range(10))  # every class, not a sorted slice
@@ -42,10 +43,10 @@ def test_the_labels_convention_and_its_one_line_errors(
     path = tmp_path / "s.npz"
     np.savez(path, image=np.zeros((4, 1, 8, 8), np.float32), **arrays)  # type: ignore[arg-type]
     if words is None:
-        assert list(accuracy.load_labels(path, ["logits"], decision, 4)) == ["logits"]
+        assert list(load_labels(path, ["logits"], decision, 4)) == ["logits"]
         return
     with pytest.raises(ConfigError) as err:
-        accuracy.load_labels(path, ["logits"], decision, 4, key="onnx-gate.yml: model.samples")
+        load_labels(path, ["logits"], decision, 4, key="onnx-gate.yml: model.samples")
     message = str(err.value)
     assert "\n" not in message and "model.samples" in message and all(w in message for w in words), message
 
@@ -53,16 +54,16 @@ def test_the_labels_convention_and_its_one_line_errors(
 def test_plain_labels_need_a_decision_when_the_model_has_several_outputs(tmp_path: Path) -> None:
     path = tmp_path / "s.npz"
     np.savez(path, x=np.zeros((2, 3)), labels=np.zeros(2, np.int64))
-    assert accuracy.load_labels(path, ["a"], None, 2).keys() == {"a"}
+    assert load_labels(path, ["a"], None, 2).keys() == {"a"}
     with pytest.raises(ConfigError, match="label:<output>"):
-        accuracy.load_labels(path, ["a", "b"], None, 2)
-    assert accuracy.load_labels(tmp_path / "s.npz", ["a", "b"], "b", 2).keys() == {"b"}
+        load_labels(path, ["a", "b"], None, 2)
+    assert load_labels(tmp_path / "s.npz", ["a", "b"], "b", 2).keys() == {"b"}
 
 
 def test_unlabelled_samples_keep_no_accuracy(tmp_path: Path) -> None:
     path = tmp_path / "s.npz"
     np.savez(path, image=np.zeros((4, 1, 8, 8), np.float32))
-    assert accuracy.load_labels(path, ["logits"], "logits", 4) == {}
+    assert load_labels(path, ["logits"], "logits", 4) == {}
 
 
 def test_top1_is_the_argmax_against_the_labels() -> None:

@@ -27,7 +27,7 @@ from ci_onnx.runners import adb as adb_mod
 from ci_onnx.runners import android, base
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import stage
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 from tests.conftest import FakeIndex
 from tests.support import standin_adb

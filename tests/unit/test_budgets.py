@@ -9,15 +9,15 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from ci_onnx import config, serde
+from ci_onnx import config, schema, serde
 from ci_onnx.errors import ConfigError
+from ci_onnx.observer import coldstart
 from ci_onnx.report import gate, render, view
 from ci_onnx.report.collect import merge
 from ci_onnx.results import SCHEMA_VERSION, Environment, LatencyStat, Observation, ServingFigures
-from ci_onnx.runners import coldstart
 from ci_onnx.target import Status
-from ci_onnx.verify import budgets, stage
-from ci_onnx.verify.options import Budgets
+from ci_onnx.verify import budgets
+from ci_onnx.verify_options import Budgets, options_from
 from tests.golden import scenarios
 
 SERVING = ServingFigures(
@@ -123,7 +123,7 @@ def test_budgets_from_the_config_reach_the_verify_options() -> None:
         BASE + "budgets: {cold_start_ms: 800, peak_rss_mb: 256, p99_ms: {'1': 2, '32': 9.5}}\n",
         Path("onnx-gate.yml"),
     )
-    assert stage.options_from(cfg).budgets == Budgets(800.0, 256.0, {"1": 2.0, "32": 9.5})
+    assert options_from(cfg).budgets == Budgets(800.0, 256.0, {"1": 2.0, "32": 9.5})
     one = config.parse(BASE + "budgets: {p99_ms: 3}\n", Path("onnx-gate.yml"))
     assert one.budgets == Budgets(p99_ms={"*": 3.0})
     assert config.parse(BASE, Path("onnx-gate.yml")).budgets == Budgets()
@@ -145,14 +145,14 @@ def test_a_bad_budget_is_one_line_naming_the_key(budgets_yaml: str, says: str) -
 
 def test_observation_and_result_with_serving_figures_match_their_schemas() -> None:
     obs = observation(unmeasured={"placement": "x"})
-    jsonschema.validate(serde.to_json(obs), serde.load_schema("observation.schema.json"))
+    jsonschema.validate(serde.to_json(obs), schema.load_schema("observation.schema.json"))
     assert serde.from_json(Observation, serde.to_json(obs)) == obs
     _, results = scenarios.tinycnn()
     result = dataclasses.replace(results[0], serving=SERVING)
-    jsonschema.validate(serde.to_json(result), serde.load_schema("target-result.schema.json"))
+    jsonschema.validate(serde.to_json(result), schema.load_schema("target-result.schema.json"))
     older = serde.to_json(results[0])
     older.pop("serving", None)  # a result written before the field existed still reads
-    jsonschema.validate(older, serde.load_schema("target-result.schema.json"))
+    jsonschema.validate(older, schema.load_schema("target-result.schema.json"))
 
 
 def test_the_report_shows_the_serving_figures_and_a_failed_budget() -> None:
@@ -203,18 +203,20 @@ def test_serving_figures_off_skips_cold_start_and_the_cache_saying_why(tmp_path:
     """verify.serving_figures: false reaches the observer as two flags, and the two checks it skips
     say so instead of vanishing (a check left out silently reads as one that never existed)."""
     from ci_onnx.bundle import read_manifest
-    from ci_onnx.runners import ort, python
+    from ci_onnx.observer import ort
+    from ci_onnx.runners import base, python
     from ci_onnx.target import Target
     from ci_onnx.verify import cache_check, evidence
     from tests.bundles import mlp_bundle
 
     cfg = config.parse(BASE + "verify: {serving_figures: false}\n", Path("onnx-gate.yml"))
-    options = stage.options_from(cfg)
+    options = options_from(cfg)
     assert options.serving_figures is False
-    assert stage.options_from(config.parse(BASE, Path("onnx-gate.yml"))).serving_figures is True
+    assert options_from(config.parse(BASE, Path("onnx-gate.yml"))).serving_figures is True
     bundle, out = mlp_bundle(tmp_path / "b"), tmp_path / "obs"
     target = Target("1.32.0", "cpu", 17, "onnx")
-    args = python.observer_args(bundle, target, out, options, "CPUExecutionProvider", tmp_path / "env")
+    launch = base.Launch(bundle, target, out, options, "CPUExecutionProvider")
+    args = python.observer_args(launch, tmp_path / "env")
     assert "--opt-cache" not in args and {"--no-cold-start", "--no-opt-cache"} <= set(args)
     assert ort.main([*args, "--latency-runs", "2"]) == 0
     obs = serde.from_json(Observation, json.loads((out / "observation.json").read_text()))

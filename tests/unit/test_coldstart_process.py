@@ -1,4 +1,4 @@
-"""The cold start's fresh process (ci_onnx.runners.serve_once), run for real on a tiny model."""
+"""The cold start's fresh process (ci_onnx.observer.serve_once), run for real on a tiny model."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from ci_onnx.runners import coldstart
+from ci_onnx.observer import coldstart
 
 
 def _relu(path: Path) -> Path:

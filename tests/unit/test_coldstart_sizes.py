@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx.runners import coldstart
+from ci_onnx.observer import coldstart
 
 
 def test_a_distributions_size_is_the_sum_of_its_installed_files() -> None:

@@ -14,9 +14,8 @@ import pytest
 
 from ci_onnx import action, config, defaults, errors, scaffold
 from ci_onnx.bundle import Tolerance
-from ci_onnx.runners import ort
-from ci_onnx.verify import stage
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.observer import ort
+from ci_onnx.verify_options import VerifyOptions, options_from
 
 MINIMAL = """\
 version: 1
@@ -67,11 +66,11 @@ def test_every_verify_option_that_is_a_config_key_takes_the_schemas_default() ->
 
 def test_verify_options_agree_wherever_they_come_from() -> None:
     cfg = config.parse(MINIMAL, Path("x.yml"))
-    assert stage.options_from(None) == VerifyOptions()
-    from_config = stage.options_from(cfg)
+    assert options_from(None) == VerifyOptions()
+    from_config = options_from(cfg)
     assert from_config.triage_config == "x.yml"  # where the triage finds the factory: no setting of its own
     assert dataclasses.replace(from_config, triage_config="") == VerifyOptions()
-    assert stage.options_from(None, timeout_s=5) == dataclasses.replace(VerifyOptions(), timeout_s=5)
+    assert options_from(None, timeout_s=5) == dataclasses.replace(VerifyOptions(), timeout_s=5)
 
 
 def test_tolerances_agree_in_the_schema_the_config_and_the_manifest() -> None:
@@ -113,3 +112,14 @@ def test_the_cli_offers_the_scaffolds_default_action() -> None:
     init = cli.commands["init"]
     (action_option,) = [p for p in init.params if p.name == "action"]
     assert action_option.default == scaffold.DEFAULT_ACTION
+
+
+def test_the_precisions_are_the_targets_wherever_the_config_names_them() -> None:
+    """ci_onnx.target declares the precisions; the schema (hand-written, the config's contract) must
+    offer exactly those, and derived ones' tolerances exactly the derived ones."""
+    from ci_onnx.target import DERIVED_PRECISIONS, PRECISIONS
+
+    props = config.schema()["properties"]
+    assert tuple(props["export"]["properties"]["precisions"]["items"]["enum"]) == PRECISIONS
+    by_precision = props["verify"]["properties"]["precision_tolerance"]["properties"]
+    assert tuple(by_precision) == DERIVED_PRECISIONS

@@ -6,6 +6,7 @@ tests/e2e builds real ones.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,8 @@ import pytest
 
 from ci_onnx import envs
 from ci_onnx.errors import EnvironmentProblem
+from ci_onnx.runners import base
+from ci_onnx.runners.base import RunnerEnv
 from ci_onnx.target import Target
 
 FAKE_UV = """#!{python}
@@ -77,14 +80,18 @@ def test_a_half_built_environment_is_rebuilt(tmp_path: Path, fake_uv: tuple[str,
     assert (half / envs.READY).read_text().strip() == "onnxruntime==1.20.1"
 
 
-def test_a_version_that_does_not_exist_names_target_and_requirement(
+def _provision(target: Target, cache: Path, uv: str) -> RunnerEnv:
+    """The python kind's environment for ``target``, as verify and run provision it."""
+    return base.provision(target, base.Provisioning(cache, {"PATH": os.environ.get("PATH", "")}, uv=uv))
+
+
+def test_a_version_that_does_not_exist_names_the_requirement(
     tmp_path: Path, fake_uv: tuple[str, Path]
 ) -> None:
     uv, _ = fake_uv
     target = Target("9.9.9", "cpu", 17, "dynamo")
     with pytest.raises(EnvironmentProblem) as info:
-        envs.for_target(target, tmp_path, uv=uv)
-    assert "ort9.9.9-cpu-op17-dynamo" in info.value.message
+        _provision(target, tmp_path, uv)
     assert "onnxruntime==9.9.9" in info.value.message
     assert not envs.env_dir(tmp_path, "onnxruntime", "9.9.9").exists()
 
@@ -97,8 +104,9 @@ def test_other_install_failures_keep_the_installer_message(tmp_path: Path, fake_
 
 def test_the_provider_picks_the_package(tmp_path: Path, fake_uv: tuple[str, Path]) -> None:
     uv, _ = fake_uv
-    env = envs.for_target(Target("1.24.1", "openvino", 17, "dynamo"), tmp_path, uv=uv)
-    assert env.requirement == "onnxruntime-openvino==1.24.1"
+    env = _provision(Target("1.24.1", "openvino", 17, "dynamo"), tmp_path, uv)
+    assert (env.package, env.release) == ("onnxruntime-openvino", "1.24.1")
+    assert env.path == envs.env_dir(tmp_path, "onnxruntime-openvino", "1.24.1")
 
 
 def test_pip_index_settings_reach_uv(tmp_path: Path, fake_uv: tuple[str, Path]) -> None:

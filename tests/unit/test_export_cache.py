@@ -12,7 +12,7 @@ import pytest
 from ci_onnx import config
 from ci_onnx.bundle import MANIFEST, MODEL, read_manifest
 from ci_onnx.config import Config
-from ci_onnx.export import cache, writer
+from ci_onnx.export import cache, cache_key, writer
 from ci_onnx.export.runner import Job, Outcome
 from ci_onnx.results import CheckResult
 from ci_onnx.target import Status
@@ -50,7 +50,7 @@ def load(project: Path, text: str = CONFIG) -> Config:
 
 
 def key(project: Path, text: str = CONFIG, job: Job = JOB, exclude: Sequence[Path] = ()) -> str:
-    return cache.key_for(load(project, text), job, exclude=exclude).digest
+    return cache_key.key_for(load(project, text), job, exclude=exclude).digest
 
 
 @pytest.mark.parametrize(
@@ -110,8 +110,8 @@ def test_the_job_its_files_and_the_versions_are_in_the_key(
         else:
             path.write_bytes(before)
         assert key(project) == base, name
-    real = cache._version
-    monkeypatch.setattr(cache, "_version", lambda p: "9.9" if p == "onnxscript" else real(p))
+    real = cache_key._version
+    monkeypatch.setattr(cache_key, "_version", lambda p: "9.9" if p == "onnxscript" else real(p))
     assert key(project) != base
 
 
@@ -133,7 +133,7 @@ def test_outputs_hidden_dirs_and_bundles_next_to_the_factory_leave_the_key_alone
 
 def test_an_installed_package_factory_is_keyed_by_its_version(project: Path) -> None:
     text = CONFIG.replace("factory: model.py:build", "factory: numpy.random:default_rng")
-    material = cache.key_for(load(project, text), JOB).material
+    material = cache_key.key_for(load(project, text), JOB).material
     assert any(name.startswith("numpy==") for name in material["files"]), material["files"]
 
 
@@ -151,7 +151,7 @@ class FakeExport:
         self.generation += 1
         outcomes = []
         for job in jobs:
-            for name in cache.bundle_keys(cfg, job):
+            for name in cache_key.bundle_keys(cfg, job):
                 d = writer.fresh_dir(out / name)
                 (d / MODEL).write_bytes(f"{name} model, export {self.generation}".encode())
                 finding = CheckResult("export", Status.PASSED, "exported", dict(self.figures))
@@ -269,7 +269,7 @@ def test_the_least_recently_used_entries_beyond_the_limit_are_pruned(project: Pa
         (project / "weights.pt").write_bytes(f"weights {n}".encode())
         cfg = load(project)
         run(cfg, project, fake, "out")
-        key = cache.key_for(cfg, JOB, exclude=[project / "out", project / "cache"])
+        key = cache_key.key_for(cfg, JOB, exclude=[project / "out", project / "cache"])
         keys.append(key.digest)
         entry = cache.entry_dir(project / "cache", key)
         os.utime(entry / cache.ENTRY, (1000.0 + n, 1000.0 + n))  # in order of use

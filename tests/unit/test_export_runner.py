@@ -19,7 +19,7 @@ from ci_onnx.bundle import read_manifest
 from ci_onnx.cli import cli
 from ci_onnx.errors import UsageError
 from ci_onnx.export import CHECKS, runner
-from ci_onnx.serde import load_schema
+from ci_onnx.schema import load_schema
 from ci_onnx.target import Status
 
 

@@ -50,7 +50,7 @@ SCENARIOS = {
     "library": """
         import os
         from ci_onnx.verify import stage
-        from ci_onnx.verify.options import VerifyOptions
+        from ci_onnx.verify_options import VerifyOptions
         target, options = stage.settings(TARGET, None, None, timeout_s=None)
         stage.verify(Path(BUNDLE), target, Path(OUT), options, python=CHILD, base_env=dict(os.environ))
     """,

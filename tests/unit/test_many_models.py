@@ -61,12 +61,12 @@ def _repo(tmp_path: Path, root: str = ROOT, decoder: str = DECODER) -> Path:
 
 def _error(path: Path) -> str:
     with pytest.raises(ConfigError) as info:
-        config.load_all(path)
+        cascade.load_all(path)
     return info.value.message
 
 
 def test_each_model_gets_the_top_as_defaults_and_its_own_keys_over_them(tmp_path: Path) -> None:
-    encoder, decoder = config.load_all(_repo(tmp_path))
+    encoder, decoder = cascade.load_all(_repo(tmp_path))
     assert (encoder.model.id, decoder.model.id) == ("encoder", "decoder")  # the directory names decoder
     assert encoder.verify.tolerance.atol == 1e-3 and encoder.verify.tolerance.rtol == 1e-3  # key by key
     assert decoder.verify.tolerance.atol == 1e-4 and decoder.verify.decision is None
@@ -82,7 +82,7 @@ def test_a_mapping_keyed_by_name_is_the_same_as_the_list(tmp_path: Path) -> None
     path = tmp_path / "onnx-gate.yml"
     (tmp_path / "a.onnx").write_bytes(b"")
     path.write_text("version: 1\nmodels:\n  first: {onnx: a.onnx}\n  second: {onnx: a.onnx}\n")
-    assert [c.model.id for c in config.load_all(path)] == ["first", "second"]
+    assert [c.model.id for c in cascade.load_all(path)] == ["first", "second"]
 
 
 @pytest.mark.parametrize(
@@ -127,7 +127,7 @@ def test_a_setting_at_the_top_that_names_one_model_s_output_says_to_move_it(tmp_
 
 def test_an_onnx_only_model_is_not_given_the_top_s_export_opsets(tmp_path: Path) -> None:
     path = _repo(tmp_path, decoder="version: 1\nmodel: {onnx: m.onnx}\n")
-    _, decoder = config.load_all(path)
+    _, decoder = cascade.load_all(path)
     assert decoder.export.opsets == () and decoder.export.exporters == ("onnx",)
 
 
@@ -146,7 +146,7 @@ def test_explain_names_where_each_effective_value_came_from(tmp_path: Path) -> N
 
 
 def test_ids_and_bundle_keys_carry_the_model_and_read_back(tmp_path: Path) -> None:
-    the_plan = planning.expand(config.load_all(_repo(tmp_path)), INDEX)
+    the_plan = planning.expand(cascade.load_all(_repo(tmp_path)), INDEX)
     ids = [t.id for t in the_plan.targets]
     assert ids == [
         "decoder.ort1.32.0-cpu-op17-torchscript",
@@ -169,7 +169,7 @@ def test_single_model_ids_bundles_and_cache_keys_stay_as_they_were() -> None:
 
 
 def test_only_takes_globs_over_ids_and_model_slash_cell(tmp_path: Path) -> None:
-    the_plan = planning.expand(config.load_all(_repo(tmp_path)), INDEX)
+    the_plan = planning.expand(cascade.load_all(_repo(tmp_path)), INDEX)
     for pattern in ("encoder/*", "encoder.*"):
         kept = planning.select(the_plan, [pattern])
         assert {t.model for t in kept.targets} == {"encoder"} and [m.id for m in kept.models] == ["encoder"]
@@ -179,7 +179,7 @@ def test_only_takes_globs_over_ids_and_model_slash_cell(tmp_path: Path) -> None:
 
 
 def test_export_only_selects_a_model_s_bundle_by_its_key(tmp_path: Path) -> None:
-    cfgs = config.load_all(_repo(tmp_path))
+    cfgs = cascade.load_all(_repo(tmp_path))
     jobs = [j for c in cfgs for j in runner.candidates(c)]
     chosen = runner.select(jobs, ["encoder.op17-dynamo-fp16"], lambda _: [], ["fp32", "fp16"])
     assert chosen == [runner.Job(17, "dynamo", "encoder")]  # a derived precision's key selects its export
@@ -192,7 +192,7 @@ def test_the_ledger_of_a_model_selects_among_its_own_targets(tmp_path: Path) -> 
         "    expected_failures:\n  " + entry.replace("  -", "    -", 1) + "    targets: {runtimes",
     )
     root += "expected_failures:\n" + entry.replace("'*'", "'*-op17-*'")
-    the_plan = planning.expand(config.load_all(_repo(tmp_path, root)), INDEX)
+    the_plan = planning.expand(cascade.load_all(_repo(tmp_path, root)), INDEX)
     assert [(e.select, e.key) for e in the_plan.gate.expected_failures] == [
         ("*-op17-*", "expected_failures[0]"),
         ("encoder.*", "models.0.expected_failures[0]"),
@@ -209,7 +209,7 @@ def test_family_keys_and_environments_key_on_the_model_and_the_release(tmp_path:
 
 
 def _fingerprints(tmp_path: Path) -> dict[str, str]:
-    cfgs = config.load_all(tmp_path / "onnx-gate.yml")
+    cfgs = cascade.load_all(tmp_path / "onnx-gate.yml")
     return {m.id: m.fingerprint for m in reuse.fingerprinted(planning.expand(cfgs, INDEX), cfgs).models}
 
 
@@ -227,7 +227,7 @@ def test_a_change_to_one_model_s_source_changes_only_its_fingerprint(tmp_path: P
 def test_an_unchanged_model_takes_its_results_from_the_base(tmp_path: Path) -> None:
     from ci_onnx.verify import judge
 
-    cfgs = config.load_all(_repo(tmp_path))
+    cfgs = cascade.load_all(_repo(tmp_path))
     the_plan = reuse.fingerprinted(planning.expand(cfgs, INDEX), cfgs)
     base_dir = tmp_path / "base"
     for t in the_plan.targets:
@@ -259,7 +259,7 @@ def test_init_writes_the_models_form(tmp_path: Path) -> None:
     for name in ("encoder", "decoder"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "model.py").write_text(FACTORY.replace("4, 2", "3 * 224 * 224, 2"))
-    cfgs = config.load_all(tmp_path / "onnx-gate.yml")
+    cfgs = cascade.load_all(tmp_path / "onnx-gate.yml")
     assert [(c.model.id, c.verify.decision is not None) for c in cfgs] == [
         ("encoder", True),
         ("decoder", True),
@@ -269,14 +269,14 @@ def test_init_writes_the_models_form(tmp_path: Path) -> None:
 
 
 def test_the_example_of_two_models_includes_the_examples() -> None:
-    cfgs = config.load_all(EXAMPLE_CONFIG.parents[1] / "onnx-gate.yml")
+    cfgs = cascade.load_all(EXAMPLE_CONFIG.parents[1] / "onnx-gate.yml")
     assert [c.model.id for c in cfgs] == ["digitnet", "all-MiniLM-L6-v2"]
     assert cfgs[0].root == EXAMPLE_CONFIG.parent
 
 
 def test_a_gate_with_nothing_to_run_misses_no_uploaded_results(tmp_path: Path) -> None:
     """Every model unchanged since the base: no verify job uploads, and that is no problem."""
-    cfgs = config.load_all(_repo(tmp_path))
+    cfgs = cascade.load_all(_repo(tmp_path))
     the_plan = planning.expand(cfgs, INDEX)
     unchanged = tuple(dataclasses.replace(m, unchanged_since="4f1d2c3") for m in the_plan.models)
     none_to_run = dataclasses.replace(the_plan, models=unchanged)

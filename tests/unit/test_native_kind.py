@@ -20,7 +20,7 @@ from ci_onnx.errors import EnvironmentProblem
 from ci_onnx.results import SCHEMA_VERSION, Environment, Observation
 from ci_onnx.runners import base, native
 from ci_onnx.target import Target
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 
 ROOT = Path(__file__).parents[2]
 CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
@@ -198,28 +198,28 @@ def test_collect_prefers_the_profile_and_falls_back_to_the_verbose_log(tmp_path:
         },
         {"cat": "Node", "name": "Relu_1_kernel_time", "dur": 2, "args": {"provider": "CPUExecutionProvider"}},
     ]
-    (tmp_path / "a" / native.PROFILE).write_text(json.dumps(events))
-    (tmp_path / "a" / native.VERBOSE_LOG).write_text(VERBOSE)
-    placed = native.collect(tmp_path / "a").placement
+    (tmp_path / "a" / native.PLACEMENT.profile).write_text(json.dumps(events))
+    (tmp_path / "a" / native.PLACEMENT.verbose_log).write_text(VERBOSE)
+    placed = native.RUNNER.collect(tmp_path / "a").placement
     assert placed is not None and placed.source == "profile"
     assert placed.nodes_by_provider == {"CPUExecutionProvider": 2}
 
     _observation(tmp_path / "b")
-    (tmp_path / "b" / native.PROFILE).write_text("[]")
-    (tmp_path / "b" / native.VERBOSE_LOG).write_text(VERBOSE)
-    placed = native.collect(tmp_path / "b").placement
+    (tmp_path / "b" / native.PLACEMENT.profile).write_text("[]")
+    (tmp_path / "b" / native.PLACEMENT.verbose_log).write_text(VERBOSE)
+    placed = native.RUNNER.collect(tmp_path / "b").placement
     assert placed is not None and placed.source == "verbose-log"
     assert placed.nodes_by_provider == {"CPUExecutionProvider": 3}
 
     _observation(tmp_path / "c")
-    (tmp_path / "c" / native.VERBOSE_LOG).write_text("nothing placed\n")
-    obs = native.collect(tmp_path / "c")
+    (tmp_path / "c" / native.PLACEMENT.verbose_log).write_text("nothing placed\n")
+    obs = native.RUNNER.collect(tmp_path / "c")
     assert obs.placement is None and "hold no node placements" in obs.placement_error
 
     _observation(tmp_path / "d")
-    (tmp_path / "d" / native.PROFILE).write_text("{not json")
+    (tmp_path / "d" / native.PLACEMENT.profile).write_text("{not json")
     with pytest.raises(base.CollectError, match="unreadable profile trace"):
-        native.collect(tmp_path / "d")
+        native.RUNNER.collect(tmp_path / "d")
 
 
 # The C codec, compiled with its test driver (decode a file, encode it back).

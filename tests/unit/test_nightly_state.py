@@ -23,6 +23,25 @@ def test_the_family_survives_a_new_release_but_not_a_new_spec() -> None:
     assert fp16.id == "openvino-op18-torchscript-fp16@nightly" and fp16.package == "onnxruntime-openvino"
 
 
+def test_cells_that_differ_only_by_session_options_or_api_level_are_families_of_their_own() -> None:
+    """The family is the target's id without its release: a second id format had dropped these two,
+    so a preset's cells or another API level's shared one tracking issue and pooled their verdicts."""
+    plain = Target("1.32.0", "cpu", 17, "dynamo", runtime_spec="latest")
+    no_opt = Target("1.32.0", "cpu", 17, "dynamo", runtime_spec="latest", session_options="no_opt")
+    api34 = Target("1.22.0", "cpu", 17, "dynamo", runtime_spec="latest", runner="android", api_level=34)
+    api30 = Target("1.22.0", "cpu", 17, "dynamo", runtime_spec="latest", runner="android", api_level=30)
+    keys = [FamilyKey.of(t) for t in (plain, no_opt, api34, api30)]
+    assert [k.id for k in keys] == [
+        "cpu-op17-dynamo@latest",
+        "cpu-op17-dynamo-so-no_opt@latest",
+        "android-api34-cpu-op17-dynamo@latest",
+        "android-api30-cpu-op17-dynamo@latest",
+    ]
+    assert len({k.cell for k in keys}) == len({k.marker for k in keys}) == 4
+    for t in (plain, no_opt, api34):  # the family is the id with its release left out, nothing else
+        assert t.id.replace(f"ort{t.runtime}-", "") == t.family
+
+
 def test_the_state_round_trips_through_an_issue_body() -> None:
     s = TrackState(1, "cpu-op17-dynamo@latest", "1.31.3", "1.31.2", ("x--y",), "1.32.0", "2026-11-27", 3)
     hidden = embed(s)

@@ -14,7 +14,7 @@ from ci_onnx.plan import Plan
 from ci_onnx.report import gate
 from ci_onnx.report.collect import merge
 from ci_onnx.target import Status
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 from tests.support.nights import result, target
 

@@ -12,7 +12,7 @@ import pytest
 from ci_onnx import proc
 from ci_onnx.runners import base, batch, python, session
 from ci_onnx.target import Target
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 
 
 def test_only_a_preset_with_a_process_wide_setting_is_process_wide() -> None:
@@ -33,9 +33,9 @@ def test_a_flush_to_zero_cell_runs_alone_and_the_rest_share_a_child(monkeypatch:
             kw["on_done"](i, d)
         return done
 
-    def launch(self: Any, env: Any, bundle: Path, target: Target, *a: Any, **kw: Any) -> proc.Completed:
-        alone.append(target.id)
-        return proc.Completed((f"{target.id} runner",), 0, "", "", 0.1)
+    def launch(self: Any, env: Any, x: base.Launch, **kw: Any) -> proc.Completed:
+        alone.append(x.target.id)
+        return proc.Completed((f"{x.target.id} runner",), 0, "", "", 0.1)
 
     monkeypatch.setattr(batch, "run_jobs", run_jobs)
     monkeypatch.setattr(python.PythonRunner, "launch", launch)

@@ -6,7 +6,7 @@ import dataclasses
 
 from ci_onnx.report import gate, render, view
 from ci_onnx.report.collect import merge
-from ci_onnx.triage.contract import FaultClass, NodeError, Triage
+from ci_onnx.triage_contract import FaultClass, NodeError, Triage
 from tests.golden import scenarios
 
 FOUND = Triage(

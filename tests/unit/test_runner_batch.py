@@ -16,12 +16,14 @@ import pytest
 
 from ci_onnx import config, localrun, proc
 from ci_onnx.errors import EnvironmentProblem, UsageError
+from ci_onnx.observer import ort
+from ci_onnx.observer.jobs import MARKER, done_line, parse_marker, write_jobs
 from ci_onnx.progress import Progress
 from ci_onnx.results import read_result
-from ci_onnx.runners import base, batch, ort
+from ci_onnx.runners import base, batch
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import stage
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 from tests.conftest import EXAMPLE_CONFIG
 
@@ -31,7 +33,7 @@ FAKE_CHILD = textwrap.dedent(
     """\
     import os, signal, sys, time
     from pathlib import Path
-    from ci_onnx.runners import batch
+    from ci_onnx.observer.jobs import serve
 
     LOG = Path(os.environ["ONNX_GATE_TEST_FAKE_LOG"])
 
@@ -58,7 +60,7 @@ FAKE_CHILD = textwrap.dedent(
             print("and one on stderr", file=sys.stderr, flush=True)
         return 0
 
-    sys.exit(batch.serve(sys.argv[sys.argv.index("--jobs") + 1], one))
+    sys.exit(serve(sys.argv[sys.argv.index("--jobs") + 1], one))
     """
 )
 
@@ -102,7 +104,7 @@ def test_every_job_runs_in_one_child_in_order(fake: Fake, tmp_path: Path) -> Non
     assert children(ran) == 1 and [h for _, h in ran] == ["ok", "chatty", "ok"]
     assert heard == [0, 1, 2]
     assert done[1].stderr == "and one on stderr\n", "each job's stderr is exactly its own"
-    assert batch.MARKER not in done[1].stdout + done[1].stderr
+    assert MARKER not in done[1].stdout + done[1].stderr
     assert not list(tmp_path.glob("jobs-*.json")), "the jobs files are removed"
 
 
@@ -222,9 +224,9 @@ def test_a_bad_timeout_is_refused_before_anything_starts(fake: Fake, tmp_path: P
 
 
 def test_the_marker_parses_only_its_own_lines() -> None:
-    assert batch.parse_marker(batch.done_line(3, -11)) == (3, -11)
-    assert batch.parse_marker("onnx-gate-batch-done x 0") is None
-    assert batch.parse_marker("something else 1 0") is None
+    assert parse_marker(done_line(3, -11)) == (3, -11)
+    assert parse_marker("onnx-gate-batch-done x 0") is None
+    assert parse_marker("something else 1 0") is None
 
 
 def test_the_python_kind_batches_and_the_node_kind_keeps_one_process_per_target() -> None:
@@ -240,8 +242,8 @@ class CountingRunner:
     def __init__(self) -> None:
         self.launched: list[str] = []
 
-    def launch(self, env, bundle, target, out_dir, options, *, ep, base_env):  # type: ignore[no-untyped-def]
-        self.launched.append(target.id)
+    def launch(self, env, x, *, base_env):  # type: ignore[no-untyped-def]
+        self.launched.append(x.target.id)
         return proc.Completed((), 0, "", "", 0.0)
 
 
@@ -334,10 +336,10 @@ def test_the_observer_names_what_a_single_target_needs_and_refuses_nested_jobs(
     assert exc.value.code == 2
     assert "required: --bundle, --target-json, --out" in capsys.readouterr().err
     jobs = tmp_path / "jobs.json"
-    batch.write_jobs(jobs, [(0, ["--jobs", str(jobs)])])
+    write_jobs(jobs, [(0, ["--jobs", str(jobs)])])
     assert ort.main(["--jobs", str(jobs)]) == 0
     err = capsys.readouterr().err
-    assert err.index("cannot hold --jobs") < err.index(batch.done_line(0, 1))
+    assert err.index("cannot hold --jobs") < err.index(done_line(0, 1))
 
 
 def test_the_judge_reads_numeric_tensors_without_importing_onnx(tmp_path: Path) -> None:

@@ -7,10 +7,11 @@ import dataclasses
 from pathlib import Path
 
 from ci_onnx import bundle
-from ci_onnx.runners import measure, ort
+from ci_onnx.observer import measure, ort
+from ci_onnx.runners.base import Launch
 from ci_onnx.runners.python import observer_args
 from ci_onnx.target import Target
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 
 TARGET = Target("1.32.0", "cpu", 17, "dynamo")
@@ -63,12 +64,12 @@ def test_a_base_bundle_that_cannot_run_the_heads_inputs_is_said_not_hidden(tmp_p
 def test_the_paired_bundle_reaches_the_observer_only_where_the_base_has_that_bundle(tmp_path: Path) -> None:
     bundles.mlp_bundle(tmp_path / "base" / TARGET.bundle_key)
     options = dataclasses.replace(VerifyOptions(), paired_bundles=str(tmp_path / "base"))
-    args = observer_args(tmp_path / "head", TARGET, tmp_path / "obs", options, CPU, tmp_path)
+    args = observer_args(Launch(tmp_path / "head", TARGET, tmp_path / "obs", options, CPU), tmp_path)
     assert args[args.index("--paired-bundle") + 1] == str((tmp_path / "base" / TARGET.bundle_key).resolve())
     other = dataclasses.replace(TARGET, opset=18)
     assert "--paired-bundle" not in observer_args(
-        tmp_path / "head", other, tmp_path / "obs", options, CPU, tmp_path
+        Launch(tmp_path / "head", other, tmp_path / "obs", options, CPU), tmp_path
     )
     assert "--paired-bundle" not in observer_args(
-        tmp_path / "head", TARGET, tmp_path / "obs", VerifyOptions(), CPU, tmp_path
+        Launch(tmp_path / "head", TARGET, tmp_path / "obs", VerifyOptions(), CPU), tmp_path
     )

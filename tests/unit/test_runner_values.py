@@ -11,7 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ci_onnx import matrix
 from ci_onnx.bundle import Manifest, TensorSpec, Tolerance
-from ci_onnx.runners import feeds, values
+from ci_onnx.observer import feeds, values
 from ci_onnx.verify import compare, decode
 
 TOL = Tolerance(atol=1e-7, rtol=1e-3)

@@ -16,7 +16,7 @@ from ci_onnx.results import SCHEMA_VERSION, Environment, Observation
 from ci_onnx.runners import base
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import evidence, judge
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 from tests.conftest import EXAMPLE_CONFIG, FakeIndex
 
@@ -217,13 +217,10 @@ def test_no_token_of_any_name_reaches_a_runner_process(kind: str, tmp_path: Path
     program.chmod(0o755)
     env = base.RunnerEnv(kind, "1.24.1", tmp_path, str(program), "onnxruntime-node")
     secrets = {"GITHUB_TOKEN": "t", "NODE_AUTH_TOKEN": "t", "NPM_CONFIG__AUTH": "t", "HF_TOKEN": "t"}
+    target = Target("1.24.1", "cpu", 17, "onnx", runner=kind)
     done = base.get(kind).launch(
         env,
-        b,
-        Target("1.24.1", "cpu", 17, "onnx", runner=kind),
-        tmp_path / "obs",
-        VerifyOptions(timeout_s=30),
-        ep="CPUExecutionProvider",
+        base.Launch(b, target, tmp_path / "obs", VerifyOptions(timeout_s=30), "CPUExecutionProvider"),
         base_env={"PATH": "/usr/bin:/bin", "NPM_CONFIG_REGISTRY": "https://registry.example", **secrets},
     )
     assert done.ok, done.describe_failure()

@@ -10,7 +10,8 @@ import pytest
 from ci_onnx import config
 from ci_onnx import plan as planning
 from ci_onnx.errors import ConfigError, UsageError
-from ci_onnx.runners import optcache, session
+from ci_onnx.observer import optcache, session
+from ci_onnx.runners import session as presets
 from ci_onnx.target import Target
 from tests.conftest import DIGITNET_MODEL, FakeIndex
 
@@ -24,7 +25,7 @@ def cfg_of(tmp_path: Path, targets: str) -> config.Config:
 
 
 def test_the_table_declares_the_runtime_default_and_the_four_settings() -> None:
-    table = session.builtin()
+    table = presets.builtin()
     assert table["default"].settings() == {}  # the runtime's own defaults: nothing set
     assert table["no_opt"].settings() == {"graph_optimization_level": "disable"}
     declared = {k for p in table.values() for k in p.settings()}
@@ -62,12 +63,12 @@ def test_the_axis_multiplies_the_plan_and_shows_each_preset(tmp_path: Path) -> N
     assert "mine (intra_op_threads=2, mem_pattern=False)" in table
     assert "no_opt (graph_optimization_level=disable)" in table
     # the runner gets the resolved preset from the plan, not from a config file
-    args = session.runner_args("mine", plan.verify.session_presets, Path("/env"))
+    args = presets.runner_args("mine", plan.verify.session_presets, Path("/env"))
     assert session.parse_arg(args[args.index("--session-options") + 1]) == {
         "intra_op_threads": 2,
         "mem_pattern": False,
     }
-    assert "--session-options" not in session.runner_args("default", {}, Path("/env"))
+    assert "--session-options" not in presets.runner_args("default", {}, Path("/env"))
 
 
 def test_a_runner_that_cannot_apply_a_preset_plans_it_as_an_expected_skip(tmp_path: Path) -> None:
@@ -105,7 +106,7 @@ def test_a_bad_or_unknown_preset_is_one_line_naming_the_key(
 
 def test_presets_build_session_options() -> None:
     ort = pytest.importorskip("onnxruntime")
-    so = session.apply(ort, ort.SessionOptions(), session.builtin()["sequential_1"].settings())
+    so = session.apply(ort, ort.SessionOptions(), presets.builtin()["sequential_1"].settings())
     assert (so.intra_op_num_threads, so.inter_op_num_threads) == (1, 1)
     assert so.execution_mode == ort.ExecutionMode.ORT_SEQUENTIAL
     so = session.apply(

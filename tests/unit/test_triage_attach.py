@@ -18,7 +18,7 @@ from ci_onnx.runners.base import RunnerEnv
 from ci_onnx.target import Status, Target
 from ci_onnx.triage import attach
 from ci_onnx.verify import stage
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 
 SPEC = bundles.BundleSpec(

@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from ci_onnx import bundle, serde
+from ci_onnx import bundle, schema
 from ci_onnx.cli import cli
 from ci_onnx.results import CheckResult
 from ci_onnx.target import Status
@@ -90,7 +90,7 @@ def test_export_failed_upstream_is_a_failed_result(tmp_path: Path, mlp: Path) ->
     )
     assert code == 1 and "export failed upstream" in out
     data = json.loads((tmp_path / "o" / "results" / f"{TARGET}.json").read_text())
-    jsonschema.validate(data, serde.load_schema("target-result.schema.json"))
+    jsonschema.validate(data, schema.load_schema("target-result.schema.json"))
     assert data["status"] == "failed"
     assert data["summary"] == f"export failed upstream: export: {reason}"
     assert [c["name"] for c in data["checks"]] == ["export", "checker"]

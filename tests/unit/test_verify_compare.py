@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from ci_onnx.bundle import Tolerance
+from ci_onnx.observer.placement import CPU, from_verbose_log, profile_nodes, summarise, verbose_log_nodes
 from ci_onnx.results import PlacedNode, Placement
-from ci_onnx.runners.placement import CPU, from_verbose_log, profile_nodes, summarise, verbose_log_nodes
 from ci_onnx.target import Status
 from ci_onnx.verify import compare
 

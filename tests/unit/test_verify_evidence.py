@@ -15,7 +15,7 @@ from ci_onnx.results import SCHEMA_VERSION, Environment, Observation
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import decode, evidence, judge
 from ci_onnx.verify.evidence import Evidence, Unreadable
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 
 CPU = "CPUExecutionProvider"

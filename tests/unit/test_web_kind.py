@@ -20,8 +20,9 @@ from ci_onnx.results import SCHEMA_VERSION, Observation
 from ci_onnx.runners import base, web
 from ci_onnx.serde import dumps
 from ci_onnx.target import Target
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions
 from tests.conftest import FakeIndex
+from tests.support.cells import HOOKS
 from tests.unit.test_runners import INDEX, cfg
 
 WEB_INDEX = FakeIndex({**INDEX.releases, "npm:onnxruntime-web": ["1.29.0", "1.22.0"]})
@@ -35,11 +36,12 @@ def _env(tmp_path: Path) -> base.RunnerEnv:
     ("provider", "ep", "threads"), [("wasm", "wasm", "1"), ("wasmmt", "wasm", "2"), ("webgpu", "webgpu", "1")]
 )
 def test_the_driver_gets_the_cells_ep_and_threads(
-    tmp_path: Path, provider: str, ep: str, threads: str
+    tmp_path: Path, provider: str, ep: str, threads: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     t = Target("1.22.0", provider, 17, "dynamo", runner="web")
-    args = web.argv(_env(tmp_path), "/usr/bin/chromium", tmp_path / "p", tmp_path, t, tmp_path / "o",
-                    VerifyOptions(latency_runs=7), [1, 8])  # fmt: skip
+    monkeypatch.setattr(web, "served_sizes", lambda bundle: [1, 8])
+    x = base.Launch(tmp_path, t, tmp_path / "o", VerifyOptions(latency_runs=7), ep)
+    args = web.argv(_env(tmp_path), "/usr/bin/chromium", tmp_path / "p", x)
     flags = dict(zip(args[2::2], args[3::2], strict=True))
     assert args[1] == str(web.DRIVER) and web.DRIVER.is_file()
     assert (flags["--ep"], flags["--threads"], flags["--target-id"]) == (ep, threads, t.id)
@@ -187,6 +189,8 @@ def test_the_page_marks_where_its_runs_begin_on_the_console() -> None:
     """The line the verbose log is split at (bench_web, the e2e tests) is the one the page logs."""
     page = (web.DRIVER.parent / "page.mjs").read_text()
     assert f"const RUNS_BEGIN = '{web.RUNS_BEGIN}';" in page and "console.log(RUNS_BEGIN);" in page
+    hook = (HOOKS / "page_hook.mjs").read_text()  # the tests' hook hangs or throws a page there
+    assert f"const RUNS_BEGIN = '{web.RUNS_BEGIN}';" in hook
 
 
 @pytest.mark.parametrize("log", [None, "a console with no placements\n"])

@@ -17,7 +17,7 @@ from ci_onnx import scaffold
 from ci_onnx.errors import ConfigError
 from ci_onnx.target import Target
 from ci_onnx.verify import stage
-from ci_onnx.verify.options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions, options_from
 
 
 def _plan(n: int, **verify: object) -> planning.Plan:
@@ -70,7 +70,7 @@ def test_verify_settings_travel_in_the_plan() -> None:
     _, overridden = stage.settings(plan.targets[0].id, None, decoded, timeout_s=5)
     assert overridden.timeout_s == 5 and overridden.latency_runs == 3
     _, defaults = stage.settings(plan.targets[0].id, None, None)
-    assert defaults == stage.options_from(None)
+    assert defaults == options_from(None)
 
 
 def _round_trip(plan: planning.Plan) -> planning.Plan:

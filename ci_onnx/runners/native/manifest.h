@@ -1,6 +1,6 @@
 /* What the observer reads of a bundle's manifest.json: the input and output specs (name, dtype, rank,
  * axis 0 as written and whether it is declared dynamic) and the test data sets' directories, with
- * the batch-axis rules of ci_onnx/runners/feeds.py. A manifest that is not valid JSON or not a
+ * the batch-axis rules of ci_onnx/observer/feeds.py. A manifest that is not valid JSON or not a
  * manifest of onnx-gate is refused with the reason; nothing in it is trusted further than that.
  */
 #ifndef ONNX_GATE_MANIFEST_H

@@ -22,7 +22,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
 #include <errno.h>
-#include <fnmatch.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -43,7 +42,6 @@
 #define OBSERVE_API_VERSION 12 /* SessionOptionsAppendExecutionProvider is the newest function used */
 #define WARMUP_RUNS 3
 #define MESSAGE_MAX 2000
-#define DIE_ENV "ONNX_GATE_TEST_RUNNER_DIE"
 #define CPU_EP "CPUExecutionProvider"
 
 static const OrtApi *ort;
@@ -586,7 +584,7 @@ static void ORT_API_CALL on_log(void *param, OrtLoggingLevel severity, const cha
     static const char letters[] = "VIWEF";
     char letter = severity >= 0 && severity <= 4 ? letters[severity] : '?';
     pthread_mutex_lock(&log_lock);
-    /* The line onnxruntime's own sink writes, so ci_onnx/runners/placement.py reads it unchanged. */
+    /* The line onnxruntime's own sink writes, so ci_onnx/observer/placement.py reads it unchanged. */
     FILE *to = capture ? capture : (severity >= ORT_LOGGING_LEVEL_WARNING ? stderr : NULL);
     if (to) fprintf(to, "[%c:%s:%s, %s] %s\n", letter, category, logid, code_location, message);
     pthread_mutex_unlock(&log_lock);
@@ -725,23 +723,6 @@ static double percentile(const double *sorted, size_t n, double p) {
     double rank = p / 100.0 * (double)(n - 1); /* numpy's default (linear) interpolation */
     size_t lo = (size_t)rank, hi = lo + 1 < n ? lo + 1 : n - 1;
     return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - (double)lo);
-}
-
-/* ---------------------------------------------------------------- the test hook */
-
-static void die_after_load(const char *target_id) {
-    const char *hook = getenv(DIE_ENV);
-    if (!hook || !*hook) return;
-    char *how = xstrdup(hook), *pattern = strchr(how, ':');
-    if (pattern) *pattern++ = '\0';
-    if (!pattern || fnmatch(pattern, target_id, 0) == 0) {
-        if (!strcmp(how, "hang"))
-            for (;;) sleep(60);
-        if (!strcmp(how, "SIGKILL")) raise(SIGKILL);
-        if (!strcmp(how, "SIGSEGV")) raise(SIGSEGV);
-        if (!strcmp(how, "SIGABRT")) raise(SIGABRT);
-    }
-    free(how);
 }
 
 /* ---------------------------------------------------------------- arguments */
@@ -890,7 +871,7 @@ static void parity_runs(const session *s, const manifest *m, const args *a, obse
 }
 
 /* Each served batch size in one run, and the same samples one at a time as its reference
- * (ci_onnx/runners/ort.py _batch_runs: the same semantics). Returns the sizes that ran. */
+ * (ci_onnx/observer/ort.py _batch_runs: the same semantics). Returns the sizes that ran. */
 static size_t batch_runs(const session *s, const manifest *m, const args *a, observation *o, const values *data,
                          size_t *working) {
     size_t n_working = 0, max = a->sizes[a->n_sizes - 1];
@@ -1221,7 +1202,6 @@ int main(int argc, char **argv) {
         o.load_error = err;
     } else {
         o.session_create_ms = round_to(now_ms() - start, 3);
-        die_after_load(a.target_id);
         sb_json_str(&registered, config.with_ep ? ep->ep : CPU_EP);
         if (config.with_ep && !is_cpu) sb_printf(&registered, ", \"%s\"", CPU_EP);
 

@@ -13,12 +13,11 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { latency, message, range, readInputs, round, rows, stack } from './common.mjs';
 import { readTensor, writeTensor } from './tensorproto.mjs';
 
 const EP_NAMES = { cpu: 'CPUExecutionProvider', webgpu: 'WebGpuExecutionProvider', cuda: 'CUDAExecutionProvider',
   tensorrt: 'TensorrtExecutionProvider', dml: 'DmlExecutionProvider', coreml: 'CoreMLExecutionProvider' };
-const WARMUP_RUNS = 3;
-const DIE_ENV = 'ONNX_GATE_TEST_RUNNER_DIE';
 
 function parseArgs(argv) {
   const args = { latencyRuns: 20, memoryThreads: 4, batchSizes: [] };
@@ -37,60 +36,6 @@ function parseArgs(argv) {
   return args;
 }
 
-const message = (e) => String(e?.message ?? e).split(/\s+/).join(' ').slice(0, 2000) || 'Error';
-
-function globMatch(pattern, text) {
-  const re = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
-  return new RegExp(`^${re}$`).test(text);
-}
-
-async function die(targetId) {
-  const [how, pattern] = (process.env[DIE_ENV] ?? '').split(/:(.*)/s);
-  if (!how || (pattern && !globMatch(pattern, targetId))) return;
-  if (how === 'hang') await new Promise(() => setInterval(() => {}, 60000));
-  if (['SIGKILL', 'SIGSEGV', 'SIGABRT'].includes(how)) process.kill(process.pid, how);
-}
-
-function readInputs(ort, manifest, bundle, dir) {
-  const feeds = {};
-  manifest.inputs.forEach((spec, i) => {
-    const t = readTensor(fs.readFileSync(path.join(bundle, dir, `input_${i}.pb`)));
-    feeds[spec.name] = new ort.Tensor(t.type, t.data, t.dims);
-  });
-  return feeds;
-}
-
-// Rows `indices` of every input along axis 0 (the batch axis: the Python side checked there is one).
-function rows(ort, feeds, indices) {
-  const out = {};
-  for (const [name, t] of Object.entries(feeds)) {
-    const per = t.dims.slice(1).reduce((a, b) => a * b, 1);
-    const n0 = t.dims[0];
-    const data = new t.data.constructor(indices.length * per);
-    indices.forEach((idx, j) => {
-      const src = (idx % n0) * per;
-      for (let k = 0; k < per; k++) data[j * per + k] = t.data[src + k];
-    });
-    out[name] = new ort.Tensor(t.type, data, [indices.length, ...t.dims.slice(1)]);
-  }
-  return out;
-}
-
-const range = (n) => Array.from({ length: n }, (_, i) => i);
-
-function stack(parts) {
-  const first = parts[0];
-  if (!first.dims.length) throw new Error('an output is not a tensor with a batch axis');
-  const data = new first.data.constructor(parts.reduce((a, p) => a + p.data.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    data.set(p.data, at);
-    at += p.data.length;
-  }
-  const n = parts.reduce((a, p) => a + p.dims[0], 0);
-  return { type: first.type, dims: [n, ...first.dims.slice(1)], data };
-}
-
 function save(out, dir, manifest, got) {
   fs.mkdirSync(path.join(out, dir), { recursive: true });
   const files = {};
@@ -102,28 +47,6 @@ function save(out, dir, manifest, got) {
     files[spec.name] = rel;
   });
   return files;
-}
-
-function percentile(sorted, p) {
-  const rank = (p / 100) * (sorted.length - 1); // numpy's default (linear) interpolation
-  const lo = Math.floor(rank);
-  const hi = Math.min(lo + 1, sorted.length - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo);
-}
-
-const round = (x, digits) => Math.round(x * 10 ** digits) / 10 ** digits;
-
-async function latency(sess, feeds, n, runs) {
-  for (let i = 0; i < WARMUP_RUNS; i++) await sess.run(feeds);
-  const times = [];
-  for (let i = 0; i < runs; i++) {
-    const t0 = performance.now();
-    await sess.run(feeds);
-    times.push(performance.now() - t0);
-  }
-  times.sort((a, b) => a - b);
-  const [p50, p90, p99] = [50, 90, 99].map((p) => round(percentile(times, p), 4));
-  return { batch_size: n, p50_ms: p50, p90_ms: p90, p99_ms: p99, runs };
 }
 
 // The "Node placements" lines onnxruntime's C++ logger writes to stderr while a session is created at
@@ -148,6 +71,7 @@ async function observe(args) {
   const ort = require(args.module);
   const version = JSON.parse(fs.readFileSync(path.join(args.module, 'package.json'), 'utf8')).version;
   const manifest = JSON.parse(fs.readFileSync(path.join(args.bundle, 'manifest.json'), 'utf8'));
+  const bundleFile = (rel) => fs.readFileSync(path.join(args.bundle, rel));
   const available = (ort.listSupportedBackends?.() ?? [{ name: 'cpu', bundled: true }])
     .filter((b) => b.bundled).map((b) => EP_NAMES[b.name] ?? b.name);
   const epName = EP_NAMES[args.ep] ?? args.ep;
@@ -160,7 +84,7 @@ async function observe(args) {
   const obs = {
     schema_version: 1, target_id: args.targetId, environment, providers_requested: requested,
     outputs: {}, run_errors: {}, batch_outputs: {}, batch_errors: {}, batch_reference: {}, notes: [],
-    unmeasured: { cold_start: 'the node runner does not time a fresh process yet' },
+    unmeasured: {}, // the cold start it does not time: runners.toml's can.cold_start, said by collect
   };
   const profilePrefix = path.join(args.out, 'profile');
   const options = {
@@ -179,11 +103,10 @@ async function observe(args) {
   // the evidence that they were (an unavailable one is an error at creation).
   // A release whose package does not bundle the EP may still create the session, on the CPU alone.
   environment.providers_registered = requested.filter((p) => available.includes(p));
-  await die(args.targetId);
 
   for (const ds of manifest.test_data_sets) {
     try {
-      const got = await sess.run(readInputs(ort, manifest, args.bundle, ds.directory));
+      const got = await sess.run(await readInputs(ort, manifest, ds.directory, bundleFile, readTensor));
       obs.outputs[ds.directory] = save(args.out, ds.directory, manifest, got);
     } catch (e) {
       obs.run_errors[ds.directory] = message(e);
@@ -200,7 +123,8 @@ async function observe(args) {
   if (sizes.length && manifest.test_data_sets.length) {
     const max = sizes[sizes.length - 1];
     try {
-      samples = rows(ort, readInputs(ort, manifest, args.bundle, manifest.test_data_sets[0].directory), range(max));
+      const first = manifest.test_data_sets[0].directory;
+      samples = rows(ort, await readInputs(ort, manifest, first, bundleFile, readTensor), range(max));
     } catch (e) {
       obs.batch_reference_error = `reading the inputs failed: ${message(e)}`;
     }
@@ -225,7 +149,8 @@ async function observe(args) {
     }
   }
   obs.latency = [];
-  for (const n of working) obs.latency.push(await latency(sess, rows(ort, samples, range(n)), n, args.latencyRuns));
+  const timed = (feeds) => sess.run(feeds);
+  for (const n of working) obs.latency.push(await latency(timed, rows(ort, samples, range(n)), n, args.latencyRuns));
   if (working.length) {
     const largest = rows(ort, samples, range(Math.max(...working)));
     obs.rss_before_mb = round(process.memoryUsage().rss / 2 ** 20, 2);

@@ -5,7 +5,7 @@
 // node drive.mjs --profile-root DIR --jobs FILE
 // DIR holds node_modules/{onnxruntime-web,playwright-core} of one release. A local HTTP server on
 // 127.0.0.1 sends COOP/COEP (without them crossOriginIsolated is false and wasm threads silently
-// drop to 1) and serves the page, the node runner's TensorProto codec, onnxruntime-web's dist/ and
+// drop to 1) and serves the page, the node runner's TensorProto codec and common.mjs, onnxruntime-web's dist/ and
 // the bundle's listed files; the page POSTs back each output file and the Observation. The browser is Chromium at
 // PATH (never a downloaded one) with a fresh profile at --profile; the console is kept as verbose.log
 // (the "Node placements" lines), and the phases' timings as web_timings.json.
@@ -32,8 +32,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const CODEC = path.join(HERE, '..', 'node', 'tensorproto.mjs');
-const DIE_ENV = 'ONNX_GATE_TEST_RUNNER_DIE';
+const SHARED = { '/codec/tensorproto.mjs': 'tensorproto.mjs', '/codec/common.mjs': 'common.mjs' }; // the node runner's
 const BASE_FLAGS = ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-component-update',
   '--disable-sync', '--no-first-run', '--enable-blink-features=ForceEagerMeasureMemory'];
 const WEBGPU_FLAGS = ['--enable-unsafe-webgpu', '--enable-features=Vulkan', '--use-vulkan=swiftshader',
@@ -66,20 +65,6 @@ function parseArgs(argv) {
     else throw new Error(`unknown argument ${k}`);
   }
   return args;
-}
-
-function globMatch(pattern, text) {
-  const re = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
-  return new RegExp(`^${re}$`).test(text);
-}
-
-// HOW[:PATTERN][;HOW[:PATTERN]…]: the first entry whose pattern matches the cell's id.
-function dieFor(targetId) {
-  for (const entry of (process.env[DIE_ENV] ?? '').split(';')) {
-    const [how, pattern] = entry.split(/:(.*)/s);
-    if (how && (!pattern || globMatch(pattern, targetId))) return how;
-  }
-  return '';
 }
 
 // `rel` inside `root`, or null: nothing outside the served folders is ever read or written. With
@@ -153,7 +138,7 @@ function serve(current, host) {
     const ortDist = path.join(args.modules, 'node_modules', 'onnxruntime-web', 'dist');
     const bundle = path.resolve(args.bundle);
     if (p === '/' || p === '/index.html') return path.join(HERE, 'page.html');
-    if (p === '/codec/tensorproto.mjs') return CODEC;
+    if (Object.hasOwn(SHARED, p)) return path.join(HERE, '..', 'node', SHARED[p]);
     if (p.startsWith('/runner/')) return within(HERE, p.slice(8), true);
     if (p.startsWith('/ort/')) return within(ortDist, p.slice(5), true);
     if (p.startsWith('/bundle/')) {
@@ -230,7 +215,7 @@ function cellConfig(args) {
   if (!ortFile) throw new Error(`onnxruntime-web ${version} ships no ES module bundle in dist/`);
   return {
     version, ortFile, ep: args.ep, threads: args.threads, targetId: args.targetId,
-    batchSizes: args.batchSizes, latencyRuns: args.latencyRuns, die: dieFor(args.targetId),
+    batchSizes: args.batchSizes, latencyRuns: args.latencyRuns,
   };
 }
 

@@ -7,15 +7,11 @@
 // Every URL is relative to the page's, which carries the cell's secret (drive.mjs refuses the rest).
 
 import './buffer.mjs'; // before the codec: it needs Buffer
+import { latency, message, range, readInputs, round, rows, stack } from '../codec/common.mjs';
 import { readTensor, writeTensor } from '../codec/tensorproto.mjs';
 
-const WARMUP_RUNS = 3;
 const MEMORY_WAIT_MS = 2000; // it answers within 0.2 s when it answers at all (bench/WEB.md)
 const EP_NAMES = { wasm: 'CPUExecutionProvider', webgpu: 'WebGpuExecutionProvider' };
-
-const message = (e) => String(e?.message ?? e).split(/\s+/).join(' ').slice(0, 2000) || 'Error';
-const round = (x, digits) => Math.round(x * 10 ** digits) / 10 ** digits;
-const range = (n) => Array.from({ length: n }, (_, i) => i);
 
 async function fetchBytes(url) {
   const r = await fetch(url);
@@ -26,42 +22,6 @@ async function fetchBytes(url) {
 async function post(url, body) {
   const r = await fetch(url, { method: 'POST', body });
   if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
-}
-
-async function readInputs(ort, manifest, dir) {
-  const feeds = {};
-  for (const [i, spec] of manifest.inputs.entries()) {
-    const t = readTensor(await fetchBytes(`bundle/${dir}/input_${i}.pb`));
-    feeds[spec.name] = new ort.Tensor(t.type, t.data, t.dims);
-  }
-  return feeds;
-}
-
-function rows(ort, feeds, indices) {
-  const out = {};
-  for (const [name, t] of Object.entries(feeds)) {
-    const per = t.dims.slice(1).reduce((a, b) => a * b, 1);
-    const n0 = t.dims[0];
-    const data = new t.data.constructor(indices.length * per);
-    indices.forEach((idx, j) => {
-      const src = (idx % n0) * per;
-      for (let k = 0; k < per; k++) data[j * per + k] = t.data[src + k];
-    });
-    out[name] = new ort.Tensor(t.type, data, [indices.length, ...t.dims.slice(1)]);
-  }
-  return out;
-}
-
-function stack(parts) {
-  const first = parts[0];
-  if (!first.dims.length) throw new Error('an output is not a tensor with a batch axis');
-  const data = new first.data.constructor(parts.reduce((a, p) => a + p.data.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    data.set(p.data, at);
-    at += p.data.length;
-  }
-  return { type: first.type, dims: [parts.reduce((a, p) => a + p.dims[0], 0), ...first.dims.slice(1)], data };
 }
 
 // Outputs computed on the GPU stay there unless asked: read every one back as a CPU tensor.
@@ -83,13 +43,6 @@ async function save(dir, manifest, got) {
   return files;
 }
 
-function percentile(sorted, p) {
-  const rank = (p / 100) * (sorted.length - 1);
-  const lo = Math.floor(rank);
-  const hi = Math.min(lo + 1, sorted.length - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo);
-}
-
 // Every session.run of the page with its phase and rows, in web_timings.json's `runs`: where a cell's
 // time goes (on SwiftShader one run of a transformer is seconds, bench/WEB.md).
 const RUNS = [];
@@ -103,19 +56,6 @@ async function run(sess, feeds, phase) {
   }
 }
 
-async function latency(sess, feeds, n, runs) {
-  for (let i = 0; i < WARMUP_RUNS; i++) await run(sess, feeds, 'warmup');
-  const times = [];
-  for (let i = 0; i < runs; i++) {
-    const t0 = performance.now();
-    await run(sess, feeds, 'latency');
-    times.push(performance.now() - t0);
-  }
-  times.sort((a, b) => a - b);
-  const [p50, p90, p99] = [50, 90, 99].map((p) => round(percentile(times, p), 4));
-  return { batch_size: n, p50_ms: p50, p90_ms: p90, p99_ms: p99, runs };
-}
-
 async function memory() {
   if (!self.crossOriginIsolated || typeof performance.measureUserAgentSpecificMemory !== 'function') {
     return [null, 'performance.measureUserAgentSpecificMemory is not available in this browser'];
@@ -126,6 +66,8 @@ async function memory() {
   if (m === null) return [null, `performance.measureUserAgentSpecificMemory did not answer within ${MEMORY_WAIT_MS / 1000} s`];
   return [round(m.bytes / 2 ** 20, 2), ''];
 }
+
+const bundleFile = (rel) => fetchBytes(`bundle/${rel}`);
 
 async function observe(cfg) {
   const t0 = performance.now();
@@ -149,7 +91,7 @@ async function observe(cfg) {
   const obs = {
     schema_version: 1, target_id: cfg.targetId, environment, providers_requested: requested,
     outputs: {}, run_errors: {}, batch_outputs: {}, batch_errors: {}, batch_reference: {},
-    unmeasured: { cold_start: 'the web runner does not time a fresh browser yet' },
+    unmeasured: {}, // the cold start it does not time: runners.toml's can.cold_start, said by collect
     notes: [`wasm threads: ${cfg.threads} (crossOriginIsolated: ${self.crossOriginIsolated})`],
   };
   const timings = { import_ms: round(importMs, 3) };
@@ -180,13 +122,11 @@ async function observe(cfg) {
   // wasm without a word where the browser has no WebGPU adapter, so that case registers wasm only.
   environment.providers_registered = adapter ? requested : [EP_NAMES.wasm];
   console.log(RUNS_BEGIN); // what the console holds after it is the runs' (none at the default levels)
-  if (cfg.die === 'throw') throw new Error('onnx-gate test: the page throws after creating the session');
-  if (cfg.die === 'hang') await new Promise(() => {});
 
   const t2 = performance.now();
   for (const ds of manifest.test_data_sets) {
     try {
-      const got = await run(sess, await readInputs(ort, manifest, ds.directory), 'parity');
+      const got = await run(sess, await readInputs(ort, manifest, ds.directory, bundleFile, readTensor), 'parity');
       obs.outputs[ds.directory] = await save(ds.directory, manifest, got);
     } catch (e) {
       obs.run_errors[ds.directory] = message(e);
@@ -201,7 +141,8 @@ async function observe(cfg) {
   if (sizes.length && manifest.test_data_sets.length) {
     const max = sizes[sizes.length - 1];
     try {
-      samples = rows(ort, await readInputs(ort, manifest, manifest.test_data_sets[0].directory), range(max));
+      const first = manifest.test_data_sets[0].directory;
+      samples = rows(ort, await readInputs(ort, manifest, first, bundleFile, readTensor), range(max));
     } catch (e) {
       obs.batch_reference_error = `reading the inputs failed: ${message(e)}`;
     }
@@ -233,7 +174,8 @@ async function observe(cfg) {
   timings.batch_ms = round(performance.now() - tb, 3);
   const t3 = performance.now();
   obs.latency = [];
-  for (const n of working) obs.latency.push(await latency(sess, rows(ort, samples, range(n)), n, cfg.latencyRuns));
+  const timed = (feeds, phase) => run(sess, feeds, phase);
+  for (const n of working) obs.latency.push(await latency(timed, rows(ort, samples, range(n)), n, cfg.latencyRuns));
   timings.latency_ms = round(performance.now() - t3, 3);
   const t4 = performance.now();
   if (working.length) {

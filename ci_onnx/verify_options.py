@@ -1,12 +1,19 @@
-"""Run settings and budgets of the verify stage."""
+"""Run settings and budgets of the verify stage: a contract between plan, runners and the judge.
+
+On the ground floor (it needs only the schema's defaults), so that the plan can carry them, the
+runners can read them and the judge can apply them without any of them importing another's stage.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ci_onnx import defaults
+
+if TYPE_CHECKING:
+    from ci_onnx.config import Config
 
 
 def _from_config(key: str, kind: type) -> Any:
@@ -66,3 +73,23 @@ class VerifyOptions:
     triage_config: str = ""
     """The onnx-gate.yml whose model.factory the triage may run as its PyTorch reference, where torch
     is installed; empty: no PyTorch reference beyond the bundle's outputs."""
+
+
+def options_from(cfg: Config | None, *, timeout_s: float | None = None) -> VerifyOptions:
+    """Budgets and run settings from onnx-gate.yml when given, else the config schema's defaults."""
+    if cfg is not None:
+        opts = VerifyOptions(
+            max_cpu_time_share=cfg.cpu_fallback_max_time_share,
+            strict_fallback=cfg.verify.strict_fallback,
+            latency_runs=cfg.verify.latency_runs,
+            serving_figures=cfg.verify.serving_figures,
+            timeout_s=cfg.verify.timeout_s,
+            accuracy_drop=cfg.accuracy_drop,
+            session_presets=cfg.targets.session_presets,
+            budgets=cfg.budgets,
+            triage_timeout_s=cfg.verify.triage_timeout_s,
+            triage_config=str(cfg.path) if cfg.model.factory else "",
+        )
+    else:
+        opts = VerifyOptions()  # its defaults are the config schema's
+    return dataclasses.replace(opts, timeout_s=timeout_s) if timeout_s else opts

@@ -1,7 +1,7 @@
 """What a triage found, as the result JSON of a triaged cell carries it (``TargetResult.triage``).
 
 Frozen dataclasses with no imports beyond the standard library: results.py embeds them, and the
-JSON Schema of a TargetResult is generated from them (``python -m ci_onnx.serde``). The object has a
+JSON Schema of a TargetResult is generated from them (``python -m ci_onnx.schema``). The object has a
 version of its own, so readers can tell what they hold while the TargetResult's stays the same.
 """
 

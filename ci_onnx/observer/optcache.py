@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ci_onnx.runners import session
+from ci_onnx.observer import session
 
 FILE = "optcache.json"
 OUTPUTS = "optcache"

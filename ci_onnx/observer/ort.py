@@ -1,6 +1,6 @@
 """The onnxruntime runner (Python): observe one bundle on one target, draw no verdict.
 
-``python -m ci_onnx.runners.ort --bundle B --target-json '{…}' --ep NAME --out OBSDIR`` runs with a
+``python -m ci_onnx.observer.ort --bundle B --target-json '{…}' --ep NAME --out OBSDIR`` runs with a
 target environment's interpreter (numpy + one onnxruntime flavour) and writes OBSDIR/observation.json
 plus every observed output as a TensorProto file. One session per configuration: a plain session
 serves parity, batch sizes, latency and memory; its parity runs are profiled to learn where every node
@@ -29,9 +29,9 @@ import numpy as np
 
 from ci_onnx import __version__, defaults, serde
 from ci_onnx.bundle import MODEL, Manifest, read_manifest
+from ci_onnx.observer import coldstart, feeds, measure, optcache, session
+from ci_onnx.observer.placement import CPU, from_verbose_log, profile_nodes, summarise
 from ci_onnx.results import SCHEMA_VERSION, Environment, Observation, PairedLatency
-from ci_onnx.runners import coldstart, feeds, measure, optcache, session
-from ci_onnx.runners.placement import CPU, from_verbose_log, profile_nodes, summarise
 from ci_onnx.target import Target
 from ci_onnx.tensorproto import Tensor
 
@@ -52,11 +52,11 @@ class Options:
     """How to learn where nodes ran: auto (assignment info + profile, else the verbose log), profile,
     or verbose-log."""
     session_options: dict[str, Any] = dataclasses.field(default_factory=dict)
-    """The target's session-options preset (ci_onnx.runners.session); empty: the runtime's defaults."""
+    """The target's session-options preset (ci_onnx.observer.session); empty: the runtime's defaults."""
     opt_cache: str = ""
-    """The optimized-model cache directory (ci_onnx.runners.optcache); empty: no cache probe."""
+    """The optimized-model cache directory (ci_onnx.observer.optcache); empty: no cache probe."""
     cold_start: bool = False
-    """Time a fresh process to its first answer (ci_onnx/runners/coldstart.py); on from the CLI."""
+    """Time a fresh process to its first answer (ci_onnx/observer/coldstart.py); on from the CLI."""
     paired_bundle: str = ""
     """The base commit's bundle of this target: timed interleaved with this one (``Observation.paired``)."""
 
@@ -361,7 +361,7 @@ def _die(how: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ci_onnx.runners.ort", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m ci_onnx.observer.ort", description=__doc__)
     parser.add_argument("--bundle", type=Path)
     parser.add_argument("--target-json", help="The Target, as JSON.")
     parser.add_argument("--ep", help="The execution provider to ask for first.")
@@ -385,12 +385,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.jobs is not None:
-        from ci_onnx.runners import batch
+        from ci_onnx.observer import jobs
 
         if args.jobs == "-":  # started early: import the runtime while the parent prepares the jobs
             import onnxruntime  # noqa: F401
 
-        return batch.serve(args.jobs, _job)
+        return jobs.serve(args.jobs, _job)
     missing = [
         f"--{n.replace('_', '-')}" for n in ("bundle", "target_json", "ep", "out") if not getattr(args, n)
     ]

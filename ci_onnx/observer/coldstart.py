@@ -1,9 +1,9 @@
 """Cold start and footprint of serving a bundle, in the target's own environment.
 
-Two halves. :func:`attach` runs in the observer (``ci_onnx.runners.ort``, after everything else is
+Two halves. :func:`attach` runs in the observer (``ci_onnx.observer.ort``, after everything else is
 measured): it sums the installed size of the runtime's and numpy's distributions and of the model's
 files, writes one request's inputs, and times a FRESH process of the same interpreter,
-``python …/serve_once.py SPEC_JSON`` (ci_onnx.runners.serve_once, started as a script), from its start
+``python …/serve_once.py SPEC_JSON`` (ci_onnx.observer.serve_once, started as a script), from its start
 to its first answer (a JSON line on stdout). That process imports only sys, json and time before it
 times ``import numpy, onnxruntime``, the session's creation, the first run, then more runs for the
 warm median of the same process.
@@ -81,7 +81,7 @@ def write_feeds(manifest: Any, bundle: Path, path: Path) -> tuple[list[str], int
     import numpy as np
 
     from ci_onnx import tensorproto
-    from ci_onnx.runners import feeds
+    from ci_onnx.observer import feeds
     from ci_onnx.tensorproto import Tensor
 
     if not manifest.test_data_sets:

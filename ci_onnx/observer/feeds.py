@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ci_onnx.bundle import Manifest, TensorSpec
-from ci_onnx.runners import values
+from ci_onnx.observer import values
 from ci_onnx.tensorproto import Tensor
 
 Values = dict[str, Any]

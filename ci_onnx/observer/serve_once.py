@@ -1,6 +1,6 @@
 """The fresh process of the cold-start figure: a serving process at its barest.
 
-``python PATH/serve_once.py SPEC_JSON`` is started by ci_onnx.runners.coldstart as a script, not as a
+``python PATH/serve_once.py SPEC_JSON`` is started by ci_onnx.observer.coldstart as a script, not as a
 module of the package, so that nothing but ``sys``, ``json`` and ``time`` is imported before its
 clock starts: the figure is the interpreter, ``import numpy, onnxruntime``, the session's creation
 and the first run, and not this harness. SPEC_JSON holds ``model``, ``providers`` (in order),

@@ -111,6 +111,12 @@ def test_only_the_top_file_sets_the_gate_and_includes(tmp_path: Path) -> None:
     assert message.startswith(f"{tmp_path / 'decoder' / 'onnx-gate.yml'}:7: gate: set in onnx-gate.yml only")
 
 
+def test_reading_a_file_of_several_models_as_one_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"holds several models \(`models`/`include`\)"):
+        config.load(_repo(tmp_path))
+    assert [c.model.id for c in cascade.load_all(_repo(tmp_path))] == ["encoder", "decoder"]
+
+
 def test_model_and_models_together_is_an_error(tmp_path: Path) -> None:
     message = _error(_repo(tmp_path, ROOT + "model: {onnx: m.onnx}\n"))
     assert ":7: models: give either `model` (one model) or `models`/`include` (several)" in message

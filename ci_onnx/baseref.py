@@ -13,10 +13,10 @@ import contextlib
 import dataclasses
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from ci_onnx import config, proc
+from ci_onnx import cascade, proc
 from ci_onnx.config import Config
 from ci_onnx.errors import EnvironmentProblem, UsageError
 
@@ -72,16 +72,21 @@ def worktree(root: Path, sha: str, env: Mapping[str, str]) -> Iterator[Path]:
         _git(["worktree", "prune"], root, env, "git worktree prune")
 
 
-def base_config(head: Config, root: Path, tree: Path, ref: str) -> Config:
-    """The base commit's config with the head's matrix and measuring settings."""
-    relative = head.path.resolve().relative_to(root)
+def base_configs(heads: Sequence[Config], root: Path, tree: Path, ref: str) -> tuple[Config, ...]:
+    """The base commit's models that the head has too, each with the head's matrix and measuring
+    settings (a model the head added is new there; one it removed is not run)."""
+    relative = heads[0].path.resolve().relative_to(root)
     path = tree / relative
     if not path.is_file():
         raise UsageError(
             f"--baseline-ref {ref}: {relative} does not exist at that commit, so there is nothing to "
             "compare with; the head is judged absolutely without --baseline-ref"
         )
-    base = config.load(path)
+    by_id = {h.model.id: h for h in heads}
+    return tuple(_like(by_id[b.model.id], b) for b in cascade.load_all(path) if b.model.id in by_id)
+
+
+def _like(head: Config, base: Config) -> Config:
     return dataclasses.replace(
         base,
         targets=head.targets,

@@ -92,7 +92,7 @@ def estimate_s(target: Target, plan: Plan) -> float:
     """One target's verify work in a runner process that serves several (matrix/ci.toml)."""
     est = matrix.estimate()
     mb = plan.ci.bundle_mb.get(target.bundle_key, est.unknown_mb)
-    return est.target_work_s(mb, plan.verify.latency_runs, plan.ci.batch_sizes)
+    return est.target_work_s(mb, plan.options_for(target).latency_runs, plan.ci.batch_sizes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,7 +207,7 @@ def github_outputs(plan: Plan) -> dict[str, str]:
     out["verify-jobs"] = str(len(entries))
     out["bundles"] = json.dumps(plan.bundle_keys(), separators=(",", ":"))
     out["targets"] = str(len(plan.runnable))
-    out["expected-skips"] = str(len(plan.targets) - len(plan.runnable))
+    out["expected-skips"] = str(sum(1 for t in plan.targets if t.expected_skip))
     return out
 
 

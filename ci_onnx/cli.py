@@ -120,16 +120,51 @@ def cli() -> None:
     help="table for people; json for tools; github writes `matrix` (and more) to $GITHUB_OUTPUT.",
 )
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False), help="Also write the plan JSON here.")
-def plan(config_path: Path, only: Sequence[str], fmt: str, out: Path | None) -> None:
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Print each model's effective settings and the file and line that set each (or `default`).",
+)
+@click.option(
+    "--baseline",
+    metavar="DIR|github",
+    help="The base commit's run (an earlier --out, or `github`: the pull request base's "
+    "onnx-gate-baseline artifact): a model unchanged since then is neither exported nor verified.",
+)
+@click.option("--all", "run_all", is_flag=True, help="Plan every model, changed or not (with --baseline).")
+@click.option(
+    "--github-token", envvar="GITHUB_TOKEN", default="", help="For --baseline github [env: GITHUB_TOKEN]."
+)
+def plan(
+    config_path: Path,
+    only: Sequence[str],
+    fmt: str,
+    out: Path | None,
+    explain: bool,
+    baseline: str | None,
+    run_all: bool,
+    github_token: str,
+) -> None:
     """Expand the declared matrix into targets (expected skips keep their reason)."""
-    from ci_onnx import config
+    from ci_onnx import cascade, reuse
     from ci_onnx import plan as planning
     from ci_onnx.export import factory
 
-    cfg = config.load(config_path)
-    factory.check(cfg)  # a factory that is not there fails here, not at export
-    index = package_index(cfg)
-    the_plan = planning.select(planning.expand(cfg, index), only)
+    if explain:
+        click.echo(cascade.explain(config_path))
+        return
+    cfgs = cascade.load_all(config_path)
+    for cfg in cfgs:
+        factory.check(cfg)  # a factory that is not there fails here, not at export
+    index = package_index(cfgs)
+    the_plan = reuse.fingerprinted(planning.select(planning.expand(cfgs, index), only), cfgs)
+    if baseline and not run_all:
+        from ci_onnx.commands.report import load_baseline
+
+        dest = (out.parent if out else Path("onnx-gate-out")) / "plan-baseline"
+        base = load_baseline(baseline, dest, github_token)
+        if base is not None:
+            the_plan = reuse.unchanged(the_plan, base)
     if out:
         from ci_onnx.errors import UsageError
 
@@ -183,31 +218,55 @@ def export(config_path: Path, only: Sequence[str], out: Path, cache_dir: Path | 
     train-mode, dynamic-axes, outputs, graph, reference-parity (onnxruntime CPU against torch).
     Exit 0 when every check passed, 1 when one failed (the bundles are still written).
     """
-    from ci_onnx import config
+    from ci_onnx import cascade
     from ci_onnx import plan as planning
-    from ci_onnx.export import cache, cache_key, runner
+    from ci_onnx.export import cache, runner
 
-    cfg = config.load(config_path)
-    onnx_opset = planning.opsets_of(cfg)[0] if cfg.onnx_only else 0
+    cfgs = cascade.load_all(config_path)
 
     def plan_keys(patterns: Sequence[str]) -> Sequence[str]:
-        return planning.select(planning.expand(cfg, package_index(cfg)), patterns).bundle_keys()
+        return planning.select(planning.expand(cfgs, package_index(cfgs)), patterns).bundle_keys()
 
-    jobs = runner.select(runner.candidates(cfg, onnx_opset), only, plan_keys, cfg.export.precisions)
+    every = [job for cfg in cfgs for job in runner.candidates(cfg, planning.onnx_opset(cfg))]
+    precisions = sorted({p for cfg in cfgs for p in cfg.export.precisions})
+    jobs = runner.select(every, only, plan_keys, precisions)
+    # each model's jobs, in the order the config declares the models
+    per_model = [(cfg, mine) for cfg in cfgs if (mine := [job for job in jobs if job.model == cfg.model.id])]
     if key_only:
-        key = cache_key.combined_key(cfg, jobs, cache_root=cache_dir, out=out) if cfg.export.cache else "off"
+        key = _export_cache_key(per_model, cache_dir, out)
         click.echo(key)
         github_output = os.environ.get("GITHUB_OUTPUT")
         if github_output:
             planning.write_github_output(Path(github_output), {"cache-key": key})
         return
     log = lambda line: click.echo(line, err=True)  # noqa: E731
-    if cache_dir is not None:
-        outcomes = cache.export_cached(cfg, jobs, out, log, cache_root=cache_dir, enabled=cfg.export.cache)
-    else:
-        outcomes = runner.export_all(cfg, jobs, out, log=log)
+    outcomes = []
+    for cfg, mine in per_model:
+        if cache_dir is not None:
+            outcomes += cache.export_cached(
+                cfg, mine, out, log, cache_root=cache_dir, enabled=cfg.export.cache
+            )
+        else:
+            outcomes += runner.export_all(cfg, mine, out, log=log)
     click.echo(f"wrote {len(outcomes)} bundle(s) to {out}")
     click.get_current_context().exit(runner.exit_code(outcomes))
+
+
+def _export_cache_key(per_model: Sequence[tuple[Any, list[Any]]], cache_dir: Path | None, out: Path) -> str:
+    """The actions/cache key of these bundles: their export cache keys in one digest; ``off`` or
+    ``uncacheable`` where any model's bundles cannot be cached."""
+    import hashlib
+
+    from ci_onnx.export import cache_key
+
+    keys = [
+        cache_key.combined_key(cfg, mine, cache_root=cache_dir, out=out) if cfg.export.cache else "off"
+        for cfg, mine in per_model
+    ]
+    for word in ("uncacheable", "off"):
+        if word in keys:
+            return word
+    return keys[0] if len(keys) == 1 else hashlib.sha256(",".join(keys).encode()).hexdigest()[:32]
 
 
 @cli.command()
@@ -242,9 +301,23 @@ def export(config_path: Path, only: Sequence[str], out: Path, cache_dir: Path | 
     help="Every job through the composite action (ACTION/runner), which installs onnx-gate on the runner: "
     "no image to pull from ghcr.io.",
 )
+@click.option(
+    "--models",
+    "model_names",
+    metavar="NAME,NAME…",
+    default="",
+    help="Several models in one gate: the `models:` form, one block per name (factory NAME/model.py:build).",
+)
 @click.option("--force", is_flag=True, help="Overwrite files that are already there.")
 def init(
-    directory: Path, action: str, fork_safe: bool, onnx_file: str, android: bool, composite: bool, force: bool
+    directory: Path,
+    action: str,
+    fork_safe: bool,
+    onnx_file: str,
+    android: bool,
+    composite: bool,
+    model_names: str,
+    force: bool,
 ) -> None:
     """Write a commented onnx-gate.yml and starter GitHub workflows into DIRECTORY.
 
@@ -263,8 +336,19 @@ def init(
             f"--onnx {onnx_file}: no such file in {directory} (onnx-gate.yml names it relative to "
             "its own directory)"
         )
+    names = [n.strip() for n in model_names.split(",") if n.strip()]
+    if names and onnx_file:
+        raise UsageError("--models and --onnx: give one (several torch models, or one ONNX file)")
+    from ci_onnx.cascade import name_pattern
+
+    for name in names:
+        if not name_pattern().match(name) or names.count(name) > 1:
+            raise UsageError(
+                f"--models: {name!r} cannot be a model's name here: names are unique, a letter then up "
+                "to 39 letters, digits, - or _ (they are part of target ids)"
+            )
     settings = scaffold.Settings(action=action, android=android, composite=composite)
-    files = scaffold.starter_files(settings, fork_safe=fork_safe, onnx=onnx_file)
+    files = scaffold.starter_files(settings, fork_safe=fork_safe, onnx=onnx_file, models=names)
     for path in scaffold.write(directory, files, force=force):
         click.echo(f"wrote {path}")
     ignored = scaffold.ignore_output(directory)
@@ -274,6 +358,8 @@ def init(
         (
             "next: optionally put test data under test_data/ (see model.test_data)"
             if onnx_file
+            else "next: point each model's factory in onnx-gate.yml at its model"
+            if names
             else "next: point model.factory in onnx-gate.yml at your model"
         )
         + ", run `onnx-gate plan`, commit, and make "

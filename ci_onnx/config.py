@@ -7,10 +7,12 @@ are declared; this module validates against it and fills defaults from it. A bad
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import functools
 import io
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,9 @@ DEFAULT_NAME = "onnx-gate.yml"
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
     name: str
+    id: str = ""
+    """The name that goes into target ids and bundle names: the model's name in a ``models``
+    config, empty for the single ``model`` form (whose ids carry no name, as they always did)."""
     factory: str = ""
     onnx: str = ""
     test_data: str = ""
@@ -124,11 +129,16 @@ class Config:
     ci: CiConfig = dataclasses.field(default_factory=CiConfig)
     gate: GateSettings = dataclasses.field(default_factory=GateSettings)
     """``gate`` and ``expected_failures``: the mode, the ledger, the comparison's thresholds."""
+    model_file: Path | None = None
+    """The file that declares this model, where it is not ``path`` (a file ``include`` named)."""
+    model_keys: tuple[str, ...] = ("model",)
+    """Where the model's own keys are in that file: ``model``, or its block in ``models``."""
 
     @property
     def root(self) -> Path:
-        """Relative paths in the file are relative to the file's directory."""
-        return self.path.parent
+        """Relative paths in the model's keys are relative to the directory of the file that
+        declares the model (``path``, or the included file)."""
+        return (self.model_file or self.path).parent
 
     def resolve(self, relative: str) -> Path:
         return (self.root / relative).resolve()
@@ -157,15 +167,29 @@ def key_location(cfg: Config, *keys: str) -> str:
     factory that is not there); the path alone where the file cannot be read again."""
     from ruamel.yaml import YAML
 
+    path = cfg.model_file or cfg.path
+    real = [*cfg.model_keys, *keys[1:]] if keys[:1] == ("model",) else list(keys)
     try:
-        doc = YAML(typ="rt").load(io.StringIO(guard.read_text(cfg.path).removeprefix("\ufeff")))
+        doc = YAML(typ="rt").load(io.StringIO(guard.read_text(path).removeprefix("\ufeff")))
     except Exception:  # changed or gone since it was read: the key without its line
-        return f"{cfg.path}: {'.'.join(keys)}"
-    return f"{cfg.path}:{guard.line_of(doc, list(keys))}: {'.'.join(keys)}"
+        return f"{path}: {'.'.join(real)}"
+    return f"{path}:{guard.line_of(doc, real)}: {'.'.join(real)}"
 
 
 def parse(text: str, path: Path) -> Config:
-    """The Config in ``text``; every problem, whatever its kind, is a ConfigError naming ``path``."""
+    """The Config of the one model in ``text``; every problem, whatever its kind, is a ConfigError
+    naming ``path``. A file of several models (``models``, ``include``): ci_onnx/cascade.py."""
+    plain, doc = read(text, path)
+    if "model" not in plain:
+        raise ConfigError(
+            f"{path}: holds several models (`models`/`include`), and this reads a file of one "
+            "`model`; give the file of one model's block"
+        )
+    return build(plain, guard.Where((guard.Layer(path, doc, (), ("model",)),)), path)
+
+
+def read(text: str, path: Path) -> tuple[dict[str, Any], Any]:
+    """The file as plain values and as ruamel's document (for lines), validated against the schema."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
@@ -186,14 +210,51 @@ def parse(text: str, path: Path) -> Config:
     if doc is None:
         raise ConfigError(f"{path}: the file is empty; `onnx-gate init` writes a commented example")
     plain = guard.Plainer(doc, path).value()
-    try:
+    with _unexpected(path):
         _validate(plain, doc, path)
-        return _build(plain, doc, path)
+    if not isinstance(plain, dict):
+        raise ConfigError(f"{path}: not an onnx-gate config (a mapping of keys at the top level)")
+    if "model" not in plain and "models" not in plain and "include" not in plain:
+        raise ConfigError(
+            f"{path}:1: (top level): 'model' is a required property (or `models` for several; "
+            "`onnx-gate init` writes a commented example)"
+        )
+    if "model" in plain and ("models" in plain or "include" in plain):
+        other = "models" if "models" in plain else "include"
+        raise ConfigError(
+            f"{path}:{guard.line_of(doc, [other])}: {other}: give either `model` (one model) or "
+            "`models`/`include` (several), not both; move `model` into `models` with a name"
+        )
+    return plain, doc
+
+
+@contextlib.contextmanager
+def _unexpected(path: Path) -> Iterator[None]:
+    """A problem of any other kind is still one ConfigError naming ``path``."""
+    try:
+        yield
     except (TypeError, ValueError, KeyError, AttributeError, OverflowError, RecursionError) as exc:
         raise ConfigError(
             f"{path}: cannot be read as an onnx-gate config "
             f"({type(exc).__name__}: {guard.one_line(str(exc))})"
         ) from None
+
+
+def build(
+    plain: dict[str, Any],
+    where: guard.Where,
+    path: Path,
+    *,
+    named: bool = False,
+    model_file: Path | None = None,
+    model_keys: tuple[str, ...] = ("model",),
+) -> Config:
+    """The Config of one model's effective values ``plain``; ``where`` names their keys in errors.
+    ``named``: a model of ``models``, its name part of its ids; ``model_file`` and ``model_keys``:
+    where its block is."""
+    with _unexpected(path):
+        config = _build(plain, where, path, named)
+        return dataclasses.replace(config, model_file=model_file, model_keys=model_keys)
 
 
 @functools.cache
@@ -250,9 +311,9 @@ def _describe(error: Any, doc: Any, path: Path) -> str:
             )
             return f"{path}:{line}: {'.'.join([*keys, key])}: unknown key; {hint}"
     line = guard.line_of(doc, keys)
-    if error.validator == "oneOf" and keys == ["model"]:
+    if error.validator == "oneOf" and (keys == ["model"] or (keys[:1] == ["models"] and len(keys) == 2)):
         return (
-            f"{path}:{line}: model: give either `factory` with `inputs` and `outputs` (export from "
+            f"{path}:{line}: {where}: give either `factory` with `inputs` and `outputs` (export from "
             "PyTorch) or `onnx` (a model exported elsewhere), not both and not neither"
         )
     if error.validator == "required":
@@ -275,13 +336,18 @@ def _describe(error: Any, doc: Any, path: Path) -> str:
             f"{path}:{line}: {where}: YAML reads {written} as the number {error.instance!r}; "
             f'quote it: "{written}"'
         )
-    if error.validator == "pattern" and keys == ["model", "factory"]:
+    if error.validator == "pattern" and keys[-1:] == ["factory"] and keys[0] in ("model", "models"):
         return (
             f"{path}:{line}: {where}: {error.instance!r} names no callable; write the file and the "
             f"function that returns the model, e.g. `{str(error.instance).rstrip(':')}:build` "
             "(path/to/file.py:callable or package.module:callable)"
         )
-    if error.validator == "pattern" and keys[:1] == ["expected_failures"] and keys[-1:] == ["until"]:
+    if error.validator == "pattern" and keys[:1] == ["models"] and keys[-1:] == ["name"]:
+        return (
+            f"{path}:{line}: {where}: {error.instance!r} cannot be a model's name (it is part of target "
+            "ids, file and artifact names): a letter, then up to 39 letters, digits, - or _"
+        )
+    if error.validator == "pattern" and keys[-1:] == ["until"] and "expected_failures" in keys:
         return f"{path}:{line}: {where}: {error.instance!r} is not a date; write YYYY-MM-DD, the last day"
     if error.validator == "pattern" and keys[:2] == ["targets", "runtimes"]:
         return (
@@ -313,24 +379,21 @@ def _per_output(declared: dict[str, Any], base: Tolerance) -> dict[str, Toleranc
     }
 
 
-def _check_range(spec: TensorSpec, integer: bool, where: str) -> None:
+def _check_range(spec: TensorSpec, integer: bool, at: str) -> None:
     """``range`` is half-open, [low, high): it must hold a value (an integer one for integer inputs)."""
     assert spec.value_range is not None
     low, high = spec.value_range
     shown = f"[{low:g}, {high:g}]"
     if low >= high:
         raise ConfigError(
-            f"{where}: model.inputs.{spec.name}.range: {shown} is empty (values are drawn from [low, high)); "
+            f"{at}: {shown} is empty (values are drawn from [low, high)); "
             "give the lower bound first, e.g. [0, 100]"
         )
     if integer and int(low) >= int(high):
-        raise ConfigError(
-            f"{where}: model.inputs.{spec.name}.range: {shown} holds no integer for a {spec.dtype} input; "
-            "widen it, e.g. [0, 100]"
-        )
+        raise ConfigError(f"{at}: {shown} holds no integer for a {spec.dtype} input; widen it, e.g. [0, 100]")
 
 
-def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
+def _build(plain: dict[str, Any], where: guard.Where, path: Path, named: bool) -> Config:
     m = plain["model"]
     inputs = tuple(
         TensorSpec(
@@ -345,17 +408,17 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         integer = spec.dtype.startswith(("int", "uint"))
         if integer and spec.value_range is None:
             raise ConfigError(
-                f"{path}:{guard.line_of(doc, ['model', 'inputs', spec.name])}: model.inputs.{spec.name}: "
+                f"{where(['model', 'inputs', spec.name])}: "
                 f"integer input needs `range: [low, high)` for its random values, high excluded "
                 "(token ids: [0, vocab_size))"
             )
         if spec.value_range is not None:
-            line = guard.line_of(doc, ["model", "inputs", spec.name, "range"])
-            _check_range(spec, integer, f"{path}:{line}")
+            _check_range(spec, integer, where(["model", "inputs", spec.name, "range"]))
     pre = m.get("preprocessing")
     name = m.get("name") or (m.get("factory", "").split(":")[-1] or Path(m.get("onnx", "model")).stem)
     model = ModelConfig(
         name=name,
+        id=name if named else "",
         factory=m.get("factory", ""),
         onnx=m.get("onnx", ""),
         test_data=m.get("test_data", ""),
@@ -378,7 +441,7 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         timeout = _section(plain, section)["timeout_s"]
         if isinstance(timeout, (int, float)) and timeout > MAX_TIMEOUT_S:
             raise ConfigError(
-                f"{path}:{guard.line_of(doc, [section, 'timeout_s'])}: {section}.timeout_s: {timeout} s is "
+                f"{where([section, 'timeout_s'])}: {timeout} s is "
                 f"more than a week ({MAX_TIMEOUT_S:.0f} s); give the seconds one job may take"
             )
     e = _section(plain, "export")
@@ -434,10 +497,10 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
         session_presets={k: dict(v) for k, v in t["session_presets"].items()},
         android_api_level=int(_section(plain, "targets", "android")["api_level"]),
     )
-    _check_session_options(targets, doc, path)
+    _check_session_options(targets, where)
     if "nightly" in targets.runtimes and not targets.nightly_index:
         raise ConfigError(
-            f"{path}:{guard.line_of(doc, ['targets', 'runtimes'])}: targets.runtimes: 'nightly' needs "
+            f"{where(['targets', 'runtimes'])}: 'nightly' needs "
             "targets.nightly_index, the extra index URL that serves onnxruntime's pre-release builds"
         )
     budget = _section(plain, "budgets", "cpu_fallback")
@@ -454,29 +517,20 @@ def _build(plain: dict[str, Any], doc: Any, path: Path) -> Config:
             max_job_minutes=float(_section(plain, "ci")["max_job_minutes"]),
             max_cells_per_job=int(_section(plain, "ci")["max_cells_per_job"]),
         ),
-        gate=_gate(plain, doc, path),
+        gate=_gate(plain, where, scope=model.id),
     )
-    _check_references(config, doc, path)
+    _check_references(config, where)
     return config
 
 
-def _gate(plain: dict[str, Any], doc: Any, path: Path) -> GateSettings:
-    """``gate`` and ``expected_failures``; an ``until`` that is not a calendar day is one line."""
-    import datetime
+def _gate(plain: dict[str, Any], where: guard.Where, scope: str = "") -> GateSettings:
+    """``gate`` and ``expected_failures``; an ``until`` that is not a calendar day is one line.
 
-    entries = []
-    for i, e in enumerate(plain.get("expected_failures", [])):
-        try:
-            datetime.date.fromisoformat(e["until"])
-        except ValueError:
-            line = guard.line_of(doc, ["expected_failures", str(i), "until"])
-            raise ConfigError(
-                f"{path}:{line}: expected_failures.{i}.until: {e['until']!r} is not a calendar day; "
-                "write YYYY-MM-DD, the last day the entry holds"
-            ) from None
-        entries.append(
-            ExpectedFailure(e["select"], e["check"], e["reason"], e["until"], e.get("link", ""), i)
-        )
+    ``scope``: a model of ``models``, whose own entries (``plain["expected_failures"]``) select among
+    its targets only; the entries of the file's top (``plain["shared_failures"]``) are the
+    gate's, globs over every id."""
+    entries = ledger(plain.get("shared_failures", []), guard.Where(where.layers[:1]), "")
+    entries += ledger(plain.get("expected_failures", []), where, scope)
     g = _section(plain, "gate")
     serving = {
         figure: ServingRule(
@@ -496,7 +550,35 @@ def _gate(plain: dict[str, Any], doc: Any, path: Path) -> GateSettings:
     )
 
 
-def _check_session_options(targets: TargetsConfig, doc: Any, path: Path) -> None:
+def ledger(listed: list[dict[str, Any]], where: guard.Where, scope: str) -> list[ExpectedFailure]:
+    """The entries of one ``expected_failures`` list; a model's own select among its ids only."""
+    import datetime
+
+    entries = []
+    for i, e in enumerate(listed):
+        try:
+            datetime.date.fromisoformat(e["until"])
+        except ValueError:
+            raise ConfigError(
+                f"{where(['expected_failures', str(i), 'until'])}: {e['until']!r} is not a calendar day; "
+                "write YYYY-MM-DD, the last day the entry holds"
+            ) from None
+        key = ".".join(where.source(["expected_failures"])[1]) + f"[{i}]" if scope else ""
+        entries.append(
+            ExpectedFailure(
+                f"{scope}.{e['select']}" if scope else e["select"],
+                e["check"],
+                e["reason"],
+                e["until"],
+                e.get("link", ""),
+                i,
+                key,
+            )
+        )
+    return entries
+
+
+def _check_session_options(targets: TargetsConfig, where: guard.Where) -> None:
     """Every preset of targets.session_options is declared, and every user preset is valid: one line."""
     from ci_onnx.runners import session
 
@@ -505,17 +587,15 @@ def _check_session_options(targets: TargetsConfig, doc: Any, path: Path) -> None
             session.preset_from(name, row)
             session.presets({name: row})
         except session.PresetError as exc:
-            line = guard.line_of(doc, ["targets", "session_presets", name])
-            raise ConfigError(f"{path}:{line}: targets.session_presets.{name}: {exc}") from None
+            raise ConfigError(f"{where(['targets', 'session_presets', name])}: {exc}") from None
     for name in targets.session_options:
         try:
             session.resolve(name, targets.session_presets)
         except session.PresetError as exc:
-            line = guard.line_of(doc, ["targets", "session_options"])
-            raise ConfigError(f"{path}:{line}: targets.session_options: {exc}") from None
+            raise ConfigError(f"{where(['targets', 'session_options'])}: {exc}") from None
 
 
-def _check_references(config: Config, doc: Any, path: Path) -> None:
+def _check_references(config: Config, where: guard.Where) -> None:
     """Names that must refer to each other: decision and tolerance outputs, dynamic axes."""
     m = config.model
     if m.onnx:
@@ -524,33 +604,30 @@ def _check_references(config: Config, doc: Any, path: Path) -> None:
     known_tensors = known_outputs | {s.name for s in m.inputs}
     d = config.verify.decision
     if d and d.output not in known_outputs:
-        raise ConfigError(_ref_error(doc, path, ["verify", "decision", "output"], d.output, known_outputs))
+        raise ConfigError(_ref_error(where, ["verify", "decision", "output"], d.output, known_outputs))
     for out in config.verify.tolerance_per_output:
         if out not in known_outputs:
-            raise ConfigError(
-                _ref_error(doc, path, ["verify", "tolerance", "outputs", out], out, known_outputs)
-            )
+            raise ConfigError(_ref_error(where, ["verify", "tolerance", "outputs", out], out, known_outputs))
     for precision, (_, per_output) in config.verify.precision_tolerance.items():
         for out in per_output:
             if out not in known_outputs:
                 keys = ["verify", "precision_tolerance", precision, "outputs", out]
-                raise ConfigError(_ref_error(doc, path, keys, out, known_outputs))
-    _check_sweeps(config, doc, path)
+                raise ConfigError(_ref_error(where, keys, out, known_outputs))
+    _check_sweeps(config, where)
     for name, axes in m.dynamic_axes.items():
         if name not in known_tensors:
-            raise ConfigError(_ref_error(doc, path, ["model", "dynamic_axes", name], name, known_tensors))
+            raise ConfigError(_ref_error(where, ["model", "dynamic_axes", name], name, known_tensors))
         for spec in m.inputs:
             if spec.name == name:
                 for axis in axes:
                     if int(axis) >= len(spec.shape):
-                        line = guard.line_of(doc, ["model", "dynamic_axes", name])
                         raise ConfigError(
-                            f"{path}:{line}: model.dynamic_axes.{name}: axis {axis} is out of range for "
+                            f"{where(['model', 'dynamic_axes', name])}: axis {axis} is out of range for "
                             f"input {name!r} of rank {len(spec.shape)}"
                         )
 
 
-def _check_sweeps(config: Config, doc: Any, path: Path) -> None:
+def _check_sweeps(config: Config, where: guard.Where) -> None:
     """verify.sweeps and model.dim_max name declared dynamic dims other than the batch axis; no size
     passes its dim_max."""
     m = config.model
@@ -560,7 +637,6 @@ def _check_sweeps(config: Config, doc: Any, path: Path) -> None:
     for keys, names in ((["verify", "sweeps"], config.verify.sweeps), (["model", "dim_max"], m.dim_max)):
         for name in names:
             if name not in dims:
-                line = guard.line_of(doc, [*keys, name])
                 suggestion = difflib.get_close_matches(name, sorted(dims), n=1)
                 hint = (
                     f"did you mean {suggestion[0]!r}?"
@@ -569,21 +645,20 @@ def _check_sweeps(config: Config, doc: Any, path: Path) -> None:
                 )
                 what = "the batch axis (verify.batch_sizes sweeps it)" if name in batch else "no dynamic dim"
                 raise ConfigError(
-                    f"{path}:{line}: {'.'.join([*keys, name])}: {name!r} is {what} of an input "
-                    f"(model.dynamic_axes); {hint}"
+                    f"{where([*keys, name])}: {name!r} is {what} of an input (model.dynamic_axes); {hint}"
                 )
     for name, sizes in config.verify.sweeps.items():
         over = [n for n in sizes if name in m.dim_max and n > m.dim_max[name]]
         if over:
-            line = guard.line_of(doc, ["verify", "sweeps", name])
             raise ConfigError(
-                f"{path}:{line}: verify.sweeps.{name}: {over[0]} is past model.dim_max.{name} "
+                f"{where(['verify', 'sweeps', name])}: {over[0]} is past model.dim_max.{name} "
                 f"({m.dim_max[name]}); drop it or raise the maximum"
             )
 
 
-def _ref_error(doc: Any, path: Path, keys: list[str], value: str, known: set[str]) -> str:
-    line = guard.line_of(doc, keys)
+def _ref_error(where: guard.Where, keys: list[str], value: str, known: set[str]) -> str:
     suggestion = difflib.get_close_matches(value, sorted(known), n=1)
     hint = f"did you mean {suggestion[0]!r}?" if suggestion else f"known: {', '.join(sorted(known))}"
-    return f"{path}:{line}: {'.'.join(keys)}: {value!r} is not a declared input or output; {hint}"
+    if where.inherited(keys):  # the top of the file sets it for every model
+        hint += " (set at the top, it applies to every model: set it in each model's block instead)"
+    return f"{where(keys)}: {value!r} is not a declared input or output; {hint}"

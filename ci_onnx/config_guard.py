@@ -9,7 +9,9 @@ numbers that are not finite or do not fit an int32.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +90,76 @@ def line_of(doc: Any, keys: list[str]) -> int:
         else:
             break
     return line
+
+
+def depth_of(doc: Any, keys: Sequence[str]) -> int:
+    """How many of ``keys`` the YAML document holds, from the top."""
+    node = doc
+    for n, key in enumerate(keys):
+        if isinstance(node, dict):
+            match = next((k for k in node if str(k) == key), None)
+            if match is None:
+                return n
+            node = node[match]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return n
+    return len(keys)
+
+
+@dataclasses.dataclass(frozen=True)
+class Layer:
+    """One file's part in a model's effective config: where its sections and its model keys are."""
+
+    path: Path
+    doc: Any
+    sections: tuple[str, ...] = ()
+    """The keys above this layer's ``export``, ``verify`` …: () at the top of a file,
+    ``("models", "1")`` for a model's block."""
+    model: tuple[str, ...] | None = None
+    """The keys of the model's own block (``("model",)``, ``("models", "1")``); None where this
+    layer holds no model keys (the top of a file that lists several)."""
+
+    def real(self, keys: Sequence[str]) -> tuple[str, ...] | None:
+        """Where ``keys`` of the effective config (``model.inputs.x``, ``verify.seed``) are in this file."""
+        if keys and keys[0] == "model":
+            return None if self.model is None else (*self.model, *keys[1:])
+        return (*self.sections, *keys)
+
+
+@dataclasses.dataclass(frozen=True)
+class Where:
+    """Names a key of a model's effective config where it was written: ``file:line: key``.
+
+    A model of ``models`` takes its sections from the top of the file, the top of the file that
+    included it, and its own block (most specific last): a key is named in the layer that wrote the
+    most of it. With one layer (the single ``model`` form) it is the file's own line and key."""
+
+    layers: tuple[Layer, ...]
+
+    def source(self, keys: Sequence[str]) -> tuple[Layer, tuple[str, ...], int]:
+        """The layer that holds the most of ``keys`` (the most specific on a tie), the keys there,
+        and how many of them it holds (0: none writes it; the schema's default)."""
+        best: tuple[Layer, tuple[str, ...], int] | None = None
+        for layer in self.layers:
+            real = layer.real(keys)
+            if real is None:
+                continue
+            held = depth_of(layer.doc, real) - len(layer.sections if keys[:1] != ["model"] else ())
+            if best is None or held >= best[2]:
+                best = (layer, real, max(0, held))
+        assert best is not None, "every model has a layer with its own keys"
+        return best
+
+    def __call__(self, keys: Sequence[str]) -> str:
+        layer, real, _ = self.source(keys)
+        return f"{layer.path}:{line_of(layer.doc, list(real))}: {'.'.join(real) or '(top level)'}"
+
+    def inherited(self, keys: Sequence[str]) -> bool:
+        """``keys`` come from a file's top, shared with other models, not from the model's block."""
+        layer, _, held = self.source(keys)
+        return held > 0 and layer.model is None and len(self.layers) > 1
 
 
 class Plainer:

@@ -16,10 +16,33 @@ BEGIN = "<!-- config-reference:begin (python -m ci_onnx.config_reference --write
 END = "<!-- config-reference:end -->"
 
 
+def _ref(ref: str) -> dict[str, Any]:
+    """The schema node a local ``$ref`` (``#/$defs/model_block``) points at."""
+    node: Any = schema()
+    for part in ref.removeprefix("#/").split("/"):
+        node = node[part]
+    return node
+
+
+def _key_of(ref: str) -> str:
+    """``#/properties/model/properties/factory`` as the key it names: ``model.factory``."""
+    return ".".join(p for p in ref.removeprefix("#/").split("/") if p != "properties")
+
+
 def rows(node: dict[str, Any], prefix: str = "") -> list[tuple[str, str, str, str]]:
     out = []
     for key, sub in node.get("properties", {}).items():
         path = f"{prefix}{key}"
+        if set(sub) == {"$ref"}:  # a model's block: the key of the top it takes its form from
+            named = _key_of(sub["$ref"])
+            over = "" if "." in named else "this model's, merged over the top's key by key"
+            out.append((path, f"as `{named}`", "", over))
+            continue
+        items = sub.get("items")  # models: a list of blocks, or a mapping of them
+        if sub.get("type") == ["array", "object"] and isinstance(items, dict) and "$ref" in items:
+            out.append((path, "list \\| mapping of object", "", sub.get("description", "")))
+            out.extend(rows(_ref(_ref(items["$ref"])["$ref"]), path + "[]."))
+            continue
         kind = _kind(sub)
         default = json.dumps(sub["default"]) if "default" in sub and sub.get("type") != "object" else ""
         desc = sub.get("description", "")

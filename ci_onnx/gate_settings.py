@@ -36,10 +36,12 @@ class ExpectedFailure:
     link: str = ""
     index: int = 0
     """Its position in the list, so that every message can name ``expected_failures[i]``."""
+    where: str = ""
+    """The key of an entry of a model's own list (``models.minilm.expected_failures[0]``)."""
 
     @property
     def key(self) -> str:
-        return f"expected_failures[{self.index}]"
+        return self.where or f"expected_failures[{self.index}]"
 
     def expired(self, today: datetime.date) -> bool:
         return datetime.date.fromisoformat(self.until) < today

@@ -31,6 +31,7 @@ from ci_onnx.shorten import fit
 from ci_onnx.target import Status, Target
 
 if TYPE_CHECKING:
+    from ci_onnx.report.baseline import Baseline
     from ci_onnx.runners.base import RunnerEnv
 
 BUNDLES = "bundles"
@@ -60,6 +61,10 @@ class RunOptions:
     paired_bundles: Path | None = None
     """The base commit's bundles (``--baseline``, ``--baseline-ref``): each target's base bundle is
     timed beside its own where the runner kind can."""
+    base: Baseline | None = None
+    """The base commit's run: a model unchanged since then takes its results from it (ci_onnx/reuse.py)."""
+    run_all: bool = False
+    """``--all``: every model runs, changed or not."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,20 +77,38 @@ class RunSummary:
     bundles_reused: int = 0
 
 
-def run(cfg: Config, resolver: Resolver, options: RunOptions, echo: Callable[[str], None]) -> RunSummary:
+def run(
+    configs: Config | Sequence[Config], resolver: Resolver, options: RunOptions, echo: Callable[[str], None]
+) -> RunSummary:
+    """Every model of ``configs`` (one Config, or each of a ``models`` file's): one plan, each
+    model's bundles, every target in its environment (models of one release share it)."""
+    from ci_onnx import reuse
     from ci_onnx.export import factory
 
-    factory.check(cfg)  # before any environment is made for a model that cannot be built
+    every = (configs,) if isinstance(configs, Config) else tuple(configs)
+    by_id = {c.model.id: c for c in every}
+    for cfg in every:
+        factory.check(cfg)  # before any environment is made for a model that cannot be built
     out = options.out
     out.mkdir(parents=True, exist_ok=True)
-    the_plan = planning.select(planning.expand(cfg, resolver), options.only)
+    the_plan = planning.select(planning.expand(every, resolver), options.only)
+    the_plan = reuse.fingerprinted(the_plan, every, exclude=(out, options.cache_dir))
+    if options.base is not None and not options.run_all:
+        the_plan = reuse.unchanged(the_plan, options.base)
+        _keep_base_results(the_plan, options.base, out)
     (out / PLAN).write_text(planning.to_json(the_plan))
     echo(planning.render_table(the_plan) + "\n")
 
     from ci_onnx.runners.batch import groups
 
     before = _count_envs(options.cache_dir)
-    grouped = groups(the_plan.runnable, options.jobs)
+    # each model's targets in groups of their own (a runner child verifies by one model's settings);
+    # models of one release share the environment, made once
+    grouped = [
+        g
+        for cfg in every
+        for g in groups([t for t in the_plan.runnable if t.model == cfg.model.id], options.jobs)
+    ]
     t0 = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(max_workers=PROVISIONERS) as provisioner:
         # The environments are made while the bundles export: creating one is downloads and disk
@@ -93,15 +116,32 @@ def run(cfg: Config, resolver: Resolver, options: RunOptions, echo: Callable[[st
         environments = _provision_all(grouped, options, provisioner)
         try:
             echo(f"== export: {', '.join(the_plan.bundle_keys()) or 'nothing to export'}")
-            reused = _export(cfg, the_plan.bundle_keys(), options, echo) if the_plan.runnable else 0
+            keys = the_plan.bundle_keys()
+            reused = sum(_export(cfg, keys, options, echo) for cfg in every if _needed(cfg, the_plan))
             export_s = time.monotonic() - t0
-            statuses = _verify_all(the_plan, grouped, environments, cfg, options, echo)
+            statuses = _verify_all(the_plan, grouped, environments, by_id, options, echo)
         except BaseException:  # an interrupt, or a bug: make no environment nobody will use
             provisioner.shutdown(wait=False, cancel_futures=True)
             raise
     verify_s = time.monotonic() - t0 - export_s
     created = _count_envs(options.cache_dir) - before
     return RunSummary(the_plan, statuses, export_s, verify_s, created, reused)
+
+
+def _needed(cfg: Config, the_plan: planning.Plan) -> bool:
+    return any(t.model == cfg.model.id for t in the_plan.runnable)
+
+
+def _keep_base_results(the_plan: planning.Plan, base: Baseline, out: Path) -> None:
+    """The base's results and JUnit of each model unchanged since it, written into this run's
+    results/ and junit/ as any other, so that this --out is whole for a later --baseline."""
+    from ci_onnx.verify import stage
+
+    reused = {m.id for m in the_plan.models if m.unchanged_since}
+    for t in the_plan.targets:
+        result = base.results.get(t.id)
+        if t.model in reused and result is not None:
+            stage.write(result, out)
 
 
 PROVISIONERS = 2
@@ -131,7 +171,7 @@ def _verify_all(
     the_plan: planning.Plan,
     grouped: Sequence[Sequence[Target]],
     environments: Sequence[concurrent.futures.Future[RunnerEnv]],
-    cfg: Config,
+    by_id: Mapping[str, Config],
     options: RunOptions,
     echo: Callable[[str], None],
 ) -> dict[str, Status]:
@@ -139,14 +179,20 @@ def _verify_all(
     echo(f"== verify: {len(the_plan.runnable)} target(s), {options.jobs} at a time")
     progress = Progress([t.id for t in the_plan.targets], sys.stderr, live=options.live)
     statuses: dict[str, Status] = {}
+    runnable = set(the_plan.runnable)
     for t in the_plan.targets:
         if t.expected_skip:
             statuses[t.id] = Status.EXPECTED
             progress.update(t.id, "expected", t.expected_skip)
+        elif t not in runnable:  # its model is unchanged since the base: the base's result stands
+            m = the_plan.planned_model(t.model)
+            progress.update(
+                t.id, "unchanged", f"since {m.unchanged_since[:7] if m else 'the base'}, not re-run"
+            )
     with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs) as pool:
         # one runner process per environment (its targets share the interpreter and the imports)
         futures = [
-            pool.submit(_verify_group, g, cfg, options, progress, env)
+            pool.submit(_verify_group, g, by_id[g[0].model], options, progress, env)
             for g, env in zip(grouped, environments, strict=True)
         ]
         for future in concurrent.futures.as_completed(futures):
@@ -160,9 +206,9 @@ def _export(cfg: Config, bundle_keys: Sequence[str], options: RunOptions, echo: 
     them from the cache when nothing that determines them changed. Returns how many were reused."""
     from ci_onnx.export import cache, runner
 
-    jobs = [  # a derived precision's bundle (op17-dynamo-fp16) comes from its fp32 export
+    jobs = [  # a derived precision's bundle (op17-dynamo-fp16) comes from its fp32 export; one model's
         job
-        for job in runner.candidates(cfg, _onnx_opset(cfg))
+        for job in runner.candidates(cfg, planning.onnx_opset(cfg))
         if any(k == job.key or k.startswith(f"{job.key}-") for k in bundle_keys)
     ]
     outcomes = cache.export_cached(
@@ -178,11 +224,6 @@ def _export(cfg: Config, bundle_keys: Sequence[str], options: RunOptions, echo: 
     if failed:
         echo(f"   a check failed for {', '.join(failed)}: each of their targets reports why")
     return sum(1 for o in outcomes if cache.was_reused(o.manifest))
-
-
-def _onnx_opset(cfg: Config) -> int:
-    """The opset an ONNX-only model was exported at (read from the file); 0 for a torch model."""
-    return planning.opsets_of(cfg)[0] if cfg.onnx_only else 0
 
 
 def _verify_group(

@@ -40,6 +40,24 @@ SCHEMA_VERSION = 1
 
 
 @dataclasses.dataclass(frozen=True)
+class PlannedModel:
+    """One model of the plan: its verify settings, and what says whether it changed."""
+
+    id: str
+    """Its name in ids (``Target.model``); "" for the single ``model`` form."""
+    name: str
+    verify: VerifyOptions = dataclasses.field(default_factory=VerifyOptions)
+    export_key: str = ""
+    """The export cache keys of its bundles, in one digest (ci_onnx/reuse.py); "" where they
+    cannot be told (a factory onnx-gate cannot see into)."""
+    fingerprint: str = ""
+    """Its export key, its targets (resolved releases, expected skips) and verify settings, in one
+    digest: equal on the base commit, its results there are its results here."""
+    unchanged_since: str = ""
+    """The base commit whose results stand for this model's: not exported, not verified again."""
+
+
+@dataclasses.dataclass(frozen=True)
 class Plan:
     schema_version: int
     config: str
@@ -47,15 +65,28 @@ class Plan:
     targets: tuple[Target, ...]
     verify: VerifyOptions = dataclasses.field(default_factory=VerifyOptions)
     """The config's verify settings and budgets: they travel with the plan, so a verify job in CI
-    judges by the same settings as a local run without checking out the repository."""
+    judges by the same settings as a local run without checking out the repository (the first
+    model's; each model's are in ``models``, read through :meth:`options_for`)."""
     ci: CiSettings = dataclasses.field(default_factory=CiSettings)
     """How the workflows group its cells into verify jobs (ci_onnx/cijobs.py)."""
     gate: GateSettings = dataclasses.field(default_factory=GateSettings)
     """The config's gate mode, expected-failure ledger and thresholds, for the report job likewise."""
+    models: tuple[PlannedModel, ...] = ()
+    """Every model, in the order the config declares them (one, with id "", for ``model``)."""
 
     @property
     def runnable(self) -> tuple[Target, ...]:
-        return tuple(t for t in self.targets if not t.expected_skip)
+        """The targets to export and verify: not expected skips, not of a model unchanged since
+        the base (whose results come from there)."""
+        reused = {m.id for m in self.models if m.unchanged_since}
+        return tuple(t for t in self.targets if not t.expected_skip and t.model not in reused)
+
+    def options_for(self, target: Target) -> VerifyOptions:
+        """The verify settings of ``target``'s model."""
+        return next((m.verify for m in self.models if m.id == target.model), self.verify)
+
+    def planned_model(self, model: str) -> PlannedModel | None:
+        return next((m for m in self.models if m.id == model), None)
 
     def bundle_keys(self) -> list[str]:
         return sorted({t.bundle_key for t in self.runnable})
@@ -102,8 +133,48 @@ def opsets_of(config: Config) -> tuple[int, ...]:
     return (m.opset,) if m is not None else tuple(config.export.opsets)
 
 
-def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = None) -> Plan:
-    """The plan for ``config``; ``opsets`` overrides :func:`opsets_of` (the demo matrix does)."""
+def onnx_opset(config: Config) -> int:
+    """The opset an ONNX-only model was exported at (read from the file); 0 for a torch model."""
+    return opsets_of(config)[0] if config.onnx_only else 0
+
+
+def expand(
+    configs: Config | Sequence[Config], resolver: Resolver, opsets: Sequence[int] | None = None
+) -> Plan:
+    """One plan for every model of ``configs`` (a Config, or each model's of a ``models`` file);
+    ``opsets`` overrides :func:`opsets_of` (the demo matrix does)."""
+    from ci_onnx.verify_options import options_from
+
+    every = (configs,) if isinstance(configs, Config) else tuple(configs)
+    first = every[0]
+    targets = tuple(t for config in every for t in _cells(config, resolver, opsets))
+    ledger = tuple(dict.fromkeys(e for c in every for e in c.gate.expected_failures))
+    return Plan(
+        SCHEMA_VERSION,
+        str(first.path),
+        first.model.name if len(every) == 1 else ", ".join(c.model.name for c in every),
+        tuple(sorted(targets, key=sort_key)),
+        options_from(first),
+        _ci_settings(every, targets),
+        dataclasses.replace(first.gate, expected_failures=ledger),
+        tuple(PlannedModel(c.model.id, c.model.name, options_from(c)) for c in every),
+    )
+
+
+def _ci_settings(every: Sequence[Config], targets: Sequence[Target]) -> CiSettings:
+    """The CI layout settings: the first model's ``ci`` section, and every model's bundle sizes."""
+    from ci_onnx import cijobs
+
+    each = [
+        cijobs.settings(c, (t for t in targets if t.model == c.model.id and not t.expected_skip))
+        for c in every
+    ]
+    sizes = {key: mb for s in each for key, mb in s.bundle_mb.items()}
+    return dataclasses.replace(each[0], bundle_mb=dict(sorted(sizes.items())))
+
+
+def _cells(config: Config, resolver: Resolver, opsets: Sequence[int] | None) -> tuple[Target, ...]:
+    """The targets of one model."""
     t = config.targets
     m = model_file(config) if opsets is None else None
     ir_version = m.ir_version if m is not None else None
@@ -140,6 +211,7 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
                 runner=runner,
                 session_options=preset,
                 api_level=t.android_api_level if "api_level" in info.can.id_axes else 0,
+                model=config.model.id,
             )
             if not _excluded(target, t.exclude):
                 target = _with_skip_reason(target, ir_version)
@@ -158,20 +230,7 @@ def expand(config: Config, resolver: Resolver, opsets: Sequence[int] | None = No
     for i, cell in enumerate(t.include):
         target = _included(cell, i, config, resolver)
         cells.setdefault(target.id, target)
-    targets = tuple(sorted((_with_skip_reason(c, ir_version) for c in cells.values()), key=sort_key))
-    from ci_onnx import cijobs
-    from ci_onnx.verify_options import options_from
-
-    ci = cijobs.settings(config, (t for t in targets if not t.expected_skip))
-    return Plan(
-        SCHEMA_VERSION,
-        str(config.path),
-        config.model.name,
-        targets,
-        options_from(config),
-        ci,
-        config.gate,
-    )
+    return tuple(_with_skip_reason(c, ir_version) for c in cells.values())
 
 
 def _runner_cells(config: Config) -> list[tuple[str, str, str]]:
@@ -197,6 +256,7 @@ def _runner_cells(config: Config) -> list[tuple[str, str, str]]:
 
 def sort_key(t: Target) -> tuple[Any, ...]:
     return (
+        t.model,
         t.runner != DEFAULT_RUNNER,
         t.runner,
         matrix.version_key(t.runtime),
@@ -249,6 +309,7 @@ def _included(cell: dict[str, str], index: int, config: Config, resolver: Resolv
             runner=runner,
             session_options=preset,
             api_level=config.targets.android_api_level if "api_level" in info.can.id_axes else 0,
+            model=config.model.id,
         )
     except ValueError as exc:
         raise ConfigError(f"{config.path}: targets.include[{index}]: {exc}") from None
@@ -285,16 +346,26 @@ def _with_skip_reason(target: Target, ir_version: int | None = None) -> Target:
     return dataclasses.replace(target, expected_skip=reason) if reason else target
 
 
+def matches(target: Target, pattern: str) -> bool:
+    """``pattern`` is a glob over ids (``minilm.*``, ``*-op17-*``); ``MODEL/GLOB`` reads as a glob
+    over model names and one over the rest of the id (``encoder/*``, ``*/ort1.20.*``)."""
+    model, slash, rest = pattern.partition("/")
+    if slash:
+        return fnmatch.fnmatchcase(target.model, model) and fnmatch.fnmatchcase(target.cell_id, rest)
+    return fnmatch.fnmatchcase(target.id, pattern)
+
+
 def select(plan: Plan, only: Sequence[str]) -> Plan:
     """Keep the targets whose id matches any of the ``only`` globs; a pattern matching none is an error."""
     if not only:
         return plan
     for pattern in only:
-        if not any(fnmatch.fnmatchcase(t.id, pattern) for t in plan.targets):
+        if not any(matches(t, pattern) for t in plan.targets):
             ids = ", ".join(t.id for t in plan.targets[:6])
             raise UsageError(f"--only {pattern!r} matches no target; the plan has: {ids}…")
-    kept = tuple(t for t in plan.targets if any(fnmatch.fnmatchcase(t.id, p) for p in only))
-    return dataclasses.replace(plan, targets=kept)
+    kept = tuple(t for t in plan.targets if any(matches(t, p) for p in only))
+    models = {t.model for t in kept}
+    return dataclasses.replace(plan, targets=kept, models=tuple(m for m in plan.models if m.id in models))
 
 
 def write_github_output(path: Path, outputs: dict[str, str]) -> None:
@@ -314,18 +385,26 @@ def render_table(plan: Plan) -> str:
         if t.runtime_spec:
             note = f"{t.runtime_spec} → {t.runtime}" + (f"; {note}" if note else "")
         if t.session_options != "default":
-            so = session.resolve(t.session_options, plan.verify.session_presets).describe()
+            so = session.resolve(t.session_options, plan.options_for(t).session_presets).describe()
             note = f"session options {so}" + (f"; {note}" if note else "")
+        if (m := plan.planned_model(t.model)) is not None and m.unchanged_since and not t.expected_skip:
+            where, note = "(not re-run)", f"unchanged since {m.unchanged_since[:7]}: its result there stands"
         rows.append((t.id, where, note))
     widths = [max(len(r[i]) for r in rows) for i in range(2)]
     lines = [f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]}".rstrip() for r in rows]
     lines.insert(1, "-" * min(120, max(len(x) for x in lines)))
-    n_skip = len(plan.targets) - len(plan.runnable)
+    n_skip = sum(1 for t in plan.targets if t.expected_skip)
+    lines += [
+        f"{m.id}: unchanged since {m.unchanged_since[:7]}, not re-run"
+        for m in plan.models
+        if m.unchanged_since
+    ]
+    models = f" of {len(plan.models)} models" if len(plan.models) > 1 else ""
     from ci_onnx import cijobs
 
     jobs = cijobs.verify_jobs(plan)
     lines.append(
-        f"\n{len(plan.runnable)} target(s) to verify, {n_skip} expected skip(s), "
+        f"\n{len(plan.runnable)} target(s){models} to verify, {n_skip} expected skip(s), "
         f"{len(plan.bundle_keys())} bundle(s) to export; in CI {len(jobs)} verify job(s):"
     )
     lines.append(cijobs.describe(jobs))

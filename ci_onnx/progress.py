@@ -21,8 +21,17 @@ _MARK = {
     "error": "!",
     "expected": "-",
     "skipped": "-",
+    "unchanged": "=",
 }
-_COLOUR = {"passed": "32", "failed": "31", "error": "31;1", "expected": "2", "skipped": "2", "running": "36"}
+_COLOUR = {
+    "passed": "32",
+    "failed": "31",
+    "error": "31;1",
+    "expected": "2",
+    "skipped": "2",
+    "unchanged": "2",
+    "running": "36",
+}
 
 
 class Progress:

@@ -11,7 +11,7 @@ import dataclasses
 import functools
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ci_onnx import _data, matrix
@@ -270,15 +270,20 @@ ANDROID_RUNTIMES = ("1.22.0", "latest")
 
 
 def config_file(
-    model_name: str = "model", factory: str = "model.py:build", onnx: str = "", android: bool = False
+    model_name: str = "model",
+    factory: str = "model.py:build",
+    onnx: str = "",
+    android: bool = False,
+    models: Sequence[str] = (),
 ) -> str:
     """onnx-gate.yml for a torch model (``factory``) or, with ``onnx``, for an ONNX file; ``android``
-    adds the android runner's cells."""
+    adds the android runner's cells; ``models``: the ``models`` form, one block per name."""
     return render(
         "onnx-gate.yml.j2",
         model_name=Path(onnx).stem if onnx else model_name,
         factory=factory,
         onnx=onnx,
+        models=list(models),
         runtimes=_flow(ANDROID_RUNTIMES if android else RUNTIMES),
         android=android,
     )
@@ -288,10 +293,12 @@ IGNORED = "onnx-gate-out/"
 """What every command writes, under the working directory: never committed."""
 
 
-def starter_files(settings: Settings, fork_safe: bool = False, onnx: str = "") -> dict[Path, str]:
+def starter_files(
+    settings: Settings, fork_safe: bool = False, onnx: str = "", models: Sequence[str] = ()
+) -> dict[Path, str]:
     """Relative path → content of every file ``onnx-gate init`` writes (.gitignore aside)."""
     settings.check()
-    files = {Path(CONFIG_FILE): config_file(onnx=onnx, android=settings.android)}
+    files = {Path(CONFIG_FILE): config_file(onnx=onnx, android=settings.android, models=models)}
     if fork_safe:
         files[WORKFLOWS / f"{settings.name}.yml"] = workflow("fork-untrusted.yml.j2", settings)
         files[WORKFLOWS / f"{settings.name}-comment.yml"] = workflow("fork-comment.yml.j2", settings)

@@ -6,6 +6,12 @@ be reproduced from its id alone: ``onnx-gate verify --target ID``. A runner othe
 prefixes the id with its kind (``node-ort1.24.1-cpu-op17-dynamo``); Python ids have no prefix. A
 session-options preset other than the runtime's default ends the id (``…-op17-dynamo-so-no_opt``).
 An android cell names its API level after the kind (``android-api34-ort1.29.0-nnapi-op17-dynamo``).
+
+A model of a ``models`` config starts the id with its name and a dot
+(``minilm.ort1.24.1-cpu-op17-dynamo``), and so its bundle key (``minilm.op17-dynamo``): a dot is
+safe in file names, artifact names and shells, cannot be in a name, and no id without a model has
+one before its runtime's version, so the id reads back unambiguously. The single ``model`` form's
+ids have no name, as they always had.
 """
 
 from __future__ import annotations
@@ -56,13 +62,15 @@ _PARTS = {
     "provider": re.compile(r"^[a-z0-9]+$"),
     "runner": re.compile(r"^[a-z][a-z0-9]*$"),
     "session_options": re.compile(r"^[a-z][a-z0-9_]*$"),
+    "model": re.compile(r"^(?:[A-Za-z][A-Za-z0-9_-]{0,39})?$"),
 }
 """The grammar of each part of an id: what a plan, a result or a device may say is checked against it
 before it reaches a path, a shell or Markdown."""
 PART_MAX = 64
 """The longest a part of an id may be."""
 _ID = re.compile(
-    r"^(?:(?P<runner>[a-z][a-z0-9]*)-)?(?:api(?P<api_level>\d+)-)?"
+    r"^(?:(?P<model>[A-Za-z][A-Za-z0-9_-]{0,39})\.)?"
+    r"(?:(?P<runner>[a-z][a-z0-9]*)-)?(?:api(?P<api_level>\d+)-)?"
     rf"ort(?P<runtime>{RELEASE})-(?P<provider>[a-z0-9]+)-op(?P<opset>\d+)"
     rf"-(?P<exporter>[a-z]+)(?:-(?P<precision>{'|'.join(DERIVED_PRECISIONS)}))?"
     r"(?:-so-(?P<session>[a-z][a-z0-9_]*))?$"
@@ -90,6 +98,8 @@ class Target:
     """A session-options preset (matrix/session_options.toml or targets.session_presets)."""
     api_level: int = 0
     """The Android API level an android cell runs at (targets.android.api_level); 0 for other kinds."""
+    model: str = ""
+    """The model's name in a ``models`` config; empty for the single ``model`` form."""
 
     def __post_init__(self) -> None:
         if self.exporter not in EXPORTERS:
@@ -109,6 +119,11 @@ class Target:
 
     @property
     def id(self) -> str:
+        return scoped(self.model, self._id(f"ort{self.runtime}"))
+
+    @property
+    def cell_id(self) -> str:
+        """The id without the model's name: the cell as the model's own matrix names it."""
         return self._id(f"ort{self.runtime}")
 
     @property
@@ -119,9 +134,10 @@ class Target:
 
     @property
     def family(self) -> str:
-        """The id without its release (``node-cpu-op17-dynamo``, ``cpu-op17-dynamo-so-no_opt``): what
-        stays the same from one release to the next, every other part of the cell kept."""
-        return self._id("")
+        """The id without its release (``node-cpu-op17-dynamo``, ``minilm.cpu-op17-dynamo-so-no_opt``):
+        what stays the same from one release to the next, every other part of the cell (and its
+        model) kept."""
+        return scoped(self.model, self._id(""))
 
     def _head(self, release: str) -> str:
         parts = (
@@ -144,17 +160,17 @@ class Target:
 
     @property
     def bundle_key(self) -> str:
-        """The bundle this target verifies: one export per (opset, exporter, precision)."""
+        """The bundle this target verifies: one export per (model, opset, exporter, precision)."""
         suffix = "" if self.precision == "fp32" else f"-{self.precision}"
-        return f"op{self.opset}-{self.exporter}{suffix}"
+        return scoped(self.model, f"op{self.opset}-{self.exporter}{suffix}")
 
     @classmethod
     def from_id(cls, target_id: str) -> Target:
         m = _ID.match(target_id)
         if not m or m["runner"] == DEFAULT_RUNNER or m["session"] == DEFAULT_SESSION_OPTIONS:
             raise UsageError(
-                f"target id {target_id!r} is not of the form [<runner>-]ort<version>-<provider>-op<opset>"
-                f"-<exporter>[{'|'.join('-' + p for p in DERIVED_PRECISIONS)}][-so-<preset>]; "
+                f"target id {target_id!r} is not of the form [<model>.][<runner>-]ort<version>-<provider>"
+                f"-op<opset>-<exporter>[{'|'.join('-' + p for p in DERIVED_PRECISIONS)}][-so-<preset>]; "
                 "`onnx-gate plan` lists the ids"
             )
         try:
@@ -167,6 +183,13 @@ class Target:
                 runner=m["runner"] or DEFAULT_RUNNER,
                 session_options=m["session"] or DEFAULT_SESSION_OPTIONS,
                 api_level=int(m["api_level"] or 0),
+                model=m["model"] or "",
             )
         except ValueError as exc:
             raise UsageError(f"target id {target_id!r}: {exc}") from None
+
+
+def scoped(model: str, name: str) -> str:
+    """``name`` (a cell id, a bundle key, a family) of ``model``: ``minilm.op17-dynamo``; unchanged
+    for the single ``model`` form's empty name. The one place a model's name joins a name."""
+    return f"{model}.{name}" if model else name

@@ -16,7 +16,13 @@ from ci_onnx.errors import EXIT_FAIL, EXIT_PASS, UsageError
 COMMANDS = ("plan", "export", "verify", "report", "nightly")
 
 OPTIONS: dict[str, dict[str, str]] = {
-    "plan": {"config": "--config", "only": "--only", "out": "--out"},
+    "plan": {
+        "config": "--config",
+        "only": "--only",
+        "out": "--out",
+        "baseline": "--baseline",
+        "github-token": "--github-token",
+    },
     "export": {
         "config": "--config",
         "only": "--only",
@@ -63,6 +69,10 @@ FIXED: dict[str, dict[str, str]] = {"plan": {"--format": "github"}}
 """Options the action sets itself: in a workflow the plan is always written to $GITHUB_OUTPUT."""
 
 UNEXPOSED: dict[str, dict[str, str]] = {
+    "plan": {
+        "--explain": "a question a person asks at a terminal; a workflow's plan goes to $GITHUB_OUTPUT",
+        "--all": "a workflow plans every model by leaving out `baseline` (the nightly and pushes do)",
+    },
     "verify": {
         "--python": "the action verifies in its own interpreter, where install-runtime put the runtime",
         "--jobs": "a verify job's targets use every core of its runner, as `onnx-gate run` does",

@@ -83,7 +83,7 @@ def nightly(
     """
     import datetime
 
-    from ci_onnx import config
+    from ci_onnx import cascade
     from ci_onnx.envs import find_uv
     from ci_onnx.errors import UsageError
     from ci_onnx.github import workflow
@@ -95,6 +95,8 @@ def nightly(
     from ci_onnx.plan import read_plan
     from ci_onnx.report.model import Commit
     from ci_onnx.resolve import releases_between
+    from ci_onnx.target import Target
+    from ci_onnx.verify_options import VerifyOptions
 
     ctx = from_env(os.environ, token=github_token)
     if not dry_run and not ctx.can_publish:
@@ -102,8 +104,8 @@ def nightly(
             "nightly needs a token that may write issues (GITHUB_TOKEN or --github-token) and "
             "GITHUB_REPOSITORY; or pass --dry-run to see what it would do"
         )
-    cfg = config.load(config_path) if config_path.is_file() else None
-    index = package_index(cfg)
+    every = cascade.load_all(config_path) if config_path.is_file() else ()
+    index = package_index(every)
     night = Night(
         date=night_date or datetime.datetime.now(datetime.UTC).date().isoformat(),
         run_url=ctx.run_url,
@@ -111,7 +113,13 @@ def nightly(
     )
     from ci_onnx.verify_options import options_from
 
-    options = options_from(cfg)
+    the_plan = read_plan(plan_path)
+    by_model = {c.model.id: options_from(c) for c in every}
+
+    def options(
+        target: Target,
+    ) -> VerifyOptions:  # the config's settings of the target's model, else the plan's
+        return by_model.get(target.model) or the_plan.options_for(target)
 
     def info(msg: str) -> None:
         click.echo(f"onnx-gate: {msg}")
@@ -119,7 +127,7 @@ def nightly(
     client = None if dry_run else Client(ctx.token, ctx.api_url, log=info)
     outcome = command.run(
         results_dirs,
-        read_plan(plan_path),
+        the_plan,
         night,
         releases=lambda good, bad, package: releases_between(good, bad, package, index),
         client=client,

@@ -7,6 +7,7 @@ decides exit codes.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,13 +41,16 @@ MAVEN_ENV = "ONNX_GATE_MAVEN"
 """A Maven repository to list and fetch onnxruntime-android from instead of Maven Central (a mirror)."""
 
 
-def package_index(cfg: Config | None) -> Any:
+def package_index(cfgs: Config | Sequence[Config] | None) -> Any:
     """The resolver of runtime releases, the same for every command: pip's configured index, npm,
     Maven ($ONNX_GATE_MAVEN, else Maven Central), and the config's ``targets.nightly_index`` for
-    pre-release look-ups (a command that built its index without it resolved ``nightly`` otherwise)."""
+    pre-release look-ups (a command that built its index without it resolved ``nightly`` otherwise;
+    of a ``models`` file, the first model's that names one)."""
+    from ci_onnx.config import Config
     from ci_onnx.resolve import PipIndex
 
-    nightly_index = cfg.targets.nightly_index if cfg is not None else ""
+    every = () if cfgs is None else (cfgs,) if isinstance(cfgs, Config) else tuple(cfgs)
+    nightly_index = next((c.targets.nightly_index for c in every if c.targets.nightly_index), "")
     return PipIndex(
         extra_index_urls=[nightly_index] if nightly_index else [], maven_url=os.environ.get(MAVEN_ENV, "")
     )

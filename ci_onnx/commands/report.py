@@ -47,6 +47,22 @@ def _from_github(ctx: GitHubContext, dest: Path, info: Callable[[str], None]) ->
     return baseline.load(found.directory, source=found.source, commit=found.commit, note=found.note), ""
 
 
+def load_baseline(value: str, dest: Path, github_token: str = "", source: str = "") -> Baseline | None:
+    """``--baseline DIR|github``: an earlier run's --out, or the pull request base's artifact (None
+    where there is none: not a pull request, no token, no run of the base commit)."""
+    from ci_onnx.github.context import from_env
+    from ci_onnx.report import baseline
+
+    if value != GITHUB:
+        return baseline.load(Path(value), source=source)
+    found, why = _from_github(
+        from_env(os.environ, token=github_token), dest, lambda m: click.echo(f"onnx-gate: {m}")
+    )
+    if found is None and why:
+        click.echo(f"onnx-gate: {why}")
+    return found
+
+
 @click.command()
 @results_option("Directories holding results/*.json (searched recursively); repeatable.")
 @plan_option("The plan JSON, so that targets that never reported count as missing.")
@@ -108,7 +124,6 @@ def report(
 
     ctx = from_env(os.environ, token=github_token, pr_number=pr_number)
     the_plan = read_plan(plan_path) if plan_path else None
-    collection = collect(results_dirs, the_plan)
     junit = junit_reader.read(junit_paths) if junit_paths else None
     report_file = out / "report.md"
 
@@ -120,6 +135,8 @@ def report(
         base, missing = _from_github(ctx, out / "baseline", info)
     else:
         base = baseline.load(Path(baseline_dir), source=baseline_source) if baseline_dir else None
+    # a model unchanged since the base was not run: its results are the base's (ci_onnx/reuse.py)
+    collection = collect(results_dirs, the_plan, base.results if base is not None else None)
     mode, why = gate.choose(
         the_plan.gate.mode if the_plan else "",
         baseline=base is not None,

@@ -51,6 +51,12 @@ from ci_onnx.errors import EnvironmentProblem
     help="Run the base commit REF (main, HEAD~1, a sha) with the same plan in a temporary git worktree "
     "first, into OUT/baseline, then compare with it.",
 )
+@click.option(
+    "--all",
+    "run_all",
+    is_flag=True,
+    help="Run every model, even one unchanged since the baseline (which is otherwise not re-run).",
+)
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -62,16 +68,17 @@ def run(
     no_cache: bool,
     baseline_dir: Path | None,
     baseline_ref: str | None,
+    run_all: bool = False,
 ) -> None:
     """Export, verify every target in its own environment, and report, on this machine."""
-    from ci_onnx import baseref, config, localrun
+    from ci_onnx import baseref, cascade, config, localrun
     from ci_onnx.envs import find_uv
     from ci_onnx.errors import UsageError
 
     if config_path is None and Path(config.DEFAULT_NAME).is_file():
         config_path = Path(config.DEFAULT_NAME)
     if config_path is not None:
-        cfg = config.load(config_path)
+        cfgs = cascade.load_all(config_path)
     else:
         import importlib.metadata
         import platform
@@ -86,7 +93,7 @@ def run(
                 "pip install onnxruntime, or pass --config"
             ) from None
         example = config.load(localrun.example_config(Path(ci_onnx.__file__).parent))
-        cfg = localrun.demo_config(example, installed, platform_tag(sys.platform, platform.machine()))
+        cfgs = (localrun.demo_config(example, installed, platform_tag(sys.platform, platform.machine())),)
         click.echo(
             f"no onnx-gate.yml here: running the bundled example {example.path} with the demo matrix\n"
         )
@@ -100,8 +107,9 @@ def run(
         env=localrun.child_env(os.environ),
         export_cache=not no_cache,
         config_arg=None if config_path is not None else "",  # the demo plans without a config
+        run_all=run_all,
     )
-    index = package_index(cfg)
+    index = package_index(cfgs)
     if baseline_dir and baseline_ref:
         raise UsageError("--baseline and --baseline-ref: give one (a directory, or a commit to run)")
     source = f"--baseline {baseline_dir}" if baseline_dir else ""
@@ -113,13 +121,16 @@ def run(
         source = f"--baseline-ref {baseline_ref}, run in a temporary worktree"
         click.echo(f"== baseline: {baseline_ref} ({sha[:7]}) with the same plan, into {baseline_dir}\n")
         with baseref.worktree(root, sha, options.env) as tree:
-            base_cfg = baseref.base_config(cfg, root, tree, baseline_ref)
-            localrun.run(base_cfg, index, dataclasses.replace(options, out=baseline_dir), click.echo)
+            base_cfgs = baseref.base_configs(cfgs, root, tree, baseline_ref)
+            localrun.run(base_cfgs, index, dataclasses.replace(options, out=baseline_dir), click.echo)
         _describe(baseline_dir, sha)
         click.echo(f"\n== head: {config_path}\n")
     if baseline_dir is not None:
-        options = dataclasses.replace(options, paired_bundles=baseline_dir / localrun.BUNDLES)
-    summary = localrun.run(cfg, index, options, click.echo)
+        from ci_onnx.report import baseline
+
+        base = baseline.load(baseline_dir, source=source)
+        options = dataclasses.replace(options, paired_bundles=baseline_dir / localrun.BUNDLES, base=base)
+    summary = localrun.run(cfgs, index, options, click.echo)
     click.echo("\n" + localrun.terminal_table(out / "results", summary.plan))
     click.echo(
         f"\n== timings: export {summary.export_s:.1f} s, verify {summary.verify_s:.1f} s "
@@ -139,7 +150,7 @@ def run(
         publish=False,
         baseline_dir=baseline_dir,
         baseline_source=source,
-        commit=baseref.commit_of(cfg.root, options.env),
+        commit=baseref.commit_of(cfgs[0].path.parent, options.env),
     )
 
 

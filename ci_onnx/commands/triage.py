@@ -70,16 +70,17 @@ def triage(
     """
     import onnxruntime
 
-    from ci_onnx import config, defaults, matrix, proc, serde
+    from ci_onnx import cascade, defaults, matrix, proc, serde
     from ci_onnx.bundle import read_manifest
     from ci_onnx.errors import UsageError
     from ci_onnx.results import read_result, write_result
     from ci_onnx.runners import base, session
     from ci_onnx.runners.python import from_interpreter
+    from ci_onnx.target import Target
     from ci_onnx.triage import attach, run
     from ci_onnx.verify import stage
 
-    cfg = config.load(config_path) if config_path else None
+    cfg = cascade.load_one(config_path, Target.from_id(target_id).model) if config_path else None
     target, options = stage.settings(target_id, cfg, None)
     base_env = proc.child_environment(os.environ)
     manifest = read_manifest(bundle_dir)

@@ -6,11 +6,16 @@ import dataclasses
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ci_onnx.commands.options import default_cache_dir, finite, out_dir_option
 from ci_onnx.errors import EXIT_FAIL, EXIT_PASS, UsageError
+
+if TYPE_CHECKING:
+    from ci_onnx.config import Config
+    from ci_onnx.verify_options import VerifyOptions
 
 
 def _ids(_ctx: click.Context, _param: click.Parameter, values: Sequence[str]) -> tuple[str, ...]:
@@ -108,9 +113,10 @@ def verify(
     a share of them, and a crash or a hang is only its own target's error; each target writes its
     own result and JUnit. A target that cannot be verified at all gets an error result saying why.
     """
-    from ci_onnx import config, localrun, matrix, proc
+    from ci_onnx import cascade, localrun, matrix, proc
     from ci_onnx import plan as planning
     from ci_onnx.runners.base import Provisioning
+    from ci_onnx.target import Target
     from ci_onnx.verify import job, stage
 
     if (bundle_dir is None) == (bundles_root is None):
@@ -120,37 +126,56 @@ def verify(
     if python is not None and not python.is_file():
         raise UsageError(f"--python {python}: no such interpreter")
     the_plan = planning.read_plan(plan_path) if plan_path else None
-    cfg = config.load(config_path) if config_path else None
-    settled = [stage.settings(i, cfg, the_plan, timeout_s=timeout_s) for i in target_ids]
+    models: dict[str, Config] = {}  # a models file: each target is judged by its own model's settings
+
+    def config_of(target_id: str) -> Config | None:
+        if config_path is None:
+            return None
+        model = the_plan.get(target_id).model if the_plan is not None else Target.from_id(target_id).model
+        if model not in models:
+            models[model] = cascade.load_one(config_path, model)
+        return models[model]
+
+    settled = [stage.settings(i, config_of(i), the_plan, timeout_s=timeout_s) for i in target_ids]
     targets = [t for t, _ in settled]
-    options = settled[0][1]
+    by_model: dict[str, tuple[VerifyOptions, list[Target]]] = {}
+    for t, options in settled:
+        by_model.setdefault(t.model, (options, []))[1].append(t)
     if baseline:
         from ci_onnx.commands.paired import bundles_dir
 
         say = lambda m: click.echo(f"onnx-gate: {m}")  # noqa: E731
         one_each = {t.bundle_key: t for t in targets}.values()  # each bundle fetched once
         found_dirs = {bundles_dir(baseline, t, out, github_token, say) for t in one_each} - {""}
-        options = dataclasses.replace(options, paired_bundles=min(found_dirs, default=""))
+        paired = min(found_dirs, default="")
+        by_model = {m: (dataclasses.replace(o, paired_bundles=paired), ts) for m, (o, ts) in by_model.items()}
     others = sorted({t.runner for t in targets if not matrix.runners()[t.runner].can.interpreter})
     if python is not None and others:
         raise UsageError(f"--python: the {others[0]} runner's targets do not run on Python")
     # how the results say to reproduce it: `onnx-gate run` where the config is known, else verify
     known = the_plan.config if the_plan is not None else str(config_path or "")
-    items = [
-        (bundle_dir if bundle_dir is not None else job.bundle_for(bundles_root or Path(), t.bundle_key), t)
-        for t in targets
-    ]
     how = Provisioning(default_cache_dir(), proc.child_environment(os.environ))  # no token reaches it
-    found = job.verify_all(
-        items,
-        out,
-        options,
-        how=how,
-        python=str(python) if python else None,
-        jobs=jobs or localrun.default_jobs(localrun.cpu_count()),
-        record_errors=len(targets) > 1,
-        run_config=known or None,
-    )
+    found: dict[str, job.Found] = {}
+    for options, mine in by_model.values():
+        items = [
+            (
+                bundle_dir
+                if bundle_dir is not None
+                else job.bundle_for(bundles_root or Path(), t.bundle_key),
+                t,
+            )
+            for t in mine
+        ]
+        found |= job.verify_all(
+            items,
+            out,
+            options,
+            how=how,
+            python=str(python) if python else None,
+            jobs=jobs or localrun.default_jobs(localrun.cpu_count()),
+            record_errors=len(targets) > 1,
+            run_config=known or None,
+        )
     alone = found[targets[0].id]
     if len(targets) == 1 and isinstance(alone, Exception):
         raise alone  # one target: its trouble is the command's (exit 2 or 3), no result

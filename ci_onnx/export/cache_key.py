@@ -60,7 +60,7 @@ def bundle_keys(cfg: Config, job: Job) -> list[str]:
 def key_for(cfg: Config, job: Job, *, exclude: Sequence[Path] = ()) -> Key:
     """The cache key of ``job``; ``exclude`` are directories never hashed (the run's output, the cache)."""
     section = serde.to_json
-    model = section(cfg.model)
+    model = {k: v for k, v in section(cfg.model).items() if k != "id" or v}  # as keys were before ids
     export = {
         k: v for k, v in section(cfg.export).items() if k not in ("opsets", "exporters", "timeout_s", "cache")
     }
@@ -115,7 +115,8 @@ def input_files(cfg: Config, exclude: Sequence[Path] = ()) -> dict[str, str]:
         for path in sorted(root.rglob("*.pb")) if root.is_dir() else ():
             out[_name(path, cfg.root)] = sha256_of(path)
     if m.factory:
-        out.update(_factory_files(m.factory, cfg.root, cfg.path.resolve(), exclude))
+        configs = [p.resolve() for p in (cfg.model_file,) if p is not None]  # keyed by their values
+        out.update(_factory_files(m.factory, cfg.root, cfg.path.resolve(), [*exclude, *configs]))
     return out
 
 

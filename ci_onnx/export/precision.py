@@ -321,14 +321,15 @@ def _with_conversion(export: CheckResult, conversion: CheckResult) -> CheckResul
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ci_onnx.export.precision")
     parser.add_argument("--config", type=Path, required=True)
+    parser.add_argument("--model", default="", help="The model's name, in a config of several.")
     parser.add_argument("--precision", required=True)
     parser.add_argument("--source", type=Path, required=True)
     parser.add_argument("--bundle-dir", type=Path, required=True)
     args = parser.parse_args(argv)
     try:
-        from ci_onnx import config
+        from ci_onnx import cascade
 
-        derive(config.load(args.config), args.precision, args.source, args.bundle_dir)
+        derive(cascade.load_one(args.config, args.model), args.precision, args.source, args.bundle_dir)
     except GateError as exc:
         print(f"onnx-gate: error: {exc.message}", file=sys.stderr)
         return exc.exit_code

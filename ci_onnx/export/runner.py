@@ -18,7 +18,7 @@ from ci_onnx.config import Config
 from ci_onnx.errors import EXIT_FAIL, EXIT_PASS, ConfigError, UsageError
 from ci_onnx.export import writer
 from ci_onnx.results import CheckResult
-from ci_onnx.target import Status
+from ci_onnx.target import Status, scoped
 
 PlanKeys = Callable[[Sequence[str]], Sequence[str]]
 """Bundle keys the plan needs for the given --only globs (may ask the package index)."""
@@ -29,10 +29,13 @@ Log = Callable[[str], None]
 class Job:
     opset: int
     exporter: str
+    model: str = ""
+    """The model's name in ids (``Target.model``); "" for the single ``model`` form."""
 
     @property
     def key(self) -> str:
-        return f"op{self.opset}-{self.exporter}"
+        """The bundle the job writes, named as its targets' ``bundle_key``."""
+        return scoped(self.model, f"op{self.opset}-{self.exporter}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,24 +53,24 @@ class Outcome:
 def candidates(cfg: Config, onnx_opset: int = 0) -> list[Job]:
     """One job per (opset, exporter) of config.export; its other precisions are derived from its graph."""
     if cfg.onnx_only:
-        return [Job(onnx_opset, "onnx")]
-    return [Job(o, e) for o in cfg.export.opsets for e in cfg.export.exporters]
+        return [Job(onnx_opset, "onnx", cfg.model.id)]
+    return [Job(o, e, cfg.model.id) for o in cfg.export.opsets for e in cfg.export.exporters]
 
 
 def select(
     jobs: Sequence[Job], only: Sequence[str], plan_keys: PlanKeys, precisions: Sequence[str] = ()
 ) -> list[Job]:
-    """Globs that match a bundle key select it directly (a derived precision's, op17-dynamo-fp16,
-    selects its job, given the config's ``precisions``); the others go through the plan's target ids,
-    which asks the package index."""
+    """Globs that match a bundle key a job writes (its own, or a derived precision's of
+    ``precisions``) select it directly; the others go through the plan's target ids."""
     if not only:
         return list(jobs)
 
-    def keys(j: Job) -> list[str]:
-        return [j.key, *(f"{j.key}-{p}" for p in precisions if p != "fp32")]
+    def writes(job: Job, pattern: str) -> bool:
+        keys = [job.key, *(f"{job.key}-{p}" for p in precisions if p != "fp32")]
+        return any(fnmatch.fnmatchcase(k, pattern) for k in keys)
 
-    direct = [p for p in only if any(fnmatch.fnmatchcase(k, p) for j in jobs for k in keys(j))]
-    keep = {j.key for j in jobs if any(fnmatch.fnmatchcase(k, p) for p in direct for k in keys(j))}
+    direct = [p for p in only if any(writes(j, p) for j in jobs)]
+    keep = {j.key for j in jobs if any(writes(j, p) for p in direct)}
     via_plan = [p for p in only if p not in direct]
     if via_plan:
         wanted = set(plan_keys(via_plan))  # a derived precision's key (op17-dynamo-fp16) needs its fp32 job
@@ -124,6 +127,7 @@ def derive_one(cfg: Config, source: Outcome, precision: str, out: Path) -> Outco
     args = [
         sys.executable, "-m", "ci_onnx.export.precision", "--config", str(cfg.path),
         "--precision", precision, "--source", str(source.directory), "--bundle-dir", str(bundle_dir),
+        *model_args(cfg),
     ]  # fmt: skip
     done = proc.run(args, timeout=cfg.export.timeout_s, what=f"{precision} of {source.job.key}")
     if done.returncode == ConfigError.exit_code and not done.timed_out:
@@ -152,7 +156,7 @@ def export_one(cfg: Config, job: Job, bundle_dir: Path) -> Outcome:
     args = [
         sys.executable, "-m", "ci_onnx.export.worker",
         "--config", str(cfg.path), "--opset", str(job.opset), "--exporter", job.exporter,
-        "--bundle-dir", str(bundle_dir),
+        "--bundle-dir", str(bundle_dir), *model_args(cfg),
     ]  # fmt: skip
     done = proc.run(args, timeout=cfg.export.timeout_s, what=f"export {job.key}")
     if done.returncode == ConfigError.exit_code and not done.timed_out:
@@ -176,6 +180,11 @@ def export_one(cfg: Config, job: Job, bundle_dir: Path) -> Outcome:
             package_versions=writer.versions(*writer.EXPORT_PACKAGES),
         )
     return Outcome(job, bundle_dir, read_manifest(bundle_dir), done.duration_s)
+
+
+def model_args(cfg: Config) -> list[str]:
+    """What a child that reads the config again needs to find ``cfg``'s model among several."""
+    return ["--model", cfg.model.id] if cfg.model.id else []
 
 
 def binding_lines(manifest: Manifest) -> list[str]:

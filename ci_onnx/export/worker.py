@@ -19,14 +19,15 @@ from ci_onnx.errors import EXIT_PASS, GateError
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ci_onnx.export.worker")
     parser.add_argument("--config", type=Path, required=True)
+    parser.add_argument("--model", default="", help="The model's name, in a config of several.")
     parser.add_argument("--opset", type=int, required=True)
     parser.add_argument("--exporter", choices=["dynamo", "torchscript", "onnx"], required=True)
     parser.add_argument("--bundle-dir", type=Path, required=True)
     args = parser.parse_args(argv)
     try:
-        from ci_onnx import config
+        from ci_onnx import cascade
 
-        cfg = config.load(args.config)
+        cfg = cascade.load_one(args.config, args.model)
         if args.exporter == "onnx":
             from ci_onnx.export import onnx_only
 

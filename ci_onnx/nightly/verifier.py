@@ -8,7 +8,7 @@ tested with fakes.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ci_onnx import matrix
@@ -50,17 +50,20 @@ def for_family(
     bundles: Path | None,
     work: Path,
     cache_dir: Path,
-    options: VerifyOptions,
+    options: VerifyOptions | Callable[[Target], VerifyOptions],
     base_env: Mapping[str, str],
     uv: str | None = None,
 ) -> VerifierFor:
     """A ``VerifierFor``: an EnvVerifier for families this machine can verify (those the Linux
-    container serves: no GPU here); None for the rest, whose answer stays a range."""
+    container serves: no GPU here); None for the rest, whose answer stays a range. ``options``: the
+    settings, or each target's model's (a config of several models)."""
 
     def make(fam: FamilyNight) -> VerifyAt | None:
         info = matrix.providers().get(fam.key.provider)
         if bundles is None or info is None or not info.container:
             return None
-        return EnvVerifier(fam.failing[0].target, bundles, work, cache_dir, options, base_env, uv)
+        target = fam.failing[0].target
+        settings = options if isinstance(options, VerifyOptions) else options(target)
+        return EnvVerifier(target, bundles, work, cache_dir, settings, base_env, uv)
 
     return make

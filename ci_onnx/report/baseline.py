@@ -55,6 +55,8 @@ class Baseline:
     pull request's base commit"), or ""."""
     problems: tuple[str, ...] = ()
     """Base result files that could not be read (shown; they do not block the head)."""
+    fingerprints: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Model id → its fingerprint in the base plan (ci_onnx/reuse.py): which models are unchanged."""
 
     @property
     def short(self) -> str:
@@ -120,4 +122,5 @@ def load(directory: Path, *, source: str = "", commit: str = "", note: str = "")
         bundles=bundles if bundles.is_dir() else None,
         note=note,
         problems=collection.problems,
+        fingerprints={m.id: m.fingerprint for m in plan.models if m.fingerprint} if plan else {},
     )

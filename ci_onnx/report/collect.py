@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ci_onnx.errors import GateError, UsageError
@@ -31,6 +31,8 @@ class Entry:
     result: TargetResult | None
     reason: str = ""
     """Why it failed, errored, was skipped or is missing (one line)."""
+    unchanged_since: str = ""
+    """The base commit whose result this is: the target's model did not change since (not re-run)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,11 +141,18 @@ def _agree(a: TargetResult, b: TargetResult) -> bool:
     return a.status is b.status and (not a.bundle or not b.bundle or a.bundle == b.bundle)
 
 
-def collect(dirs: Sequence[Path], plan: Plan | None = None) -> Collection:
+def collect(
+    dirs: Sequence[Path], plan: Plan | None = None, base: Mapping[str, TargetResult] | None = None
+) -> Collection:
+    """The results under ``dirs`` lined up with ``plan``; ``base``: the baseline's results, which
+    stand for the targets of a model the plan marks unchanged since the base commit."""
     problems: list[str] = []
     by_id: dict[str, TargetResult] = {}
     where: dict[str, Path] = {}
-    for path in find_result_files(dirs, problems if plan is not None else None, problems):
+    # with a plan, a directory no job uploaded to is a problem, unless no job was to run (every
+    # model unchanged since the base, whose results stand)
+    missing = (problems if plan.runnable else []) if plan is not None else None
+    for path in find_result_files(dirs, missing, problems):
         try:
             result = read_result(path)
         except GateError as exc:
@@ -171,17 +180,32 @@ def collect(dirs: Sequence[Path], plan: Plan | None = None) -> Collection:
         if worse or (same and result.started_at > seen.started_at):
             by_id[tid] = result  # the worse verdict shows, never simply the newer one
             where[tid] = path
-    return merge(by_id, plan, problems)
+    return merge(by_id, plan, problems, base or {})
 
 
-def merge(by_id: dict[str, TargetResult], plan: Plan | None, problems: Sequence[str] = ()) -> Collection:
+def merge(
+    by_id: dict[str, TargetResult],
+    plan: Plan | None,
+    problems: Sequence[str] = (),
+    base: Mapping[str, TargetResult] | None = None,
+) -> Collection:
     """Line results up with the plan: expected skips, missing targets, and results the plan lacks."""
     entries: list[Entry] = []
     if plan is None:
         entries = [_entry(r, None) for r in by_id.values()]
         return Collection(tuple(sorted(entries, key=_order)), tuple(problems))
+    unchanged = {m.id: m.unchanged_since for m in plan.models if m.unchanged_since}
     for target in plan.targets:
         result = by_id.pop(target.id, None)
+        since = unchanged.get(target.model, "")
+        if since and not target.expected_skip:
+            result = result or (base or {}).get(target.id)
+            if result is None:
+                why = f"no result arrived: its model is unchanged since {since[:7]}; no base result at hand"
+                entries.append(Entry(target, Status.MISSING, None, why, since))
+            else:
+                entries.append(dataclasses.replace(_entry(result, target), unchanged_since=since))
+            continue
         if target.expected_skip:
             reason = target.expected_skip
             if result is not None and result.status is Status.PASSED:

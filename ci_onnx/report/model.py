@@ -224,6 +224,25 @@ class Comparison:
 
 
 @dataclasses.dataclass(frozen=True)
+class ModelSection:
+    """One model of a ``models`` config: its line in the summary, and its own per-target tables
+    (folded into <details> where every target passed)."""
+
+    model: str
+    icon: str
+    line: str
+    """What the gate found for this model: ``all 3 targets passed``, ``1 of 2 targets failed
+    (parity)``, ``unchanged since 4f1d2c3, not re-run; all 2 targets passed``."""
+    folded: bool
+    parity: tuple[ParityRow, ...] = ()
+    precisions: tuple[PrecisionRow, ...] = ()
+    fallback: tuple[FallbackRow, ...] = ()
+    latency: LatencyTable = LatencyTable((), ())
+    accuracy: tuple[AccuracyRow, ...] = ()
+    serving: tuple[ServingRow, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
 class ReportView:
     title: str
     headline: str
@@ -272,3 +291,6 @@ class ReportView:
     """Per target: where its throughput stops growing over the batch sizes."""
     charts: tuple[Chart, ...] = ()
     """Latency and throughput against batch size and each swept dim (ci_onnx/report/charts.py)."""
+    models: tuple[ModelSection, ...] = ()
+    """Per model of a ``models`` config (empty for the single ``model`` form): a summary line, and the
+    tables above split by model."""

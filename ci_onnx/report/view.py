@@ -7,11 +7,12 @@ column) and the comparison's tables come from ci_onnx/report/versus.py.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from collections.abc import Sequence
 
-from ci_onnx.report import accuracy, charts, failures, precisions, profile, triage, versus
+from ci_onnx.report import accuracy, charts, failures, models, precisions, profile, triage, versus
 from ci_onnx.report.collect import Collection, Entry
 from ci_onnx.report.figures import fmt_ms, fmt_num, fmt_share
 from ci_onnx.report.gate import Gate
@@ -197,7 +198,8 @@ OVERVIEW_FROM = 12
 def _overview(entries: Sequence[Entry]) -> Overview | None:
     if len(entries) < OVERVIEW_FROM:
         return None
-    columns = sorted({e.target.bundle_key for e in entries}, key=lambda k: (int(k.split("-")[0][2:]), k))
+    by_key = {e.target.bundle_key: (e.target.model, e.target.opset, e.target.bundle_key) for e in entries}
+    columns = sorted(by_key, key=by_key.__getitem__)
     cells: dict[str, dict[str, str]] = {}
     order: list[str] = []
     for e in entries:
@@ -283,7 +285,7 @@ def build(
         parity, fallback, latency, serving, by_precision = versus.with_deltas(
             gate, parity, fallback, latency, serving, by_precision
         )
-    return ReportView(
+    the_view = ReportView(
         title=title,
         headline=headline(gate, failing_kinds(gate)),
         blocks=gate.blocks,
@@ -320,3 +322,9 @@ def build(
         knees=profile.knees(judged),
         charts=charts.charts(judged),
     )
+    sections = models.sections(the_view, entries, gate, lambda g: headline(g, failing_kinds(g)))
+    since = next((e.unchanged_since for e in entries if e.unchanged_since), "")
+    if since and not sections:  # one model: its line is the report's
+        note = f"♻️ unchanged since {since[:7]}, not re-run: its results are the base's"
+        return dataclasses.replace(the_view, ledger=(note, *the_view.ledger))
+    return dataclasses.replace(the_view, models=sections)

@@ -186,7 +186,8 @@ def _torch_run(
     observe.write_values(work / "torch-inputs", inputs)
     out = work / "torch-values"
     argv = [sys.executable, "-m", "ci_onnx.triage.torchref", "--config", req.torch_config,
-            "--inputs", str(work / "torch-inputs"), "--out", str(out)]  # fmt: skip
+            "--inputs", str(work / "torch-inputs"), "--out", str(out),
+            *(["--model", req.target.model] if req.target.model else [])]  # fmt: skip
     done = proc.run(argv, timeout=budget.left(), env=req.base_env, what=f"{req.target.id} triage (PyTorch)")
     if not done.ok:
         notes.append(f"PyTorch: the model's forward could not run ({done.describe_failure()})")

@@ -20,15 +20,15 @@ from typing import Any
 from ci_onnx.errors import EXIT_PASS, GateError
 
 
-def module_outputs(cfg_path: Path, inputs: Path) -> dict[str, Any]:
+def module_outputs(cfg_path: Path, inputs: Path, model_id: str = "") -> dict[str, Any]:
     import numpy as np
     import torch
 
-    from ci_onnx import config
+    from ci_onnx import cascade
     from ci_onnx.export import factory, signature
     from ci_onnx.triage.observe import read_values
 
-    cfg = config.load(cfg_path)
+    cfg = cascade.load_one(cfg_path, model_id)
     if not cfg.model.factory:
         raise GateError(f"{cfg_path}: model.factory: the model is ONNX-only; there is no PyTorch reference")
     model = factory.build_model(cfg.model.factory, cfg.root)
@@ -59,13 +59,14 @@ def module_outputs(cfg_path: Path, inputs: Path) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ci_onnx.triage.torchref")
     parser.add_argument("--config", type=Path, required=True)
+    parser.add_argument("--model", default="", help="The model's name, in a config of several.")
     parser.add_argument("--inputs", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     from ci_onnx.triage.observe import write_values
 
     try:
-        write_values(args.out, module_outputs(args.config, args.inputs))
+        write_values(args.out, module_outputs(args.config, args.inputs, args.model))
     except GateError as exc:
         print(f"onnx-gate: error: {exc.message}", file=sys.stderr)
         return exc.exit_code

@@ -251,6 +251,11 @@ def _write(p: _Prepared, result: TargetResult, out_dir: Path, *, launched_s: flo
         duration_s=round(p.prepare_s + launched_s + (time.monotonic() - t0), 3),
         reproduce=p.reproduce,
     )
+    return write(result, out_dir)
+
+
+def write(result: TargetResult, out_dir: Path) -> Written:
+    """``result`` written to results/ and junit/ under ``out_dir``: the one writer of both."""
     from ci_onnx.verify import junit
 
     return Written(result, write_result(out_dir / RESULTS, result), junit.write(out_dir / JUNIT, result))
@@ -264,14 +269,18 @@ def describe_error(exc: Exception) -> str:
 def write_error(target: Target, out_dir: Path, message: str, reproduce: str) -> Written:
     """The error result of a target that could not be verified at all (its environment could not be
     made, its bundle is not there), written to results/ and junit/ like any other."""
-    from ci_onnx.verify import judge, junit
+    from ci_onnx.verify import judge
 
     check = CheckResult("environment", Status.ERROR, message)
-    result = dataclasses.replace(judge.result(target, None, [check]), reproduce=reproduce)
-    return Written(result, write_result(out_dir / RESULTS, result), junit.write(out_dir / JUNIT, result))
+    return write(dataclasses.replace(judge.result(target, None, [check]), reproduce=reproduce), out_dir)
 
 
 def _check_bundle_matches(target: Target, manifest: Manifest, bundle_dir: Path) -> None:
+    if target.model and manifest.model_name != target.model:
+        raise UsageError(
+            f"target {target.id} verifies bundle {target.bundle_key}, but {bundle_dir} holds a bundle "
+            f"of model {manifest.model_name!r}; pass the matching --bundle"
+        )
     if (target.opset, target.exporter, target.precision) != (
         manifest.requested_opset,
         manifest.exporter,
@@ -408,7 +417,7 @@ def settings(
     if cfg is not None or plan is None:
         options = options_from(cfg, timeout_s=timeout_s)
     else:
-        options = plan.verify
+        options = plan.options_for(target)
         if timeout_s:
             options = dataclasses.replace(options, timeout_s=timeout_s)
     return target, options

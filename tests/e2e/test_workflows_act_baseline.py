@@ -4,10 +4,14 @@ One repository, three runs of the PR gate `onnx-gate init` writes, under act (te
 
 1. a push to main at the base commit: its report job judges absolutely (a known failure: the
    int8-dynamic cell cannot hold fp32's tolerance) and uploads the ``onnx-gate-baseline`` artifact;
-2. a pull request whose head only edits the README: its report job finds the run of
-   ``pull_request.base.sha`` through the artifacts API of the OpenAPI-checked GitHub stand-in,
-   judges in regression mode, and passes: its one failure is known;
-3. a pull request with a planted regression (a branch only the TorchScript tracer takes): the fp32
+2. a pull request whose head only edits the README: its plan and report jobs find the run of
+   ``pull_request.base.sha`` through the artifacts API of the OpenAPI-checked GitHub stand-in; the
+   model is unchanged since then, so nothing is exported or verified again and the report judges
+   the base's results in regression mode, and passes: its one failure is known;
+3. a pull request that adds a comment to the model's source: the model runs again (its export key
+   changed), each cell timed beside the base's bundle (its artifact, found through the REST API), and
+   passes: its one failure is known;
+4. a pull request with a planted regression (a branch only the TorchScript tracer takes): the fp32
    cells newly fail, and it blocks.
 
 Each pull request's verdict and per-target statuses are also those of `onnx-gate run --baseline-ref`
@@ -142,6 +146,12 @@ def test_a_push_leaves_the_baseline_and_pull_requests_are_judged_against_it(
         known_check = next(c for c in github.state.check_runs.values() if c["head_sha"] == docs)
         verdicts["known only"] = _local(repo, tmp_path / "local-known", env_cache, base)
 
+        (repo / "model.py").write_text((repo / "model.py").read_text() + "# a comment\n")
+        harness.git(repo, "commit", "-q", "-am", "a comment in the model's source")
+        commented = harness.git(repo, "rev-parse", "HEAD")
+        rerun = act("pr-comment", "pr", commented, 54)
+        rerun_check = next(c for c in github.state.check_runs.values() if c["head_sha"] == commented)
+
         source = (repo / "model.py").read_text()
         assert ORIGINAL in source
         (repo / "model.py").write_text(source.replace(ORIGINAL, PLANTED))
@@ -153,8 +163,9 @@ def test_a_push_leaves_the_baseline_and_pull_requests_are_judged_against_it(
         comments = [c["body"] for c in github.state.comments.values()]
     assert not github.state.violations, github.state.violations
     asked = [q.operation for q in github.state.requests]
-    # each pull request fetched the base's baseline (report) and each of its three bundles (verify)
-    assert asked.count("actions/download-artifact") == 2 * (1 + 3), asked
+    # each pull request fetched the base's baseline (plan, report); those that ran the model again,
+    # each of its three bundles too (verify)
+    assert asked.count("actions/download-artifact") == 2 + 2 * (2 + 3), asked
 
     code, local, output = verdicts["known only"]
     summary = {"push (absolute)": {"act exit": push.code, "statuses": _statuses(store, 51)}}
@@ -169,12 +180,19 @@ def test_a_push_leaves_the_baseline_and_pull_requests_are_judged_against_it(
         "statuses": verdicts["planted"][1],
     }
     (tmp_path / "verdicts.json").write_text(json.dumps(summary, indent=1))
-    assert _statuses(store, 52) == local == {CELLS[0]: "passed", CELLS[1]: "passed", KNOWN: "failed"}
+    assert _statuses(store, 52) == {}, "the model is unchanged since the base: no verify job ran"
+    assert local == {CELLS[0]: "passed", CELLS[1]: "passed", KNOWN: "failed"}
     assert known_only.code == 0 and code == 0, known_only.log[-6000:] + output[-3000:]
     assert known_check["conclusion"] == "success"
     assert f"compared with `{base[:7]}` (the onnx-gate-baseline artifact of run" in known_only.log
-    assert "the base bundle: the onnx-gate-bundle-op17-torchscript artifact of run" in known_only.log
-    result = json.loads(next((store / "52").glob(f"onnx-gate-results-{CELLS[0]}/results/*.json")).read_text())
+    assert f"unchanged since {base[:7]}, not re-run" in known_check["output"]["summary"]
+
+    assert _statuses(store, 54) == {CELLS[0]: "passed", CELLS[1]: "passed", KNOWN: "failed"}, rerun.log[
+        -4000:
+    ]
+    assert rerun.code == 0 and rerun_check["conclusion"] == "success", rerun.log[-6000:]
+    assert "the base bundle: the onnx-gate-bundle-op17-torchscript artifact of run" in rerun.log
+    result = json.loads(next((store / "54").glob(f"onnx-gate-results-{CELLS[0]}/results/*.json")).read_text())
     assert result["paired"]["base_bundle"], "the verify job timed the base bundle beside the head's"
 
     code, local, output = verdicts["planted"]

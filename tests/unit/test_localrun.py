@@ -125,8 +125,8 @@ def test_run_without_a_config_takes_the_bundled_example_with_the_demo_matrix(
 
     seen: list[config.Config] = []
 
-    def fake_run(cfg: config.Config, *_: object) -> None:
-        seen.append(cfg)
+    def fake_run(cfgs: tuple[config.Config, ...], *_: object) -> None:
+        seen.extend(cfgs)  # every model of the config: here the example's one
         raise SystemExit(0)
 
     monkeypatch.setattr(localrun, "run", fake_run)

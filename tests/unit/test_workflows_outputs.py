@@ -143,7 +143,7 @@ def test_only_the_steps_that_post_get_a_token() -> None:
                     if given["command"] in ("report", "nightly") and token:
                         posting += 1
                         assert token == "${{ github.token }}"
-                    elif given["command"] == "verify" and token:  # reads the base bundle, in a PR only
+                    elif given["command"] in ("verify", "plan") and token:  # reads the base's run, PRs only
                         reading += 1
                         assert token == "${{ github.event_name == 'pull_request' && github.token || '' }}"
                         assert (
@@ -154,9 +154,10 @@ def test_only_the_steps_that_post_get_a_token() -> None:
                     else:
                         assert not token, f"{name}: {given['command']} gets a token"
     assert posting == 4  # the PR gate's report, the nightly twice, the trusted comment job
-    # the PR gate's verify jobs of a job declaring `baseline` (the container job: verify … verify-4);
-    # the runner process never sees the token
-    assert reading == sum(j.matrices for j in matrix.jobs().values() if j.baseline) == 4
+    # the PR gate's verify jobs of a job declaring `baseline` (the container job: verify … verify-4;
+    # the runner process never sees the token), and its plan (which reads the base's plan and
+    # results: a model unchanged since is not run again)
+    assert reading == sum(j.matrices for j in matrix.jobs().values() if j.baseline) + 1 == 5
 
 
 def test_fork_text_in_results_cannot_start_a_workflow_command(tmp_path: Path) -> None:

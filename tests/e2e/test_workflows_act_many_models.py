@@ -46,6 +46,11 @@ def _uploaded(store: Path, run_id: int, prefix: str) -> set[str]:
     return {p.name.removeprefix(prefix) for p in (store / str(run_id)).glob(f"{prefix}*")}
 
 
+def _verified(store: Path, run_id: int) -> set[str]:
+    """The targets a run's verify jobs wrote results of (a job of one environment holds several)."""
+    return {p.stem for p in (store / str(run_id)).glob("onnx-gate-results-*/results/*.json")}
+
+
 def _local(repo: Path, out: Path, cache: Path, base: str) -> tuple[int, dict[str, str], str]:
     result = CliRunner().invoke(
         cli,
@@ -108,7 +113,7 @@ def test_one_gate_for_three_models_and_a_pull_request_runs_only_the_model_it_cha
 
     # 2: only digitnet was exported and verified; the others' results are the base's
     assert _uploaded(store, 62, "onnx-gate-bundle-") == {"digitnet.op17-torchscript"}, pr_one.log[-6000:]
-    assert _uploaded(store, 62, "onnx-gate-results-") == {many_models.IDS["digitnet"]}
+    assert _verified(store, 62) == {many_models.IDS["digitnet"]}
     code, statuses, output = local
     assert statuses == many_models.STATUSES, output[-3000:]
     assert pr_one.code == 0 and code == 0, pr_one.log[-6000:] + output[-3000:]
@@ -117,7 +122,7 @@ def test_one_gate_for_three_models_and_a_pull_request_runs_only_the_model_it_cha
 
     # 3: every model ran again; still one check per commit and one comment, edited in place
     assert _uploaded(store, 63, "onnx-gate-bundle-") == BUNDLES, pr_all.log[-6000:]
-    assert _uploaded(store, 63, "onnx-gate-results-") == set(many_models.IDS.values())
+    assert _verified(store, 63) == set(many_models.IDS.values())
     assert len([c for c in github.state.check_runs.values() if c["head_sha"] == every]) == 1
     (body,) = comments
     for line in ("- ✅ **digitnet**", "- ✅ **minilm**", "- ⚠️ **scorer**"):

@@ -290,3 +290,24 @@ def test_an_onnx_only_graph_that_refuses_its_own_symbolic_length_fails_there(tmp
     healthy = onnx_only_bundle(tmp_path / "healthy", heads([0, 0, 2, 4]))
     swept = checks(verified(healthy, tmp_path / "healthy"), "sweep[")
     assert len(swept) == 4 and all(c.status is Status.PASSED for c in swept.values()), swept
+
+
+@pytest.mark.parametrize(
+    ("first_ms", "runs", "expected"),
+    [
+        (0.05, 20, (3, 20)),  # a fast point: every run latency_runs asks for, after the warm-up
+        (272.0, 20, (3, 7)),  # MiniLM at seq=512 on two cores: what fits two seconds
+        (900.0, 20, (1, 2)),
+        (45_000.0, 20, (0, 1)),  # a software GPU: one timed run, the first run its warm-up
+        (0.0, 3, (2, 3)),
+    ],
+)
+def test_a_sweep_point_is_timed_for_what_fits_its_budget(
+    first_ms: float, runs: int, expected: tuple[int, int]
+) -> None:
+    from ci_onnx.observer import measure
+
+    assert measure.sweep_runs(first_ms, runs) == expected
+    calls: list[int] = []
+    stat = measure.latency(1, lambda: calls.append(1), expected[1], first_ms=first_ms, warmups=expected[0])
+    assert stat.runs == expected[1] and len(calls) == sum(expected)

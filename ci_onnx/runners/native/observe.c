@@ -41,6 +41,8 @@
 
 #define OBSERVE_API_VERSION 12 /* SessionOptionsAppendExecutionProvider is the newest function used */
 #define WARMUP_RUNS 3
+/* ci_onnx/observer/measure.py's SWEEP_BUDGET_MS and sweep_runs: the same rule in every observer. */
+#define SWEEP_BUDGET_MS 2000.0
 #define MESSAGE_MAX 2000
 #define CPU_EP "CPUExecutionProvider"
 
@@ -971,10 +973,10 @@ static size_t batch_runs(const session *s, const manifest *m, const args *a, obs
     return n_working;
 }
 
-/* WARMUP_RUNS, then `runs` timed runs of `p`, sorted into `times`. */
-static char *timed_runs(const session *s, const prepared *p, long runs, double *times) {
+/* `warmups` runs, then `runs` timed runs of `p`, sorted into `times`. */
+static char *timed_runs(const session *s, const prepared *p, long warmups, long runs, double *times) {
     char *err = NULL;
-    for (int i = 0; i < WARMUP_RUNS && !err; i++) err = run_only(s, p->ins, p->names, p->n);
+    for (long i = 0; i < warmups && !err; i++) err = run_only(s, p->ins, p->names, p->n);
     for (long i = 0; i < runs && !err; i++) {
         double t0 = now_ms();
         err = run_only(s, p->ins, p->names, p->n);
@@ -1020,12 +1022,16 @@ static void sweep_runs(const session *s, const manifest *m, const args *a, obser
                 free(files.s);
             }
         }
+        /* as many timed runs as fit the budget by the first run, at least one (sweep_runs) */
+        double fit = SWEEP_BUDGET_MS / (first > 1e-3 ? first : 1e-3);
+        long timed = fit < 1 ? 1 : (fit < (double)a->latency_runs ? (long)fit : a->latency_runs);
+        long warm = timed - 1 < WARMUP_RUNS ? timed - 1 : WARMUP_RUNS;
         if (!err) err = prepare(&feeds, &p);
-        if (!err) err = timed_runs(s, &p, a->latency_runs, times);
+        if (!err) err = timed_runs(s, &p, warm, timed, times);
         if (err) {
             set_error(&o->sweep_errors, sw->directory, err);
         } else {
-            latency_stat(&o->sweep_latency, (size_t)sw->count, times, a->latency_runs);
+            latency_stat(&o->sweep_latency, (size_t)sw->count, times, timed);
             sb_printf(&o->sweep_latency, ", \"point\": ");
             sb_json_str(&o->sweep_latency, sw->label);
             sb_printf(&o->sweep_latency, ", \"first_ms\": %.4f}", round_to(first, 4));
@@ -1049,7 +1055,7 @@ static void latency_and_memory(const session *s, const args *a, observation *o, 
             continue;
         }
         err = prepare(&feeds, &p);
-        if (!err) err = timed_runs(s, &p, a->latency_runs, times);
+        if (!err) err = timed_runs(s, &p, WARMUP_RUNS, a->latency_runs, times);
         if (err) {
             char *why = format("timing batch %zu failed: %s", working[k], err);
             sb_entry(&o->notes, NULL);

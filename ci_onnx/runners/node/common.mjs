@@ -5,6 +5,13 @@
 // passes how it reads a bundle file and how it runs a session, nothing else differs.
 
 export const WARMUP_RUNS = 3;
+// ci_onnx/observer/measure.py's SWEEP_BUDGET_MS and sweep_runs: the same rule in every observer.
+export const SWEEP_BUDGET_MS = 2000;
+
+export function sweepRuns(firstMs, runs) {
+  const timed = Math.max(1, Math.min(runs, Math.floor(SWEEP_BUDGET_MS / Math.max(firstMs, 1e-3))));
+  return [Math.min(WARMUP_RUNS, timed - 1), timed];
+}
 
 export const message = (e) => String(e?.message ?? e).split(/\s+/).join(' ').slice(0, 2000) || 'Error';
 export const round = (x, digits) => Math.round(x * 10 ** digits) / 10 ** digits;
@@ -60,8 +67,8 @@ export function percentile(sorted, p) {
 
 // p50/p90/p99 of `runs` timed runs of batch size `n` after WARMUP_RUNS; `run(feeds, phase)` runs the
 // session once ('warmup' or 'latency').
-export async function latency(run, feeds, n, runs) {
-  for (let i = 0; i < WARMUP_RUNS; i++) await run(feeds, 'warmup');
+export async function latency(run, feeds, n, runs, warmups = WARMUP_RUNS) {
+  for (let i = 0; i < warmups; i++) await run(feeds, 'warmup');
   const times = [];
   for (let i = 0; i < runs; i++) {
     const t0 = performance.now();
@@ -74,7 +81,7 @@ export async function latency(run, feeds, n, runs) {
 }
 
 // The bundle's sweep points (manifest.sweep_sets): each run once for its outputs (that first run at
-// the shape timed alone), then timed like a batch size; the runtime's message where one fails. Sets
+// the shape timed alone), then timed like a batch size for as many runs as fit the budget (sweepRuns); the runtime's message where one fails. Sets
 // obs.sweep_outputs, sweep_errors and sweep_latency. `run(feeds, phase)` runs the session once
 // ('sweep', then latency's phases); `save(dir, outputs)` writes a point's outputs, giving their files.
 export async function sweepPoints(ort, manifest, readBytes, readTensor, run, save, runs, obs) {
@@ -88,7 +95,8 @@ export async function sweepPoints(ort, manifest, readBytes, readTensor, run, sav
       const got = await run(feeds, 'sweep');
       const first = performance.now() - t0;
       obs.sweep_outputs[sw.directory] = await save(sw.directory, got);
-      const stat = await latency(run, feeds, sw.count, runs);
+      const [warm, timed] = sweepRuns(first, runs);
+      const stat = await latency(run, feeds, sw.count, timed, warm);
       obs.sweep_latency.push({ ...stat, point: `${sw.symbol}=${sw.size}`, first_ms: round(first, 4) });
     } catch (e) {
       obs.sweep_errors[sw.directory] = message(e);

@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
             "",
             f"The sweep adds **{added:.2f} s** to this target's verify "
             f"({harness.ratio(timings, 'with sweep points', 'without sweep points'):.2f}×): "
-            f"{len(m.sweep_sets)} points, each run once and timed after a warm-up. "
+            f"{len(m.sweep_sets)} points, each run once, then timed for as many runs as fit the "
+            "sweep budget (ci_onnx/observer/measure.py: SWEEP_BUDGET_MS). "
             "The node, web, native and android kinds run the same points; their cost is not measured here.",
             "",
         ]

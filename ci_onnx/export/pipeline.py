@@ -106,6 +106,7 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
     findings += differential.findings(
         cfg, path, proto, outcome, exporter, torch_run, example_batch, samples, example, maxima
     )
+    axes_check = next((f for f in findings if f.name == "dynamic-axes"), None)
     points = sweep_sets.write(
         bundle_dir,
         specs,
@@ -117,6 +118,7 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
         maxima=maxima,
         reference=torch_run,
         who="PyTorch",
+        inconclusive=sweep_sets.inconclusive_points(axes_check),
     )
     if torch_failed:
         findings.append(CheckResult("reference-parity", Status.FAILED, torch_failed.splitlines()[0][:500]))

@@ -36,8 +36,14 @@ def write(
     reference: Callable[[Arrays], Arrays],
     who: str,
     keep_refused: bool = False,
+    inconclusive: Mapping[tuple[str, int], str] | None = None,
 ) -> tuple[SweepSet, ...]:
     """Every timed point's directory (``reference`` computes its outputs; ``who`` names it).
+
+    ``inconclusive``: the points (symbol, size) where the export's own probe, on these same values,
+    found the graph and torch apart at the export size too (``dynamic-axes``' figures.sweep): there
+    the values, not the size, are what differs, so the point is listed with that reason and judges
+    no target (a probe must be well-conditioned before it convicts).
 
     ``keep_refused``: where the reference refuses a point, still write its inputs (no outputs), so
     each target shows whether its runtime refuses it too: an ONNX-only bundle's reference is the
@@ -55,6 +61,10 @@ def write(
         feeds = sweep.feeds_at(specs, dynamic_axes, p.symbol, p.size, batch, dim_sizes, seed)
         count = inputs.count_of(feeds, specs)
         point = SweepSet("", p.symbol, p.size, count, p.export_size, p.declared)
+        why = (inconclusive or {}).get((p.symbol, p.size))
+        if why:
+            out.append(dataclasses.replace(point, error=f"not a fair probe at {point.label}: {why}"))
+            continue
         try:
             refs = reference(feeds)
         except Exception as exc:  # the reference itself cannot run there: the point says so
@@ -73,3 +83,18 @@ def write(
 
 def _directory(index: int, p: sweep.Timed) -> str:
     return f"sweep_{index}_{re.sub(r'[^A-Za-z0-9]+', '_', p.symbol)}_{p.size}"
+
+
+def inconclusive_points(dynamic_axes_check: Any) -> dict[tuple[str, int], str]:
+    """The points the export's ``dynamic-axes`` probe found inconclusive (the same values differ at
+    the export size too), from its ``figures.sweep``: (symbol, size) to what it recorded."""
+    record = getattr(dynamic_axes_check, "figures", {}).get("sweep", {}) if dynamic_axes_check else {}
+    out = {}
+    for symbol, entry in record.items():
+        for size, result in entry.get("results", {}).items():
+            if str(result).startswith("inconclusive"):
+                out[(symbol, int(size))] = (
+                    f"the export's probe found the graph and torch apart on these values at the export "
+                    f"size as well ({str(result).removeprefix('inconclusive: ')[:300]})"
+                )
+    return out

@@ -311,3 +311,31 @@ def test_a_sweep_point_is_timed_for_what_fits_its_budget(
     calls: list[int] = []
     stat = measure.latency(1, lambda: calls.append(1), expected[1], first_ms=first_ms, warmups=expected[0])
     assert stat.runs == expected[1] and len(calls) == sum(expected)
+
+
+def test_a_point_the_exports_probe_found_unfair_judges_no_target(tmp_path: Path) -> None:
+    """Where the export's dynamic-axes probe saw the same values differ at the export size too (its
+    figures.sweep says inconclusive), the timed point is listed with that reason and no reference:
+    the target's sweep check is skipped saying so, never a failure on a probe that proves nothing
+    about the dim (an attention mask that masks a whole row at seq = 1)."""
+    axes = CheckResult(
+        "dynamic-axes",
+        Status.PASSED,
+        "",
+        {"sweep": {"seq": {"results": {"1": "inconclusive: y: 3 of 8 out of tolerance", "7": "agrees"}}}},
+    )
+    unfair = sweep_sets.inconclusive_points(axes)
+    assert list(unfair) == [("seq", 1)] and "3 of 8 out of tolerance" in unfair[("seq", 1)]
+    assert sweep_sets.inconclusive_points(None) == {}
+    seen: list[int] = []
+
+    def meaning(f: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        seen.append(f["x"].shape[1])
+        return with_positions(f)
+
+    points = sweep_sets.write(
+        tmp_path, SEQ_SPEC.inputs, SEQ_SPEC.dynamic_axes, batch=2, dim_sizes={"seq": 8}, seed=0,
+        declared={"seq": [1, 7]}, maxima={}, reference=meaning, who="the meaning", inconclusive=unfair,
+    )  # fmt: skip
+    assert [(p.size, bool(p.directory)) for p in points] == [(1, False), (7, True)] and seen == [7]
+    assert points[0].error.startswith("not a fair probe at seq=1: the export's probe found")

@@ -22,15 +22,13 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from ci_onnx import scaffold
-from ci_onnx.cli import cli
 from ci_onnx.github.artifacts import ARTIFACT
 from ci_onnx.report import CHECK_NAME
 from tests.act import harness
 from tests.e2e import many_models
-from tests.e2e.test_workflows_act_baseline import _event
+from tests.e2e.test_workflows_act_baseline import _event, _local
 from tests.fakegithub import server as fake
 
 pytestmark = [
@@ -49,16 +47,6 @@ def _uploaded(store: Path, run_id: int, prefix: str) -> set[str]:
 def _verified(store: Path, run_id: int) -> set[str]:
     """The targets a run's verify jobs wrote results of (a job of one environment holds several)."""
     return {p.stem for p in (store / str(run_id)).glob("onnx-gate-results-*/results/*.json")}
-
-
-def _local(repo: Path, out: Path, cache: Path, base: str) -> tuple[int, dict[str, str], str]:
-    result = CliRunner().invoke(
-        cli,
-        ["run", "--config", str(repo / "onnx-gate.yml"), "--out", str(out), "--cache-dir", str(cache),
-         "--baseline-ref", base],
-    )  # fmt: skip
-    statuses = {p.stem: json.loads(p.read_text())["status"] for p in (out / "results").glob("*.json")}
-    return result.exit_code, statuses, result.output
 
 
 def test_one_gate_for_three_models_and_a_pull_request_runs_only_the_model_it_changed(

@@ -7,6 +7,7 @@ onnxruntime: every command imports what it needs when it runs.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import traceback
@@ -210,12 +211,26 @@ def plan(
     help="Print the export cache key of the selected bundles and export nothing (in a workflow step, "
     "also the cache-key output).",
 )
-def export(config_path: Path, only: Sequence[str], out: Path, cache_dir: Path | None, key_only: bool) -> None:
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1, max=256),
+    help="Export processes at once (default: one per CPU, as many as the memory holds for the model).",
+)
+def export(
+    config_path: Path,
+    only: Sequence[str],
+    out: Path,
+    cache_dir: Path | None,
+    key_only: bool,
+    jobs: int | None,
+) -> None:
     """Export the model once per (opset, exporter) the plan needs, check it, and write bundles.
 
     \b
-    Each bundle is exported in its own process and checked: export, control-flow, checker, opset,
-    train-mode, dynamic-axes, outputs, graph, reference-parity (onnxruntime CPU against torch).
+    Each bundle is exported in its own process, as many at once as there are CPUs and memory for
+    them, and checked: export, control-flow, checker, opset, train-mode, dynamic-axes, outputs,
+    graph, reference-parity (onnxruntime CPU against torch).
     Exit 0 when every check passed, 1 when one failed (the bundles are still written).
     """
     from ci_onnx import cascade
@@ -229,9 +244,9 @@ def export(config_path: Path, only: Sequence[str], out: Path, cache_dir: Path | 
 
     every = [job for cfg in cfgs for job in runner.candidates(cfg, planning.onnx_opset(cfg))]
     precisions = sorted({p for cfg in cfgs for p in cfg.export.precisions})
-    jobs = runner.select(every, only, plan_keys, precisions)
+    chosen = runner.select(every, only, plan_keys, precisions)
     # each model's jobs, in the order the config declares the models
-    per_model = [(cfg, mine) for cfg in cfgs if (mine := [job for job in jobs if job.model == cfg.model.id])]
+    per_model = [(cfg, mine) for cfg in cfgs if (mine := [j for j in chosen if j.model == cfg.model.id])]
     if key_only:
         key = _export_cache_key(per_model, cache_dir, out)
         click.echo(key)
@@ -240,14 +255,15 @@ def export(config_path: Path, only: Sequence[str], out: Path, cache_dir: Path | 
             planning.write_github_output(Path(github_output), {"cache-key": key})
         return
     log = lambda line: click.echo(line, err=True)  # noqa: E731
+    export_all = functools.partial(runner.export_all, parallel=jobs or 0)
     outcomes = []
     for cfg, mine in per_model:
         if cache_dir is not None:
             outcomes += cache.export_cached(
-                cfg, mine, out, log, cache_root=cache_dir, enabled=cfg.export.cache
+                cfg, mine, out, log, cache_root=cache_dir, enabled=cfg.export.cache, export=export_all
             )
         else:
-            outcomes += runner.export_all(cfg, mine, out, log=log)
+            outcomes += export_all(cfg, mine, out, log)
     click.echo(f"wrote {len(outcomes)} bundle(s) to {out}")
     click.get_current_context().exit(runner.exit_code(outcomes))
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -401,4 +400,6 @@ def child_env(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def cpu_count() -> int | None:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    from ci_onnx import proc
+
+    return proc.cpu_count()

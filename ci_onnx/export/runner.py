@@ -98,25 +98,74 @@ def preflight(cfg: Config) -> None:
         precision.calibration_set(cfg)
 
 
-def export_all(cfg: Config, jobs: Sequence[Job], out: Path, log: Log) -> list[Outcome]:
+CHILD_BASE_MB = 600
+"""What one export child holds before the model (its interpreter, torch, onnx, onnxruntime): DigitNet's
+export child peaks at about 540 MB resident (bench/PIPELINE.md)."""
+CHILD_MB_PER_MODEL_MB = 4
+"""What it holds per MB of weights on top: the module, its traced or exported copy, the ONNX proto
+and the reference session's copy."""
+
+
+def workers(cfg: Config, n_jobs: int, cpus: int | None = None, available_mb: float | None = None) -> int:
+    """How many export children run at once: one per CPU this process may use, no more than there
+    are jobs, and no more than the memory available holds children of this model's size."""
+    from ci_onnx.export.files import model_bytes
+
+    cpus = cpus if cpus is not None else proc.cpu_count() or 1
+    available_mb = available_mb if available_mb is not None else _available_mb()
+    weights = model_bytes(cfg)
+    child_mb = CHILD_BASE_MB + CHILD_MB_PER_MODEL_MB * (weights or 0) / 1e6
+    by_memory = int(available_mb // child_mb) if available_mb else cpus
+    return max(1, min(n_jobs, cpus, by_memory))
+
+
+def _available_mb() -> float:
+    """MemAvailable from /proc/meminfo; 0 where it cannot be read (then the CPUs decide)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0.0
+
+
+def export_all(cfg: Config, jobs: Sequence[Job], out: Path, log: Log, *, parallel: int = 0) -> list[Outcome]:
+    """Export ``jobs``, each in its own child and its derived precisions after it, ``parallel``
+    children at once (0: :func:`workers`). Outcomes come in the jobs' order, whatever order they
+    finish in; a child that crashes or hangs is its own job's failed finding."""
+    import concurrent.futures
+
     preflight(cfg)
-    outcomes = []
-    for n, job in enumerate(jobs, start=1):
+    parallel = parallel or workers(cfg, len(jobs))
+
+    def one(n: int, job: Job) -> list[Outcome]:
         prefix = f"[{n}/{len(jobs)}] {job.key}"
         log(f"{prefix}: exporting…")
         outcome = export_one(cfg, job, out / job.key)
         log(f"{prefix}: {describe(outcome)}")
         for line in binding_lines(outcome.manifest):
             log(f"{prefix}: {line}")
-        outcomes.append(outcome)
+        mine = [outcome]
         for precision in (p for p in cfg.export.precisions if p != "fp32"):
             derived = derive_one(cfg, outcome, precision, out)
             log(f"{prefix}-{precision}: {describe(derived)}")
             inherited = len(outcome.manifest.findings[0].warnings)  # the export's own, already logged
             for warning in derived.manifest.findings[0].warnings[inherited:]:
                 log(f"{prefix}-{precision}: warning: {warning}")
-            outcomes.append(derived)
-    return outcomes
+            mine.append(derived)
+        return mine
+
+    if parallel <= 1 or len(jobs) <= 1:
+        return [o for n, job in enumerate(jobs, start=1) for o in one(n, job)]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="export") as pool:
+        futures = [pool.submit(one, n, job) for n, job in enumerate(jobs, start=1)]
+        try:
+            return [o for f in futures for o in f.result()]
+        except BaseException:  # a config error (or Ctrl-C): start no further child, then raise it
+            for f in futures:
+                f.cancel()
+            raise
 
 
 def derive_one(cfg: Config, source: Outcome, precision: str, out: Path) -> Outcome:

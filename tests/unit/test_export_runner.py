@@ -128,3 +128,62 @@ def test_an_export_that_does_not_finish_becomes_a_failed_export_finding(tmp_path
     assert lines[0] == "[1/1] op18-dynamo: exporting…" and lines[1].startswith(
         "[1/1] op18-dynamo: FAILED [export] export: the dynamo export did not finish"
     )
+
+
+def test_exports_run_side_by_side_and_report_in_the_jobs_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both children are running at once (each waits for the other at a barrier, which one after
+    the other would break), and the outcomes keep the jobs' order though the second ends first."""
+    import threading
+
+    cfg = config.load(_write(tmp_path))
+    both = threading.Barrier(2, timeout=30)
+    ended: list[str] = []
+
+    def export_one(cfg: config.Config, job: runner.Job, bundle_dir: Path) -> runner.Outcome:
+        both.wait()
+        if job.opset == 17:
+            both.wait()  # the other ends first
+        ended.append(job.key)
+        if job.opset == 18:
+            both.wait()
+        return runner.Outcome(job, bundle_dir, None, 0.0)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runner, "export_one", export_one)
+    monkeypatch.setattr(runner, "describe", lambda outcome: "done")
+    monkeypatch.setattr(runner, "binding_lines", lambda manifest: [])
+    jobs = [runner.Job(17, "dynamo"), runner.Job(18, "dynamo")]
+    outcomes = runner.export_all(cfg, jobs, tmp_path / "out", lambda line: None, parallel=2)
+    assert ended == ["op18-dynamo", "op17-dynamo"]
+    assert [o.job.key for o in outcomes] == ["op17-dynamo", "op18-dynamo"]
+
+
+def test_a_config_error_in_one_child_starts_no_further_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ci_onnx.errors import ConfigError
+
+    cfg = config.load(_write(tmp_path))
+    started: list[str] = []
+
+    def export_one(cfg: config.Config, job: runner.Job, bundle_dir: Path) -> runner.Outcome:
+        started.append(job.key)
+        raise ConfigError(f"{job.key}: model.factory: no such function")
+
+    monkeypatch.setattr(runner, "export_one", export_one)
+    jobs = [runner.Job(o, "dynamo") for o in (15, 16, 17, 18)]
+    with pytest.raises(ConfigError, match=r"op15-dynamo: model\.factory"):
+        runner.export_all(cfg, jobs, tmp_path / "out", lambda line: None, parallel=2)
+    assert len(started) <= 3, started  # the two running, and at most one taken up as the first ended
+
+
+@pytest.mark.parametrize(
+    ("cpus", "available_mb", "expected"),
+    [(2, 64_000, 2), (16, 64_000, 4), (16, 1_000, 1), (16, 0, 4), (1, 64_000, 1)],
+)
+def test_as_many_children_as_cpus_jobs_and_memory_allow(
+    tmp_path: Path, cpus: int, available_mb: float, expected: int
+) -> None:
+    cfg = config.load(_write(tmp_path))  # no weight files: a child is its base alone
+    assert runner.workers(cfg, 4, cpus=cpus, available_mb=available_mb) == expected

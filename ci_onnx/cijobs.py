@@ -21,7 +21,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ci_onnx import defaults, matrix
+from ci_onnx import defaults, matrix, proc
 from ci_onnx.errors import ConfigError
 from ci_onnx.target import Target
 
@@ -48,6 +48,8 @@ class CiSettings:
     """Each bundle's estimated size in MB; one absent here is estimated at ci.toml's unknown_mb."""
     batch_sizes: tuple[int, ...] = ()
     """verify.batch_sizes: each is served and timed ``latency_runs`` times per target."""
+    export: str = str(defaults.of("ci.export"))
+    """Where the bundles are exported: ``auto`` (:func:`export_layout` decides), ``plan``, ``jobs``."""
 
 
 def settings(config: Config, targets: Iterable[Target]) -> CiSettings:
@@ -67,6 +69,7 @@ def settings(config: Config, targets: Iterable[Target]) -> CiSettings:
         max_cells_per_job=config.ci.max_cells_per_job,
         bundle_mb=dict(sorted(bundle_mb.items())),
         batch_sizes=tuple(config.verify.batch_sizes),
+        export=config.ci.export,
     )
 
 
@@ -167,6 +170,83 @@ def verify_jobs(plan: Plan) -> list[VerifyJob]:
     return out
 
 
+PLAN_EXPORT_SLOTS = 8
+"""Bundles the plan job can export itself: its template has an upload-artifact step for each (one
+artifact per bundle, as the verify jobs and the next run's side-by-side timing find them)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportLayout:
+    """Where a plan's bundles are exported: in the plan job (``in_plan``) or one export job each."""
+
+    in_plan: bool
+    bundles: tuple[str, ...]
+    export_jobs: tuple[str, ...]
+    """The (model, opset, exporter) exports behind the bundles; a derived precision comes with its
+    fp32 export."""
+    in_plan_s: float
+    """The estimated wall time of the exports and uploads in the plan job."""
+    jobs_s: float
+    """The estimated wall time of one export job per bundle, from its set-up to its upload."""
+    why: str
+
+    def describe(self) -> str:
+        n = len(self.bundles)
+        where = "the plan job" if self.in_plan else f"{n} export job{'s' if n != 1 else ''}"
+        return f"  export {n} bundle{'s' if n != 1 else ''} in {where} ({self.why})"
+
+
+def _export_job_key(target: Target) -> str:
+    from ci_onnx.target import scoped
+
+    return scoped(target.model, f"op{target.opset}-{target.exporter}")
+
+
+def export_layout(plan: Plan, cpus: int | None = None) -> ExportLayout:
+    """Whether the plan job exports the bundles itself, its export children side by side on its
+    ``cpus`` (this machine's where not given: the plan job runs on the runner the export jobs
+    would), or one export job each does.
+
+    ``auto`` exports in the plan job when that is estimated to end no later than the export jobs
+    would (each sets up after the plan job, then exports and uploads one bundle: matrix/ci.toml's
+    [estimate.export]), and the plan job has an upload step for every bundle. It saves a job's
+    set-up on the critical path and a billed minute for each bundle.
+    """
+    est = matrix.estimate()
+    bundles = tuple(plan.bundle_keys())
+    work: dict[str, float] = {}
+    for t in plan.runnable:
+        mb = plan.ci.bundle_mb.get(t.bundle_key, est.unknown_mb) / est.precision_size.get(t.precision, 1.0)
+        key = _export_job_key(t)
+        work[key] = max(work.get(key, 0.0), est.export.job_work_s(mb))
+    cpus = max(1, cpus if cpus is not None else proc.cpu_count() or 1)
+    longest = max(work.values(), default=0.0)
+    side_by_side = max(
+        longest, sum(work.values()) / (1 + (min(cpus, len(work)) - 1) * est.export.parallel_efficiency)
+    )
+    in_plan_s = side_by_side + len(bundles) * est.export.upload_s
+    jobs_s = est.export.job_setup_s + longest + est.export.upload_s
+    mode = plan.ci.export
+    figures = f"about {in_plan_s:.0f} s there, {jobs_s:.0f} s in one export job per bundle"
+    if not bundles:
+        in_plan, why = False, "no bundle to export"
+    elif mode == "jobs":
+        in_plan, why = False, "ci.export: jobs"
+    elif len(bundles) > PLAN_EXPORT_SLOTS:
+        if mode == "plan":
+            raise ConfigError(
+                f"{plan.config}: ci.export: plan: {len(bundles)} bundles; the plan job exports at most "
+                f"{PLAN_EXPORT_SLOTS}; use ci.export: auto or jobs, or fewer opsets, exporters or precisions"
+            )
+        in_plan, why = False, f"{len(bundles)} bundles, more than the plan job's {PLAN_EXPORT_SLOTS} uploads"
+    elif mode == "plan":
+        in_plan, why = True, f"ci.export: plan ({figures})"
+    else:
+        in_plan = in_plan_s <= jobs_s
+        why = f"{figures}, on {cpus} CPU{'s' if cpus != 1 else ''}"
+    return ExportLayout(in_plan, bundles, tuple(work), in_plan_s, jobs_s, why)
+
+
 def _chunks(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     chunks = [entries[i : i + MAX_JOBS_PER_MATRIX] for i in range(0, len(entries), MAX_JOBS_PER_MATRIX)]
     return [{"include": chunk} for chunk in chunks] or [{"include": []}]
@@ -177,7 +257,7 @@ def job_matrices(plan: Plan, job: str) -> list[dict[str, Any]]:
     return _chunks([v.entry() for v in verify_jobs(plan) if v.job == job])
 
 
-def github_outputs(plan: Plan) -> dict[str, str]:
+def github_outputs(plan: Plan, cpus: int | None = None) -> dict[str, str]:
     """Step outputs for a workflow; every runnable cell lands in exactly one matrix entry.
 
     For each job of runners.toml's [jobs], every matrix it declares is written (``{"include":[]}``
@@ -206,6 +286,14 @@ def github_outputs(plan: Plan) -> dict[str, str]:
     out["runner-matrices"] = "1"
     out["verify-jobs"] = str(len(entries))
     out["bundles"] = json.dumps(plan.bundle_keys(), separators=(",", ":"))
+    layout = export_layout(plan, cpus)
+    # The plan job's own export (its steps are guarded by export-in-plan, an upload step each by its
+    # bundle-N), else the export jobs' matrix.
+    out["export-in-plan"] = "true" if layout.in_plan else "false"
+    out["export-only"] = ",".join(layout.bundles) if layout.in_plan else ""
+    for n in range(1, PLAN_EXPORT_SLOTS + 1):
+        out[f"bundle-{n}"] = layout.bundles[n - 1] if layout.in_plan and n <= len(layout.bundles) else ""
+    out["export-bundles"] = json.dumps([] if layout.in_plan else list(layout.bundles), separators=(",", ":"))
     out["targets"] = str(len(plan.runnable))
     out["expected-skips"] = str(sum(1 for t in plan.targets if t.expected_skip))
     return out

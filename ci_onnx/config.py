@@ -112,6 +112,8 @@ class CiConfig:
     max_job_minutes: float = float(defaults.of("ci.max_job_minutes"))
     max_cells_per_job: int = int(defaults.of("ci.max_cells_per_job"))
     """0: the estimate decides; else at most this many cells in one job, in place of the estimate."""
+    export: str = str(defaults.of("ci.export"))
+    """auto, plan or jobs: where the bundles are exported (ci_onnx/cijobs.py export_layout)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -516,6 +518,7 @@ def _build(plain: dict[str, Any], where: guard.Where, path: Path, named: bool) -
         ci=CiConfig(
             max_job_minutes=float(_section(plain, "ci")["max_job_minutes"]),
             max_cells_per_job=int(_section(plain, "ci")["max_cells_per_job"]),
+            export=str(_section(plain, "ci")["export"]),
         ),
         gate=_gate(plain, where, scope=model.id),
     )

@@ -408,6 +408,8 @@ def render_table(plan: Plan) -> str:
         f"{len(plan.bundle_keys())} bundle(s) to export; in CI {len(jobs)} verify job(s):"
     )
     lines.append(cijobs.describe(jobs))
+    if plan.bundle_keys():
+        lines.append(cijobs.export_layout(plan).describe())
     return "\n".join(lines)
 
 

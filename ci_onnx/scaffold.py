@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ci_onnx import _data, matrix
+from ci_onnx import _data, cijobs, matrix
 from ci_onnx.errors import UsageError
 from ci_onnx.matrix import JobInfo, Step
 from ci_onnx.report import CHECK_NAME
@@ -250,6 +250,7 @@ def workflow(template: str, settings: Settings, name: str | None = None) -> str:
         comment_file=str(WORKFLOWS / f"{settings.name}-comment.yml"),
         check_name=CHECK_NAME,
         pin={name.removeprefix("actions/"): uses(name) for name in PINNED},
+        plan_export_slots=cijobs.PLAN_EXPORT_SLOTS,
     )
     jobs = verify_jobs(settings, context)
     needs = ["plan", "export", *(j.id(n) for j in jobs for n in j.matrices)]

@@ -73,6 +73,9 @@ UNEXPOSED: dict[str, dict[str, str]] = {
         "--explain": "a question a person asks at a terminal; a workflow's plan goes to $GITHUB_OUTPUT",
         "--all": "a workflow plans every model by leaving out `baseline` (the nightly and pushes do)",
     },
+    "export": {
+        "--jobs": "a job's exports use every CPU of its runner, as memory allows, as `onnx-gate export` does",
+    },
     "verify": {
         "--python": "the action verifies in its own interpreter, where install-runtime put the runtime",
         "--jobs": "a verify job's targets use every core of its runner, as `onnx-gate run` does",

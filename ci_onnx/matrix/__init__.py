@@ -249,6 +249,25 @@ def jobs() -> dict[str, JobInfo]:
 
 
 @dataclasses.dataclass(frozen=True)
+class ExportEstimate:
+    """ci.toml's [estimate.export]: what decides whether the plan job exports the bundles itself."""
+
+    job_s: float
+    """One export job (an opset × exporter and its derived precisions) of a model of no size."""
+    s_per_mb: float
+    """What each MB of the model's weights adds to it."""
+    parallel_efficiency: float
+    """Speed-up of the export's children running side by side, per CPU."""
+    job_setup_s: float
+    """An export job's own set-up on a hosted runner, before its first step."""
+    upload_s: float
+    """One bundle's upload-artifact step."""
+
+    def job_work_s(self, mb: float) -> float:
+        return self.job_s + mb * self.s_per_mb
+
+
+@dataclasses.dataclass(frozen=True)
 class Estimate:
     """ci.toml's [estimate]: what one target's verify work is estimated from (each figure's source
     is named there)."""
@@ -259,6 +278,7 @@ class Estimate:
     warmup_runs: int
     unknown_mb: float
     precision_size: dict[str, float]
+    export: ExportEstimate
 
     def target_work_s(self, mb: float, latency_runs: int, batch_sizes: Iterable[int]) -> float:
         samples = (latency_runs + self.warmup_runs) * sum(batch_sizes)

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from ci_onnx import scaffold
+from ci_onnx import cijobs, scaffold
+from ci_onnx import plan as planning
 from ci_onnx.cli import cli
 from ci_onnx.errors import EnvironmentProblem
 from ci_onnx.observer.ort import DIE_ENV
@@ -101,8 +102,9 @@ targets: {{runtimes: ["{RUNTIME}"], providers: [cpu]}}
 """
 
 
-def _tinycnn(timeout: str = "") -> dict[str, Any]:
-    return {**TINYCNN, "onnx-gate.yml": TINYCNN_CONFIG.replace("{timeout}", timeout)}
+def _tinycnn(timeout: str = "", ci: str = "") -> dict[str, Any]:
+    config = TINYCNN_CONFIG.replace("{timeout}", timeout) + (f"{ci}\n" if ci else "")
+    return {**TINYCNN, "onnx-gate.yml": config}
 
 
 def _local(
@@ -217,26 +219,44 @@ def finished_jobs(run: harness.Run) -> dict[str, bool]:
     return {re.sub(r"-\d+$", "", name): ok for name, ok in run.jobs().items()}
 
 
+def _export_layout(run: harness.Run) -> cijobs.ExportLayout:
+    """Where the plan job exported the bundles of the plan it uploaded (on this machine's CPUs)."""
+    return cijobs.export_layout(planning.read_plan(run.artifact("onnx-gate-plan") / "plan.json"))
+
+
+def _uploaded_bundles(run: harness.Run) -> set[str]:
+    return {p.name.removeprefix("onnx-gate-bundle-") for p in run.artifacts.glob("*/onnx-gate-bundle-*")}
+
+
 def test_the_example_is_one_verify_job_per_environment_with_the_local_verdicts(
     tmp_path: Path, env_cache: Path
 ) -> None:
+    """Five jobs where the plan job exports (on 2 CPUs or more: its four exports side by side end
+    before an export job's set-up would), one export job per bundle more where not; 12 verdicts."""
     run, github, (local_code, local) = _gate(tmp_path, example_files(), env_cache)
     assert len(local) == 12 and run.statuses() == local, run.log[-6000:]
     assert run.code == 0 and local_code == 0, run.log[-6000:]
     jobs = finished_jobs(run)
     assert {n for n in jobs if n.startswith("verify ")} == EXAMPLE_JOBS, sorted(jobs)
-    assert len(run.jobs()) == 1 + 4 + 3 + 1 and all(run.jobs().values()), run.jobs()
+    layout = _export_layout(run)
+    exports = 0 if layout.in_plan else 4
+    assert len(run.jobs()) == 1 + exports + 3 + 1 and all(run.jobs().values()), run.jobs()
+    assert ("export" in jobs) is not layout.in_plan, sorted(jobs)
+    assert _uploaded_bundles(run) == {"op17-dynamo", "op17-torchscript", "op18-dynamo", "op18-torchscript"}
     assert _check_conclusion(github) == "success"
     assert "✅ 12 passed · ❌ 0 failed" in _comment(github)
 
 
+@pytest.mark.parametrize("where", ["plan", "jobs"])
 def test_a_bundle_whose_export_cache_key_is_unchanged_is_restored_not_exported(
-    tmp_path: Path, env_cache: Path
+    tmp_path: Path, env_cache: Path, where: str
 ) -> None:
-    """The export cache of a run before (the base commit's) holds op17's entry under the key the
-    export job computes: that job restores it, the other exports, and the report names the reused
-    bundle; the verdicts are `onnx-gate run`'s."""
-    files = _tinycnn()
+    """The export cache of a run before (the base commit's) holds op17's entry: under the key its
+    export job computes (``ci.export: jobs``), or under another plan job's key, which the plan job
+    restores by the key's prefix (``plan``: the plan's key covers both bundles, and has changed).
+    op17 is restored, op18 exported, and the report names the reused bundle; the verdicts are
+    `onnx-gate run`'s."""
+    files = _tinycnn(ci=f"ci: {{export: {where}}}")
     seed = tmp_path / "seed"
     harness.make_repo(seed, files)
     cache = seed / "onnx-gate-out" / "export-cache"
@@ -245,9 +265,10 @@ def test_a_bundle_whose_export_cache_key_is_unchanged_is_restored_not_exported(
     exported = CliRunner().invoke(cli, args)
     assert exported.exit_code == 0, exported.output
     key = CliRunner().invoke(cli, [*args, "--cache-key"]).output.strip()
-    store = tmp_path / "act" / "artifacts" / "cache" / f"onnx-gate-export-op17-torchscript-{key}"
-    shutil.copytree(cache, store / "export-cache")
+    name = f"onnx-gate-export-op17-torchscript-{key}" if where == "jobs" else "onnx-gate-export-plan-0123abcd"
+    shutil.copytree(cache, tmp_path / "act" / "artifacts" / "cache" / name / "export-cache")
     run, github, (local_code, local) = _gate(tmp_path, files, env_cache)
+    assert ("export" in finished_jobs(run)) is (where == "jobs"), run.jobs()
     assert (
         run.statuses()
         == local
@@ -537,8 +558,7 @@ def test_more_than_256_cells_of_a_kind_all_get_verify_jobs_as_locally(
     """Every cell is verified on this host's onnxruntime (tests/act/standin_runner.py), in CI and
     locally: the host's release's cells pass, every other release's is an error for the judge's
     runtime check, the same on both sides; none is missing, those past 256 included."""
-    from ci_onnx import cijobs, matrix
-    from ci_onnx import plan as planning
+    from ci_onnx import matrix
     from tests.act import standin_runner
 
     monkeypatch.setitem(matrix.runners(), standin_runner.KIND, standin_runner.info())
@@ -665,10 +685,6 @@ def test_the_android_cells_run_in_verify_android_up_to_the_emulator_step(
     (tmp_path / "act.log").write_text(run.log)
     assert not github.state.violations, github.state.violations
     local_code, local = _local(repo, tmp_path / "local", env_cache)
-
-    from ci_onnx import cijobs
-    from ci_onnx import plan as planning
-
     outputs = cijobs.github_outputs(planning.read_plan(run.artifact("onnx-gate-plan") / "plan.json"))
     (entry,) = json.loads(outputs["matrix-android"])["include"]  # one emulator job for both EPs
     routed = set(entry["targets"])

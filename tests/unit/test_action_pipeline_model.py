@@ -3,6 +3,7 @@ what, waves beyond the concurrency limit, billed minutes. No figure here is a me
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -99,7 +100,7 @@ def test_n_targets_in_one_command_pay_the_start_once() -> None:
 def test_per_cell_is_the_designs_model_and_per_environment_one_job_each() -> None:
     shape = pl.Shape("x", "m", 4, (8,) * 8)
     before = pl.run("per cell", shape, COSTS, PARTS, A)
-    after = pl.run("per environment", shape, COSTS, PARTS, A)
+    after = pl.run("per environment, export jobs", shape, COSTS, PARTS, A)
     assert (before.count("export"), before.count("verify")) == (4, 64)
     assert (after.count("export"), after.count("verify")) == (4, 8), "cijobs: one job per release"
     slim = pm.jobs("slim", PARTS, A)
@@ -110,9 +111,33 @@ def test_per_cell_is_the_designs_model_and_per_environment_one_job_each() -> Non
 
 def test_a_restored_bundle_costs_its_key_and_the_cache_not_the_export() -> None:
     shape = pl.Shape("x", "m", 2, (2,))
-    cold = dict(pl.run("per environment", shape, COSTS, PARTS, A).jobs)["export"]
-    warm = dict(pl.run("per environment", shape, COSTS, PARTS, A, restored=True).jobs)["export"]
+    cold = dict(pl.run("per environment, export jobs", shape, COSTS, PARTS, A).jobs)["export"]
+    warm = dict(pl.run("per environment, export jobs", shape, COSTS, PARTS, A, restored=True).jobs)["export"]
     assert cold - warm == pytest.approx(COSTS.export_s - COSTS.restored_s - 1.0 / A.artifact_mb_per_s)
+
+
+def test_the_plan_job_exports_where_cijobs_says_so_and_no_export_job_runs() -> None:
+    shape = pl.Shape("x", "m", 4, (4,))
+    costs = dataclasses.replace(COSTS, export_serial_s=4 * COSTS.export_s - 3 * 1.0, export_jobs=4)
+    assert pl.in_plan(shape, costs)  # cijobs.export_layout on this shape's plan, 2 CPUs
+    grouped = pl.run("per environment", shape, costs, PARTS, A)
+    jobs = pl.run("per environment, export jobs", shape, costs, PARTS, A)
+    assert grouped.count("export") == 0 and jobs.count("export") == 4
+    plan = dict(grouped.jobs)["plan"] - dict(jobs.jobs)["plan"]
+    uploads = 4 * (A.artifact_s + costs.bundle_mb / A.artifact_mb_per_s)
+    assert plan == pytest.approx(costs.key_s + A.artifact_s + costs.export_many_s(4, pl.CPUS) + uploads)
+    assert grouped.billed_minutes < jobs.billed_minutes
+
+
+def test_export_children_side_by_side_are_the_parent_once_and_the_jobs_over_the_lanes() -> None:
+    # one job 10 s of which 4 s a child; four one after another 22 s; side by side on 2 CPUs 14 s
+    costs = dataclasses.replace(
+        COSTS, export_s=10.0, export_serial_s=22.0, export_every_s=14.0, export_jobs=4
+    )
+    assert costs.job_s == pytest.approx(4.0)
+    assert costs.parallel_efficiency(2) == pytest.approx((16 / 8 - 1) / 1)
+    assert costs.export_many_s(4, 2) == pytest.approx(6.0 + 16 / 2)
+    assert costs.export_many_s(1, 2) == pytest.approx(10.0), "never quicker than one child"
 
 
 def test_waves_start_the_longest_jobs_first() -> None:

@@ -8,9 +8,11 @@ import re
 from pathlib import Path
 
 import pytest
+from ruamel.yaml import YAML
 
 from ci_onnx import cijobs, config, matrix, scaffold
 from ci_onnx import plan as planning
+from ci_onnx.errors import ConfigError
 from ci_onnx.target import Target
 from tests.conftest import EXAMPLE_CONFIG
 
@@ -200,3 +202,104 @@ def test_a_new_kind_with_its_own_job_is_a_table_row(monkeypatch: pytest.MonkeyPa
     out = cijobs.github_outputs(_plan((Target("1.24.1", "cpu", 17, "dynamo", runner="qkind"),)))
     (entry,) = json.loads(out["matrix-quantum"])["include"]
     assert entry["name"] == "verify qkind-ort1.24.1 cpu · 1 target" and out["quantum-targets"] == "1"
+
+
+def _bundles(
+    opsets: int, exporters: tuple[str, ...] = ("dynamo", "torchscript"), mb: float = 0.07
+) -> planning.Plan:
+    targets = tuple(Target("1.32.0", "cpu", 7 + o, e) for o in range(opsets) for e in exporters)
+    return _plan(targets, bundle_mb={t.bundle_key: mb for t in targets})
+
+
+def test_the_example_exports_in_the_plan_job_and_uploads_each_bundle(tmp_path: Path) -> None:
+    plan = planning.expand(_example(tmp_path), INDEX)
+    layout = cijobs.export_layout(plan, cpus=2)
+    assert layout.in_plan and layout.in_plan_s < layout.jobs_s, layout
+    assert layout.export_jobs == ("op17-dynamo", "op17-torchscript", "op18-dynamo", "op18-torchscript")
+    out = cijobs.github_outputs(plan, cpus=2)
+    assert out["export-in-plan"] == "true" and out["export-bundles"] == "[]"
+    assert out["export-only"] == "op17-dynamo,op17-torchscript,op18-dynamo,op18-torchscript"
+    slots = [out[f"bundle-{n}"] for n in range(1, cijobs.PLAN_EXPORT_SLOTS + 1)]
+    assert slots == [*layout.bundles, "", "", "", ""]
+    assert layout.describe().startswith("  export 4 bundles in the plan job (about ")
+    assert layout.describe().endswith(" s in one export job per bundle, on 2 CPUs)")
+
+
+def test_exports_that_would_end_later_in_the_plan_job_get_jobs_of_their_own() -> None:
+    est = matrix.estimate().export
+    # one CPU: four exports of a 100 MB model one after another outlast an export job's set-up and one
+    serial = cijobs.export_layout(_bundles(2, mb=100.0), cpus=1)
+    assert not serial.in_plan and serial.in_plan_s == pytest.approx(
+        4 * est.job_work_s(100.0) + 4 * est.upload_s
+    )
+    assert cijobs.export_layout(_bundles(2, mb=100.0), cpus=4).in_plan
+    out = cijobs.github_outputs(_bundles(2, mb=100.0), cpus=1)
+    assert out["export-in-plan"] == "false" and out["export-only"] == "" and out["bundle-1"] == ""
+    assert json.loads(out["export-bundles"]) == list(serial.bundles)
+    # more bundles than the plan job has upload steps for
+    many = cijobs.export_layout(_bundles(5), cpus=16)
+    assert not many.in_plan and "more than the plan job's 8 uploads" in many.why
+
+
+def test_derived_precisions_come_with_their_fp32_export() -> None:
+    targets = tuple(
+        Target("1.32.0", "cpu", 18, "dynamo", precision=p) for p in ("fp32", "fp16", "int8-dynamic")
+    )
+    sizes = {"op18-dynamo": 91.0, "op18-dynamo-fp16": 45.5, "op18-dynamo-int8-dynamic": 22.75}
+    layout = cijobs.export_layout(_plan(targets, bundle_mb=sizes), cpus=2)
+    est = matrix.estimate().export
+    assert layout.export_jobs == ("op18-dynamo",) and len(layout.bundles) == 3
+    assert layout.in_plan_s == pytest.approx(est.job_work_s(91.0) + 3 * est.upload_s)
+    assert layout.in_plan
+
+
+def test_ci_export_overrides_the_estimate() -> None:
+    assert not cijobs.export_layout(_plan(_bundles(1).targets, export="jobs"), cpus=16).in_plan
+    forced = cijobs.export_layout(_plan(_bundles(2).targets, export="plan"), cpus=1)
+    assert forced.in_plan and forced.why.startswith("ci.export: plan")
+    with pytest.raises(ConfigError, match=r"ci\.export: plan: 10 bundles; the plan job exports at most 8"):
+        cijobs.export_layout(_plan(_bundles(5).targets, export="plan"), cpus=1)
+
+
+def test_the_plan_job_exports_behind_its_outputs_and_the_export_job_behind_its_own() -> None:
+    jobs = YAML(typ="safe").load(scaffold.workflow("pr-gate.yml.j2", scaffold.Settings()))["jobs"]
+    steps = jobs["plan"]["steps"]
+    exports = [s for s in steps if s.get("with", {}).get("command") == "export"]
+    assert [s["if"] for s in exports] == ["steps.plan.outputs.export-in-plan == 'true'"] * 2
+    assert exports[1]["continue-on-error"] is True and "cache-key" not in exports[1]["with"]
+    # the model's code runs in this job now: the token reaches the plan step alone
+    assert [s["id"] for s in steps if "github-token" in s.get("with", {})] == ["plan"]
+    assert not any("GITHUB_TOKEN" in str(s.get("env", "")) for s in steps)
+    uploads = [s for s in steps if "bundle-" in s.get("if", "")]
+    assert len(uploads) == cijobs.PLAN_EXPORT_SLOTS
+    assert uploads[2]["if"] == "always() && steps.plan.outputs.bundle-3 != ''"
+    assert uploads[2]["with"]["name"] == "onnx-gate-bundle-${{ steps.plan.outputs.bundle-3 }}"
+    cache = next(s for s in steps if "actions/cache" in s.get("uses", ""))
+    assert cache["with"]["restore-keys"] == "onnx-gate-export-plan-"
+    assert jobs["export"]["if"] == "needs.plan.outputs.export-bundles != '[]'"
+    assert (
+        jobs["export"]["strategy"]["matrix"]["bundle"] == "${{ fromJSON(needs.plan.outputs.export-bundles) }}"
+    )
+
+
+def test_the_export_estimate_is_calibrated_on_the_committed_bench_figures() -> None:
+    """matrix/ci.toml's [estimate.export] comes from bench/PIPELINE.md's rows it names."""
+    text = (ROOT / "bench" / "PIPELINE.md").read_text()
+    est = matrix.estimate().export
+    digitnet = re.search(
+        r"^\| DigitNet \(the example\) \| ([\d.]+) s .*\| [\d.]+ s side by side, [\d.]+ s one after another "
+        r"\(4 export jobs: ([\d.]+) s each, parallel efficiency ([\d.]+) on 2 CPUs\) \|$",
+        text,
+        re.M,
+    )
+    minilm = re.search(r"^\| all-MiniLM-L6-v2 \| ([\d.]+) s .*\| ([\d.]+) MB \|", text, re.M)
+    size = re.search(r"^\| DigitNet \(the example\) \|.*\| ([\d.]+) MB \|", text, re.M)
+    assert digitnet and minilm and size, (
+        "bench/PIPELINE.md no longer has the rows: re-calibrate matrix/ci.toml"
+    )
+    assert est.job_s == pytest.approx(float(digitnet[2]), abs=0.05)
+    assert est.parallel_efficiency == pytest.approx(float(digitnet[3]), abs=0.005)
+    per_mb = (float(minilm[1]) - float(digitnet[1])) / (float(minilm[2]) - float(size[1]))
+    assert est.s_per_mb == pytest.approx(per_mb, rel=0.02)
+    setup = re.search(r"Design `slim`.*?^\| export \| \d+ MB \| (\d+) s \|", text, re.M | re.S)
+    assert setup and est.job_setup_s == pytest.approx(float(setup[1]), abs=0.5)

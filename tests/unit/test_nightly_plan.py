@@ -65,7 +65,9 @@ def test_export_only_resolves_the_nightly_spec_through_the_configs_nightly_index
     the one plan and run build (with targets.nightly_index), or ``nightly`` resolves to nothing."""
     exported: list[list[str]] = []
 
-    def export_all(cfg: object, jobs: list[object], out: Path, log: object) -> list[object]:
+    def export_all(
+        cfg: object, jobs: list[object], out: Path, log: object, parallel: int = 0
+    ) -> list[object]:
         exported.append([j.key for j in jobs])  # type: ignore[attr-defined]
         return []
 

@@ -1,5 +1,6 @@
-"""The example's pull-request gate under act, one verify job per environment: its jobs, each job's
-wall time, and every target's verdict against `onnx-gate run` on the same commit.
+"""The example's pull-request gate under act, one verify job per environment and the exports where
+the plan puts them: its jobs, each job's wall time, and every target's verdict against `onnx-gate
+run` on the same commit.
 
     python -m bench.act_layout [--work DIR] [--out bench/ACT_LAYOUT.md]
 
@@ -38,18 +39,21 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(dir=args.work) as tmp:
         run, _github, (local_code, local) = scenario._gate(Path(tmp), scenario.example_files(), env_cache)
         ci = run.statuses()  # read from the run's artifacts, before they go
+        layout = scenario._export_layout(run)
     took = time.perf_counter() - started
     walls = {name: s for name, s in run.wall_times().items() if name in run.jobs()}
     lines = [
-        "# The example's gate under act: one verify job per environment",
+        "# The example's gate under act: one verify job per environment, the exports in the plan job",
         "",
         f"Measured with `python -m bench.act_layout` ({took:.0f} s, act and then `onnx-gate run`).",
         "What it runs and what the wall times mean: the docstring of bench/act_layout.py.",
         "",
         *common.machine_lines(),
         "",
-        f"{len(walls)} jobs (the layout before: one verify job per target, "
-        f"{len(walls) - len([n for n in walls if n.startswith('verify ')]) + len(local)} for these cells).",
+        f"{len(walls)} jobs (the layout before: one export job per bundle and one verify job per target, "
+        f"{1 + len(layout.bundles) + len(local) + 1} for these cells).",
+        "",
+        f"The plan job's estimate (`ci.export: auto`): {layout.describe().strip()}.",
         "",
         "| job | wall time | succeeded |",
         "|---|---|---|",

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from bench.pipeline_model import Assumptions, Parts
+    from ci_onnx.plan import Plan
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +43,36 @@ class ModelCosts:
     """``onnx-gate export --cache-key``: the grouped layout's export job computes it first."""
     restored_s: float
     """``onnx-gate export --cache-dir`` when the cache holds the bundle (checked and copied out)."""
+    export_serial_s: float = 0.0
+    """``onnx-gate export --jobs 1`` of every bundle of the config in one command: its export jobs
+    one after another."""
+    export_every_s: float = 0.0
+    """The same, its children side by side (the default; the plan job's export)."""
+    export_jobs: int = 1
+    """The export jobs (opset × exporter) those commands ran."""
+
+    @property
+    def job_s(self) -> float:
+        """One export job's child: what each job after the first adds when they run one after another."""
+        if self.export_jobs < 2 or not self.export_serial_s:
+            return self.export_s
+        return (self.export_serial_s - self.export_s) / (self.export_jobs - 1)
+
+    def parallel_efficiency(self, cpus: int) -> float:
+        """What each CPU beyond the first adds to the speed of the children side by side (1: as much
+        as the first)."""
+        if self.export_jobs < 2 or cpus < 2 or not (self.export_every_s and self.export_serial_s):
+            return 0.0
+        parent = self.export_s - self.job_s
+        speedup = (self.export_serial_s - parent) / (self.export_every_s - parent)
+        return (speedup - 1) / (min(cpus, self.export_jobs) - 1)
+
+    def export_many_s(self, jobs: int, cpus: int) -> float:
+        """``jobs`` export jobs of this model in one command on ``cpus``: the parent once, the
+        children side by side at the measured efficiency, never quicker than one child."""
+        parent = self.export_s - self.job_s
+        lanes = 1 + (min(cpus, jobs) - 1) * self.parallel_efficiency(cpus)
+        return parent + max(self.job_s, jobs * self.job_s / lanes)
 
     @property
     def per_target_s(self) -> float:
@@ -60,6 +91,12 @@ class Shape:
     model: str
     bundles: int
     environments: tuple[int, ...]
+    precisions: tuple[str, ...] = ("fp32",)
+    """Each export job's bundles: the bundles are ``bundles / len(precisions)`` export jobs."""
+
+    @property
+    def export_jobs(self) -> int:
+        return self.bundles // len(self.precisions)
 
     @property
     def targets(self) -> int:
@@ -68,7 +105,13 @@ class Shape:
 
 SHAPES = (
     Shape("the example (examples/tinycnn: 4 bundles, 3 environments, 12 targets)", "tinycnn", 4, (4, 4, 4)),
-    Shape("MiniLM with precisions (fp32, fp16, int8-dynamic: 3 bundles, 1 environment)", "minilm", 3, (3,)),
+    Shape(
+        "MiniLM with precisions (fp32, fp16, int8-dynamic: 3 bundles, 1 environment)",
+        "minilm",
+        3,
+        (3,),
+        ("fp32", "fp16", "int8-dynamic"),
+    ),
     Shape(
         "a 64-target plan (4 bundles × 4 releases × cpu, openvino × 2 session presets)",
         "tinycnn",
@@ -77,9 +120,12 @@ SHAPES = (
     ),
     Shape("a 264-target plan (8 bundles × 33 releases, as the act scenario)", "tinycnn", 8, (8,) * 33),
 )
-LAYOUTS = ("per cell", "per environment", "per environment, one export job")
-"""The last is not what the workflows do: it shows what folding every export into one job would
-give (its bundles exported one after another), the one lever left on the example's billed minutes."""
+LAYOUTS = ("per cell", "per environment, export jobs", "per environment")
+"""The layout before; verify jobs per environment with one export job per bundle (``ci.export:
+jobs``); and what the workflows do by default (``ci.export: auto``): the plan job exports where
+ci_onnx.cijobs.export_layout says that ends no later."""
+CPUS = 2
+"""A GitHub-hosted Linux runner of a private repository (the ones billed): 2 CPUs."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,32 +147,48 @@ class Run:
         return sum(1 for k, _ in self.jobs if k == kind)
 
 
-def _groups(shape: Shape, costs: ModelCosts) -> list[int]:
-    """The grouped layout's verify jobs (targets in each), as ci_onnx.cijobs lays out a plan of this
-    shape: one environment per release and provider, its cells across the bundles."""
-    from ci_onnx import cijobs
+def _plan(shape: Shape, costs: ModelCosts) -> Plan:
+    """A plan of this shape: one environment per release and provider, its cells across the bundles
+    (opsets × the shape's precisions)."""
+    from ci_onnx import cijobs, matrix
     from ci_onnx import plan as planning
     from ci_onnx.target import Target
 
     targets = []
     for e, n in enumerate(shape.environments):
         for i in range(n):
+            b = i % shape.bundles
             preset = ("default", "basic", "extended", "no_opt")[i // shape.bundles % 4]
+            precision = shape.precisions[b % len(shape.precisions)]
+            opset = 7 + b // len(shape.precisions)
             targets.append(
-                Target(f"1.{20 + e}.0", "cpu", 7 + i % shape.bundles, "dynamo", session_options=preset)
+                Target(f"1.{20 + e}.0", "cpu", opset, "dynamo", session_options=preset, precision=precision)
             )
-    bundle_mb = {t.bundle_key: costs.bundle_mb for t in targets}
-    plan = planning.Plan(
-        1, "shape.yml", shape.model, tuple(targets), ci=cijobs.CiSettings(bundle_mb=bundle_mb)
-    )
+    size = matrix.estimate().precision_size
+    bundle_mb = {t.bundle_key: costs.bundle_mb * size[t.precision] for t in targets}
+    ci = cijobs.CiSettings(bundle_mb=bundle_mb)
+    return planning.Plan(1, "shape.yml", shape.model, tuple(targets), ci=ci)
+
+
+def _groups(plan: Plan) -> list[int]:
+    """The grouped layout's verify jobs (targets in each), as ci_onnx.cijobs lays the plan out."""
+    from ci_onnx import cijobs
+
     return [len(v.targets) for v in cijobs.verify_jobs(plan)]
+
+
+def in_plan(shape: Shape, costs: ModelCosts) -> bool:
+    """Whether ci_onnx.cijobs (``ci.export: auto``) has the plan job export a plan of this shape."""
+    from ci_onnx import cijobs
+
+    return cijobs.export_layout(_plan(shape, costs), cpus=CPUS).in_plan
 
 
 def run(
     layout: str, shape: Shape, costs: ModelCosts, p: Parts, a: Assumptions, *, restored: bool = False
 ) -> Run:
     """The jobs of ``layout`` for ``shape``; ``restored``: every bundle's export cache key is unchanged
-    since the base commit (the grouped layout's export jobs restore them instead of exporting)."""
+    since the base commit (the grouped layout's exports restore them instead of exporting)."""
     from bench.pipeline_model import jobs as job_kinds
 
     if layout not in LAYOUTS:
@@ -136,19 +198,22 @@ def run(
     plan_s, report_s = kinds["plan"].total_s, kinds["report"].total_s
     export_setup = kinds["export"].setup_s + transfer  # its bundle uploaded
     verify_setup = kinds["verify"].setup_s  # plan and bundle downloads, results upload, the runtime
+    plan = _plan(shape, costs)
+    export: list[float] = []
     if layout == "per cell":
         export = [export_setup + costs.export_before_s] * shape.bundles
         verify = [verify_setup + transfer + costs.verify_one_s] * shape.targets
     else:
         cache_step = a.artifact_s + (transfer if restored else 0.0)
-        work = costs.restored_s if restored else costs.export_s
-        export = [export_setup + costs.key_s + cache_step + work] * shape.bundles
-        if layout.endswith("one export job"):
-            extra = (shape.bundles - 1) * (transfer + a.artifact_s + (0.0 if restored else costs.export_s))
-            export = [export[0] + extra]
+        if layout == "per environment" and in_plan(shape, costs):
+            # the plan job: its key, its cache, one export of every bundle, an upload each
+            work = costs.restored_s if restored else costs.export_many_s(shape.export_jobs, CPUS)
+            plan_s += costs.key_s + cache_step + work + shape.bundles * (transfer + a.artifact_s)
+        else:
+            work = costs.restored_s if restored else costs.export_s
+            export = [export_setup + costs.key_s + cache_step + work] * shape.bundles
         verify = [
-            verify_setup + min(n, shape.bundles) * transfer + costs.verify_work_s(n)
-            for n in _groups(shape, costs)
+            verify_setup + min(n, shape.bundles) * transfer + costs.verify_work_s(n) for n in _groups(plan)
         ]
     waves = _waves(export, a.concurrency) + _waves(verify, a.concurrency)
     jobs = [("plan", plan_s), *(("export", s) for s in export), *(("verify", s) for s in verify)]
@@ -165,23 +230,35 @@ def render(costs: Mapping[str, ModelCosts], p: Parts, a: Assumptions) -> list[st
     lines = ["### Verify jobs per cell against per environment", ""]
     lines += [
         "| model | export job (through the plan) | verify, 1 target | verify, N targets of one environment "
-        "| per target after the first | bundle | `--cache-key` | export from the cache |",
-        "|---|---|---|---|---|---|---|---|",
+        "| per target after the first | bundle | `--cache-key` | export from the cache "
+        "| export, every bundle in one command |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for c in costs.values():
+        every = (
+            f"{c.export_every_s:.1f} s side by side, {c.export_serial_s:.1f} s one after another "
+            f"({c.export_jobs} export jobs: {c.job_s:.1f} s each, parallel efficiency "
+            f"{c.parallel_efficiency(CPUS):.2f} on {CPUS} CPUs)"
+            if c.export_jobs > 1 and c.export_every_s
+            else "its export job (one opset × exporter)"
+        )
         lines.append(
             f"| {c.name} | {c.export_s:.1f} s ({c.export_before_s:.1f} s) | {c.verify_one_s:.2f} s | "
             f"{c.verify_many_s:.2f} s "
             f"(N = {c.many}) | {c.per_target_s:.2f} s | {c.bundle_mb:.1f} MB | {c.key_s:.2f} s | "
-            f"{c.restored_s:.2f} s |"
+            f"{c.restored_s:.2f} s | {every} |"
         )
     lines += [
         "",
         "Medians of the same interleaved runs as the parts above. `per cell`: one verify job per target "
         "(the layout before); `per environment`: one per runner kind, package, release and labels, split "
         "where ci_onnx/cijobs.py's estimate exceeds `ci.max_job_minutes` (10), its targets verified by "
-        "one command, modelled serially (`--jobs 1`; a runner's further cores only shorten it). Its "
-        "export job computes the export cache key and asks actions/cache first.",
+        "one command, modelled serially (`--jobs 1`; a runner's further cores only shorten it). Every "
+        "export computes the export cache key and asks actions/cache first. `export jobs`: one export "
+        "job per bundle (`ci.export: jobs`). Without it (`ci.export: auto`, the default) the plan job "
+        "exports every bundle itself, side by side, where ci_onnx/cijobs.py's estimate (matrix/ci.toml) "
+        f"says that ends no later than export jobs would on a {CPUS}-CPU runner, and uploads each; a "
+        "plan without a `per environment (exports in the plan job)` row keeps its export jobs.",
         "",
         "| plan | layout | jobs (verify) | runner minutes | billed minutes | critical path |",
         "|---|---|---|---|---|---|",
@@ -191,15 +268,19 @@ def render(costs: Mapping[str, ModelCosts], p: Parts, a: Assumptions) -> list[st
         if c is None:
             lines.append(f"| {shape.name} | — | not measured in this run | | | |")
             continue
-        for layout, restored in (
+        here = in_plan(shape, c)
+        rows = [
             ("per cell", False),
-            ("per environment", False),
-            ("per environment", True),
-            ("per environment, one export job", False),
-            ("per environment, one export job", True),
-        ):
+            ("per environment, export jobs", False),
+            ("per environment, export jobs", True),
+        ]
+        if here:  # else `auto` is the export jobs' rows above
+            rows += [("per environment", False), ("per environment", True)]
+        where = "exports in the plan job" if here else "export jobs"
+        for layout, restored in rows:
             r = run(layout, shape, c, p, a, restored=restored)
-            name = layout + (", bundles restored" if restored else "")
+            name = layout if layout != "per environment" else f"per environment ({where})"
+            name += ", bundles restored" if restored else ""
             lines.append(
                 f"| {shape.name} | {name} | {len(r.jobs)} ({r.count('verify')}) | {r.runner_minutes:.1f} | "
                 f"{r.billed_minutes} | {r.critical_path_s / 60:.1f} min ({r.critical_path_s:.0f} s) |"

@@ -529,6 +529,14 @@ def _layout_cases(
             _gate("export", "--config", str(cfg), "--only", f"*-{job}", "--out", str(home / "g")).argv,
             env=OFFLINE,
         )
+        if name == "tinycnn":  # four export jobs in one command (MiniLM's is one job)
+            cases[f"{name} export, every bundle"] = harness.Command(
+                _gate("export", "--config", str(cfg), "--out", str(home / "a")).argv, env=OFFLINE
+            )
+            cases[f"{name} export, every bundle, one at a time"] = harness.Command(
+                _gate("export", "--config", str(cfg), "--jobs", "1", "--out", str(home / "s")).argv,
+                env=OFFLINE,
+            )
         cases[f"{name} verify 1"] = verify(ids[:1])
         cases[f"{name} verify {len(ids)}"] = verify(ids)
         cases[f"{name} cache key"] = harness.Command(
@@ -573,6 +581,9 @@ def _layout_cases(
                 bundle_mb=sizes[name],
                 key_s=medians[f"{name} cache key"],
                 restored_s=medians[f"{name} restored"],
+                export_serial_s=medians.get(f"{name} export, every bundle, one at a time", 0.0),
+                export_every_s=medians.get(f"{name} export, every bundle", 0.0),
+                export_jobs=len(keys) if name == "tinycnn" else 1,
             )
             for name, (_, keys) in models.items()
         }

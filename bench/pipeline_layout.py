@@ -204,6 +204,9 @@ def run(
         export = [export_setup + costs.export_before_s] * shape.bundles
         verify = [verify_setup + transfer + costs.verify_one_s] * shape.targets
     else:
+        # the plan job's export steps use the full image, and GitHub pulls every container action's
+        # image while it sets the job up, a step that will skip included
+        plan_s += (kinds["export"].setup_mb - kinds["plan"].setup_mb) / a.pull_mb_per_s
         cache_step = a.artifact_s + (transfer if restored else 0.0)
         if layout == "per environment" and in_plan(shape, costs):
             # the plan job: its key, its cache, one export of every bundle, an upload each
@@ -258,7 +261,9 @@ def render(costs: Mapping[str, ModelCosts], p: Parts, a: Assumptions) -> list[st
         "job per bundle (`ci.export: jobs`). Without it (`ci.export: auto`, the default) the plan job "
         "exports every bundle itself, side by side, where ci_onnx/cijobs.py's estimate (matrix/ci.toml) "
         f"says that ends no later than export jobs would on a {CPUS}-CPU runner, and uploads each; a "
-        "plan without a `per environment (exports in the plan job)` row keeps its export jobs.",
+        "plan without a `per environment (exports in the plan job)` row keeps its export jobs. Either "
+        "way the plan job pulls the full image too: GitHub pulls every container action's image while "
+        "it sets a job up, that of a step that will skip included.",
         "",
         "| plan | layout | jobs (verify) | runner minutes | billed minutes | critical path |",
         "|---|---|---|---|---|---|",

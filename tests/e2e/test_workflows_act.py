@@ -546,10 +546,11 @@ model:
 export: {opsets: [11, 12, 13, 14, 15, 16, 17, 18], exporters: [torchscript]}
 verify: {random_inputs: 1, batch_sizes: [], latency_runs: 1}
 targets: {runtimes: [latest-33], providers: [cpu]}
-ci: {max_cells_per_job: 1}
+ci: {max_cells_per_job: 1, export: plan}
 """
 """8 bundles × the 33 newest releases: 264 container cells, one verify job each (ci.max_cells_per_job:
-1; grouped, they would be 33 jobs), so 8 of them go to verify-2."""
+1; grouped, they would be 33 jobs), so 8 of them go to verify-2. The plan job exports the 8 bundles
+(ci.export: plan; auto gives them export jobs on 2 CPUs), every one of its upload steps used."""
 
 
 def test_more_than_256_cells_of_a_kind_all_get_verify_jobs_as_locally(
@@ -574,6 +575,7 @@ def test_more_than_256_cells_of_a_kind_all_get_verify_jobs_as_locally(
     assert len(second) == 264 - 256 and second <= set(run.statuses()), outputs["matrix-2"]
     verify_jobs = [name for name in run.jobs() if name.startswith("verify ")]
     assert len(verify_jobs) == 264, len(verify_jobs)
+    assert "export" not in finished_jobs(run) and len(_uploaded_bundles(run)) == cijobs.PLAN_EXPORT_SLOTS
     assert _check_conclusion(github) == "failure"
     body = _comment(github)
     assert not re.search(r"⚠️ \d+ missing|\| ⚠️ \||⚠️ <code>", body), body[:3000]

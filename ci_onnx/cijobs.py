@@ -196,12 +196,6 @@ class ExportLayout:
         return f"  export {n} bundle{'s' if n != 1 else ''} in {where} ({self.why})"
 
 
-def _export_job_key(target: Target) -> str:
-    from ci_onnx.target import scoped
-
-    return scoped(target.model, f"op{target.opset}-{target.exporter}")
-
-
 def export_layout(plan: Plan, cpus: int | None = None) -> ExportLayout:
     """Whether the plan job exports the bundles itself, its export children side by side on its
     ``cpus`` (this machine's where not given: the plan job runs on the runner the export jobs
@@ -217,8 +211,7 @@ def export_layout(plan: Plan, cpus: int | None = None) -> ExportLayout:
     work: dict[str, float] = {}
     for t in plan.runnable:
         mb = plan.ci.bundle_mb.get(t.bundle_key, est.unknown_mb) / est.precision_size.get(t.precision, 1.0)
-        key = _export_job_key(t)
-        work[key] = max(work.get(key, 0.0), est.export.job_work_s(mb))
+        work[t.export_key] = max(work.get(t.export_key, 0.0), est.export.job_work_s(mb))
     cpus = max(1, cpus if cpus is not None else proc.cpu_count() or 1)
     longest = max(work.values(), default=0.0)
     side_by_side = max(

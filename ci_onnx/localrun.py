@@ -397,9 +397,3 @@ def child_env(environ: Mapping[str, str]) -> dict[str, str]:
     from ci_onnx import proc
 
     return proc.child_environment(environ)
-
-
-def cpu_count() -> int | None:
-    from ci_onnx import proc
-
-    return proc.cpu_count()

@@ -161,8 +161,13 @@ class Target:
     @property
     def bundle_key(self) -> str:
         """The bundle this target verifies: one export per (model, opset, exporter, precision)."""
-        suffix = "" if self.precision == "fp32" else f"-{self.precision}"
-        return scoped(self.model, f"op{self.opset}-{self.exporter}{suffix}")
+        return self.export_key if self.precision == "fp32" else f"{self.export_key}-{self.precision}"
+
+    @property
+    def export_key(self) -> str:
+        """The export job behind its bundle (export.runner.Job.key): a derived precision's bundle
+        comes from its fp32 export."""
+        return scoped(self.model, f"op{self.opset}-{self.exporter}")
 
     @classmethod
     def from_id(cls, target_id: str) -> Target:

@@ -71,7 +71,7 @@ def run(
     run_all: bool = False,
 ) -> None:
     """Export, verify every target in its own environment, and report, on this machine."""
-    from ci_onnx import baseref, cascade, config, localrun
+    from ci_onnx import baseref, cascade, config, localrun, proc
     from ci_onnx.envs import find_uv
     from ci_onnx.errors import UsageError
 
@@ -100,7 +100,7 @@ def run(
     options = localrun.RunOptions(
         out=out,
         cache_dir=cache_dir or default_cache_dir(),
-        jobs=jobs or localrun.default_jobs(localrun.cpu_count()),
+        jobs=jobs or localrun.default_jobs(proc.cpu_count()),
         only=tuple(only),
         live=sys.stderr.isatty() and os.environ.get("TERM") != "dumb",
         uv=find_uv(),

@@ -172,7 +172,7 @@ def verify(
             options,
             how=how,
             python=str(python) if python else None,
-            jobs=jobs or localrun.default_jobs(localrun.cpu_count()),
+            jobs=jobs or localrun.default_jobs(proc.cpu_count()),
             record_errors=len(targets) > 1,
             run_config=known or None,
         )

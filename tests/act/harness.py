@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -155,6 +156,15 @@ class Run:
     seen_at: tuple[float, ...] = ()
     """When each line of ``log`` arrived (seconds from act's start)."""
 
+    def tail(self, n: int = 6000) -> str:
+        """The log's last ``n`` characters, for an assertion's message; where act itself crashed (a
+        Go panic or fatal error, whose goroutine dump would fill the tail), its first lines too."""
+        crash = re.search(r"^(panic: |fatal error: ).*", self.log, re.MULTILINE)
+        if crash is None or crash.start() >= len(self.log) - n:
+            return self.log[-n:]
+        head = self.log[crash.start() : crash.start() + n // 3]
+        return f"act crashed:\n{head}\n[…]\n{self.log[-(n - len(head)) :]}"
+
     def wall_times(self) -> dict[str, float]:
         """Job (or matrix cell) name → seconds from its first log line to its 🏁 line."""
         first: dict[str, float] = {}
@@ -186,7 +196,7 @@ class Run:
 
     def artifact(self, name: str) -> Path:
         hits = sorted(self.artifacts.glob(f"*/{name}"))
-        assert hits, f"no artifact {name}; log tail:\n{self.log[-4000:]}"
+        assert hits, f"no artifact {name}; log tail:\n{self.tail(4000)}"
         return hits[0]
 
 

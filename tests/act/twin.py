@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from ci_onnx import envs, matrix
+from ci_onnx import cijobs, envs, matrix
 from ci_onnx.action import Inputs, runtime, split_multi
 from ci_onnx.action import __main__ as entry
 from ci_onnx.runners import python as python_kind
@@ -28,6 +28,9 @@ from ci_onnx.target import Target
 from tests.act import standin_runner
 
 CACHE_ENV = "ACT_ENV_CACHE"
+MATRIX_LIMIT_ENV = "ACT_MATRIX_LIMIT"
+"""Entries per ``strategy.matrix`` in this run's plan job (GitHub's is 256): a test that proves the
+verify-2 … jobs run under act does so with tens of cells, not hundreds of jobs."""
 
 
 def job_interpreter(environ: dict[str, str]) -> str | None:
@@ -56,6 +59,8 @@ def main() -> None:
         standin_runner.register()
         os.environ["INPUT_INSTALL_RUNTIME"] = "false"  # every cell runs on this host's runtime
         environ["INPUT_INSTALL_RUNTIME"] = "false"
+    if environ.get(MATRIX_LIMIT_ENV):
+        cijobs.MAX_JOBS_PER_MATRIX = int(environ[MATRIX_LIMIT_ENV])
     if environ.get(CACHE_ENV):
         os.environ.setdefault("ONNX_GATE_CACHE", environ[CACHE_ENV])
     python = job_interpreter(environ)

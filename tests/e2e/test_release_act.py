@@ -77,19 +77,19 @@ def test_a_release_stops_at_private_images_then_moves_v1_once_they_are_public(
             return run
 
         private = release(1)
-        assert private.jobs().get("images") is True, private.log[-6000:]
-        assert private.jobs().get("public") is False, private.log[-6000:]
+        assert private.jobs().get("images") is True, private.tail()
+        assert private.jobs().get("public") is False, private.tail()
         assert "release" not in private.jobs(), "the tags moved though the images cannot be pulled"
         for package in ("onnx-gate", "onnx-gate-verify"):
             assert (
                 f"ghcr.io/onnx-gate/{package}:{VERSION} cannot be pulled anonymously" in private.log
                 and f"https://github.com/orgs/onnx-gate/packages/container/{package}/settings" in private.log
-            ), private.log[-6000:]
+            ), private.tail()
         assert not github.state.refs and not github.state.releases
 
         (state / "public").write_text("onnx-gate/onnx-gate\nonnx-gate/onnx-gate-verify\n")
         public = release(2)
-        assert public.code == 0 and public.jobs().get("release") is True, public.log[-6000:]
+        assert public.code == 0 and public.jobs().get("release") is True, public.tail()
     assert not github.state.violations, github.state.violations
     assert github.state.refs == {"tags/v1": sha, "tags/v1.0": sha}
     (notes,) = github.state.releases.values()
@@ -125,6 +125,6 @@ def test_a_tag_that_is_not_the_version_builds_nothing(
             repo, "release.yml", "push", event, work=tmp_path / "act", api_url=github.url, token=fake.TOKEN,
             env={"DOCKER_STANDIN_STATE": str(state)},
         )  # fmt: skip
-    assert run.jobs().get("images") is False, run.log[-4000:]
+    assert run.jobs().get("images") is False, run.tail(4000)
     assert f"tag v9.9.9 does not name the package version {VERSION}" in run.log
     assert not (state / "calls.jsonl").exists() and not github.state.refs

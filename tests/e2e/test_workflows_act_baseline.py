@@ -128,7 +128,7 @@ def test_a_push_leaves_the_baseline_and_pull_requests_are_judged_against_it(
 
         push = act("push", "push", base, 51)
         baseline = push.artifact(ARTIFACT)
-        assert json.loads((baseline / "baseline.json").read_text())["commit"] == base, push.log[-4000:]
+        assert json.loads((baseline / "baseline.json").read_text())["commit"] == base, push.tail(4000)
         assert {p.name for p in baseline.iterdir()} == {"plan.json", "baseline.json", "collected"}
         assert _statuses(store, 51) == {CELLS[0]: "passed", CELLS[1]: "passed", KNOWN: "failed"}, push.log[
             -4000:
@@ -182,7 +182,7 @@ def test_a_push_leaves_the_baseline_and_pull_requests_are_judged_against_it(
     (tmp_path / "verdicts.json").write_text(json.dumps(summary, indent=1))
     assert _statuses(store, 52) == {}, "the model is unchanged since the base: no verify job ran"
     assert local == {CELLS[0]: "passed", CELLS[1]: "passed", KNOWN: "failed"}
-    assert known_only.code == 0 and code == 0, known_only.log[-6000:] + output[-3000:]
+    assert known_only.code == 0 and code == 0, known_only.tail() + output[-3000:]
     assert known_check["conclusion"] == "success"
     assert f"compared with `{base[:7]}` (the onnx-gate-baseline artifact of run" in known_only.log
     assert f"unchanged since {base[:7]}, not re-run" in known_check["output"]["summary"]
@@ -190,7 +190,7 @@ def test_a_push_leaves_the_baseline_and_pull_requests_are_judged_against_it(
     assert _statuses(store, 54) == {CELLS[0]: "passed", CELLS[1]: "passed", KNOWN: "failed"}, rerun.log[
         -4000:
     ]
-    assert rerun.code == 0 and rerun_check["conclusion"] == "success", rerun.log[-6000:]
+    assert rerun.code == 0 and rerun_check["conclusion"] == "success", rerun.tail()
     assert "the base bundle: the onnx-gate-bundle-op17-torchscript artifact of run" in rerun.log
     result = json.loads(next((store / "54").glob(f"onnx-gate-results-{CELLS[0]}/results/*.json")).read_text())
     assert result["paired"]["base_bundle"], "the verify job timed the base bundle beside the head's"
@@ -198,7 +198,7 @@ def test_a_push_leaves_the_baseline_and_pull_requests_are_judged_against_it(
     code, local, output = verdicts["planted"]
     assert _statuses(store, 53) == local
     assert local[CELLS[0]] == local[CELLS[1]] == "failed", local
-    assert regression.code != 0 and code == 1, regression.log[-6000:]
+    assert regression.code != 0 and code == 1, regression.tail()
     assert regression_check["conclusion"] == "failure"
     (body,) = comments  # one sticky comment, edited by each run of the pull request
     assert re.match(r"## ❌ onnx-gate: [23] regressions, 0 fixed", body.splitlines()[1]), body[:400]

@@ -67,7 +67,7 @@ def test_a_rerun_of_a_failed_verify_job_uploads_again_and_the_report_follows_it(
             return run
 
         first = attempt(1, {DIE_ENV: f"SIGSEGV:*{crashed}*"})
-        assert first.statuses() == {other: "passed", crashed: "error"}, first.log[-6000:]
+        assert first.statuses() == {other: "passed", crashed: "error"}, first.tail()
         assert _last_check(github)["conclusion"] == "failure"
         second = attempt(2, {})
     assert not github.state.violations, github.state.violations
@@ -77,7 +77,7 @@ def test_a_rerun_of_a_failed_verify_job_uploads_again_and_the_report_follows_it(
     jobs = {re.sub(r"-\d+$", "", name): ok for name, ok in second.jobs().items()}
     assert jobs[f"verify ort{RUNTIME} cpu · 2 targets"] is True and jobs["report"] is True, jobs
     local_code, local = _local(repo, tmp_path / "local", env_cache)
-    assert second.statuses() == local == {other: "passed", crashed: "passed"}, second.log[-6000:]
+    assert second.statuses() == local == {other: "passed", crashed: "passed"}, second.tail()
     assert second.code == 0 and local_code == 0
     assert _last_check(github)["conclusion"] == "success"
     (comment,) = github.state.comments.values()
@@ -112,8 +112,8 @@ def test_the_composite_gate_needs_no_image_and_gives_the_local_verdict(
     assert not github.state.violations, github.state.violations
     local_code, local = _local(repo, tmp_path / "local", env_cache)
     assert local == {f"ort{RUNTIME}-cpu-op17-torchscript": "passed"} and local_code == 0, local
-    assert run.statuses() == local, run.log[-8000:]
-    assert run.code == 0 and _last_check(github)["conclusion"] == "success", run.log[-8000:]
+    assert run.statuses() == local, run.tail(8000)
+    assert run.code == 0 and _last_check(github)["conclusion"] == "success", run.tail(8000)
     installs = re.findall(
         r"^\[onnx-gate/([^\]\s]+)[^\]]*\]\s+✅  Success - Main Install onnx-gate from the action's checkout",
         run.log,
@@ -122,7 +122,7 @@ def test_the_composite_gate_needs_no_image_and_gives_the_local_verdict(
     # every job, no image; the plan job three times (the plan, the cache key, the export), of which
     # the export's finds what the cache key's step installed
     assert sorted(installs) == ["plan", "plan", "plan", "report", "verify"], installs
-    assert run.log.count("onnx-gate (export) is installed in") == 1, run.log[-8000:]
+    assert run.log.count("onnx-gate (export) is installed in") == 1, run.tail(8000)
     assert "tests.act.twin" not in run.log, "a twin ran instead of runner/action.yml"
     manifest = json.loads(
         next(run.artifacts.glob("*/onnx-gate-bundle-op17-torchscript/manifest.json")).read_text()

@@ -73,8 +73,8 @@ def test_one_gate_for_three_models_and_a_pull_request_runs_only_the_model_it_cha
             return run
 
         push = act("push", "push", base, 61)
-        assert _uploaded(store, 61, "onnx-gate-bundle-") == BUNDLES, push.log[-4000:]
-        assert push.statuses() == many_models.STATUSES, push.log[-4000:]
+        assert _uploaded(store, 61, "onnx-gate-bundle-") == BUNDLES, push.tail(4000)
+        assert push.statuses() == many_models.STATUSES, push.tail(4000)
         assert push.code != 0, "the default branch is judged absolutely: the scorer's failure blocks"
         push.artifact(ARTIFACT)
         github.state.add_run(
@@ -100,16 +100,16 @@ def test_one_gate_for_three_models_and_a_pull_request_runs_only_the_model_it_cha
     print(f"act wall time: {seconds}")
 
     # 2: only digitnet was exported and verified; the others' results are the base's
-    assert _uploaded(store, 62, "onnx-gate-bundle-") == {"digitnet.op17-torchscript"}, pr_one.log[-6000:]
+    assert _uploaded(store, 62, "onnx-gate-bundle-") == {"digitnet.op17-torchscript"}, pr_one.tail()
     assert _verified(store, 62) == {many_models.IDS["digitnet"]}
     code, statuses, output = local
     assert statuses == many_models.STATUSES, output[-3000:]
-    assert pr_one.code == 0 and code == 0, pr_one.log[-6000:] + output[-3000:]
+    assert pr_one.code == 0 and code == 0, pr_one.tail() + output[-3000:]
     assert [(c["name"], c["conclusion"]) for c in checks_one] == [(CHECK_NAME, "success")]
     assert f"minilm: unchanged since {base[:7]}, not re-run" in output
 
     # 3: every model ran again; still one check per commit and one comment, edited in place
-    assert _uploaded(store, 63, "onnx-gate-bundle-") == BUNDLES, pr_all.log[-6000:]
+    assert _uploaded(store, 63, "onnx-gate-bundle-") == BUNDLES, pr_all.tail()
     assert _verified(store, 63) == set(many_models.IDS.values())
     assert len([c for c in github.state.check_runs.values() if c["head_sha"] == every]) == 1
     (body,) = comments

@@ -121,3 +121,14 @@ def test_the_stand_ins_declare_only_inputs_the_real_actions_declare() -> None:
         stand_in = YAML(typ="safe").load((harness.STANDINS / folder / "action.yml").read_text())
         extra = set(stand_in.get("inputs") or {}) - set(record["inputs"])
         assert not extra, f"{folder} stand-in declares inputs {action} has not: {extra}"
+
+
+def test_a_crashed_acts_failure_message_keeps_the_panic_line_above_its_goroutine_dump() -> None:
+    dump = "".join(f"goroutine {i} [running]:\n\tgithub.com/nektos/act/pkg/common.f()\n" for i in range(400))
+    log = "[onnx-gate/verify 1] ✅  Success - Main\npanic: send on closed channel\n\n" + dump
+    run = harness.Run(2, log, Path("."))
+    message = run.tail(2000)
+    assert message.startswith("act crashed:\npanic: send on closed channel")
+    assert message.endswith(log[-1000:]) and len(message) < 2100
+    calm = harness.Run(1, "x" * 5000 + "\nError: Job 'report' failed\n", Path("."))
+    assert calm.tail(2000) == calm.log[-2000:]

@@ -50,6 +50,9 @@ class ModelCosts:
     """The same, its children side by side (the default; the plan job's export)."""
     export_jobs: int = 1
     """The export jobs (opset × exporter) those commands ran."""
+    verify_side_by_side_s: float = 0.0
+    """The ``many`` targets' verify with ``--jobs`` = the modelled runner's CPUs, as a CI verify job
+    runs its targets (every core); 0: not measured, the targets are modelled one after another."""
 
     @property
     def job_s(self) -> float:
@@ -78,9 +81,25 @@ class ModelCosts:
     def per_target_s(self) -> float:
         return max(0.0, (self.verify_many_s - self.verify_one_s) / (self.many - 1))
 
-    def verify_work_s(self, n: int) -> float:
-        """``n`` targets of one environment in one command: its start once, then each target."""
-        return self.verify_one_s + (n - 1) * self.per_target_s
+    def verify_efficiency(self, cpus: int) -> float | None:
+        """What each CPU beyond the first adds to the speed of the targets side by side (1: as much
+        as the first; below 0: slower than one after another), or None where it was not measured."""
+        if self.many < 2 or cpus < 2 or not self.verify_side_by_side_s or not self.per_target_s:
+            return None
+        start = max(0.0, self.verify_one_s - self.per_target_s)
+        spent = self.verify_side_by_side_s - start
+        lanes = self.many * self.per_target_s / spent if spent > 0 else float(min(cpus, self.many))
+        return (lanes - 1) / (min(cpus, self.many) - 1)
+
+    def verify_work_s(self, n: int, cpus: int = 1) -> float:
+        """``n`` targets of one environment in one command on ``cpus``: its start once, then the
+        targets, side by side at the measured efficiency where it was measured."""
+        efficiency = self.verify_efficiency(cpus)
+        if efficiency is None or n < 2:
+            return self.verify_one_s + (n - 1) * self.per_target_s
+        start = max(0.0, self.verify_one_s - self.per_target_s)
+        lanes = max(0.5, 1 + (min(cpus, n) - 1) * efficiency)
+        return start + max(self.per_target_s, n * self.per_target_s / lanes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -216,7 +235,8 @@ def run(
             work = costs.restored_s if restored else costs.export_s
             export = [export_setup + costs.key_s + cache_step + work] * shape.bundles
         verify = [
-            verify_setup + min(n, shape.bundles) * transfer + costs.verify_work_s(n) for n in _groups(plan)
+            verify_setup + min(n, shape.bundles) * transfer + costs.verify_work_s(n, CPUS)
+            for n in _groups(plan)
         ]
     waves = _waves(export, a.concurrency) + _waves(verify, a.concurrency)
     jobs = [("plan", plan_s), *(("export", s) for s in export), *(("verify", s) for s in verify)]
@@ -245,10 +265,17 @@ def render(costs: Mapping[str, ModelCosts], p: Parts, a: Assumptions) -> list[st
             if c.export_jobs > 1 and c.export_every_s
             else "its export job (one opset × exporter)"
         )
+        efficiency = c.verify_efficiency(CPUS)
+        side = (
+            f", {c.verify_side_by_side_s:.2f} s side by side (`--jobs {CPUS}`, parallel efficiency "
+            f"{efficiency:.2f})"
+            if efficiency is not None
+            else ""
+        )
         lines.append(
             f"| {c.name} | {c.export_s:.1f} s ({c.export_before_s:.1f} s) | {c.verify_one_s:.2f} s | "
-            f"{c.verify_many_s:.2f} s "
-            f"(N = {c.many}) | {c.per_target_s:.2f} s | {c.bundle_mb:.1f} MB | {c.key_s:.2f} s | "
+            f"{c.verify_many_s:.2f} s (N = {c.many}){side} | {c.per_target_s:.2f} s | "
+            f"{c.bundle_mb:.1f} MB | {c.key_s:.2f} s | "
             f"{c.restored_s:.2f} s | {every} |"
         )
     lines += [
@@ -256,7 +283,8 @@ def render(costs: Mapping[str, ModelCosts], p: Parts, a: Assumptions) -> list[st
         "Medians of the same interleaved runs as the parts above. `per cell`: one verify job per target "
         "(the layout before); `per environment`: one per runner kind, package, release and labels, split "
         "where ci_onnx/cijobs.py's estimate exceeds `ci.max_job_minutes` (10), its targets verified by "
-        "one command, modelled serially (`--jobs 1`; a runner's further cores only shorten it). Every "
+        f"one command, side by side on the runner's {CPUS} CPUs as a verify job runs them (every core), at "
+        "the parallel efficiency measured (one after another where it was not measured). Every "
         "export computes the export cache key and asks actions/cache first. `export jobs`: one export "
         "job per bundle (`ci.export: jobs`). Without it (`ci.export: auto`, the default) the plan job "
         "exports every bundle itself, side by side, where ci_onnx/cijobs.py's estimate (matrix/ci.toml) "

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from bench import common, harness
-from bench.pipeline_layout import ModelCosts
+from bench.pipeline_layout import CPUS, ModelCosts
 
 ROOT = Path(__file__).resolve().parents[1]
 VERIFY_REQUIREMENTS = ROOT / "docker" / "requirements-verify.txt"
@@ -515,10 +515,13 @@ def _layout_cases(
         sizes[name] = sum(f.stat().st_size for f in (bundles / keys[0]).rglob("*") if f.is_file()) / 1e6
         ids = [f"ort1.32.0-cpu-{k}" for k in keys]
 
-        def verify(targets: Sequence[str], home: Path = home, bundles: Path = bundles) -> harness.Command:
+        def verify(
+            targets: Sequence[str], jobs: int = 1, home: Path = home, bundles: Path = bundles
+        ) -> harness.Command:
             argv = _gate(
                 "verify", "--plan", str(home / "plan.json"), "--bundles", str(bundles),
-                "--target", ",".join(targets), "--jobs", "1", "--python", python, "--out", str(home / "v"),
+                "--target", ",".join(targets), "--jobs", str(jobs), "--python", python,
+                "--out", str(home / "v"),
             ).argv  # fmt: skip
             return harness.Command(argv, env=OFFLINE, ok=frozenset({0, 1}))
 
@@ -539,6 +542,7 @@ def _layout_cases(
             )
         cases[f"{name} verify 1"] = verify(ids[:1])
         cases[f"{name} verify {len(ids)}"] = verify(ids)
+        cases[f"{name} verify {len(ids)} side by side"] = verify(ids, jobs=CPUS)
         cases[f"{name} cache key"] = harness.Command(
             _gate(
                 "export",
@@ -577,6 +581,7 @@ def _layout_cases(
                 export_before_s=medians[f"{name} export job, glob"],
                 verify_one_s=medians[f"{name} verify 1"],
                 verify_many_s=medians[f"{name} verify {len(keys)}"],
+                verify_side_by_side_s=medians.get(f"{name} verify {len(keys)} side by side", 0.0),
                 many=len(keys),
                 bundle_mb=sizes[name],
                 key_s=medians[f"{name} cache key"],

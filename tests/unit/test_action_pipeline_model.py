@@ -97,6 +97,17 @@ def test_n_targets_in_one_command_pay_the_start_once() -> None:
     assert COSTS.verify_work_s(1) == 3.0 and COSTS.verify_work_s(8) == pytest.approx(6.5)
 
 
+def test_targets_side_by_side_are_the_start_once_and_the_targets_over_the_lanes() -> None:
+    # start 2.5 s, 0.5 s a target: four one after another 4.5 s; side by side on 2 CPUs 3.75 s
+    costs = dataclasses.replace(COSTS, verify_side_by_side_s=3.75)
+    assert costs.verify_efficiency(2) == pytest.approx((2.0 / 1.25 - 1) / 1)
+    assert costs.verify_work_s(4, 2) == pytest.approx(2.5 + 4 * 0.5 / 1.6)
+    assert costs.verify_work_s(1, 2) == pytest.approx(3.0) and costs.verify_work_s(4, 1) == 4.5
+    slower = dataclasses.replace(COSTS, verify_side_by_side_s=5.5)  # contention: measured, kept
+    assert slower.verify_efficiency(2) is not None and slower.verify_work_s(4, 2) > COSTS.verify_work_s(4)
+    assert COSTS.verify_efficiency(2) is None, "not measured: one after another"
+
+
 def test_per_cell_is_the_designs_model_and_per_environment_one_job_each() -> None:
     shape = pl.Shape("x", "m", 4, (8,) * 8)
     before = pl.run("per cell", shape, COSTS, PARTS, A)

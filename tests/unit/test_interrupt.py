@@ -81,8 +81,10 @@ def test_ctrl_c_ends_the_run_and_everything_it_started(tmp_path: Path, scenario:
         script.chmod(0o755)
     bundle = bundles.mlp_bundle(tmp_path / "mlp")
     body = textwrap.indent(textwrap.dedent(SCENARIOS[scenario]), "    ")
+    dump = tmp_path / "threads.txt"  # where the stuck pytest's threads are written, should it hang
     (tmp_path / "test_hangs.py").write_text(
-        "from pathlib import Path\n"
+        "import faulthandler, signal\nfrom pathlib import Path\n"
+        f"faulthandler.register(signal.SIGUSR1, file=open({str(dump)!r}, 'w'), all_threads=True)\n"
         f"BUNDLE, OUT, TARGET = {str(bundle)!r}, {str(tmp_path / 'out')!r}, 'ort1.32.0-cpu-op17-onnx'\n"
         f"CHILD, TOOL = {str(tmp_path / 'child')!r}, {str(tmp_path / 'tool')!r}\n\n"
         f"def test_waits_on_children():\n{body}\n\n"
@@ -103,7 +105,15 @@ def test_ctrl_c_ends_the_run_and_everything_it_started(tmp_path: Path, scenario:
         started = [int(p) for p in pids.read_text().split()]
         assert all(_alive(p) for p in started)
         os.killpg(run.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
-        output, _ = run.communicate(timeout=60)
+        try:
+            output, _ = run.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.kill(run.pid, signal.SIGUSR1)
+            time.sleep(1)
+            os.killpg(run.pid, signal.SIGKILL)
+            output, _ = run.communicate()
+            threads = dump.read_text() if dump.is_file() else "(no dump)"
+            pytest.fail(f"pytest still ran 60 s after Ctrl-C; its threads then:\n{threads}\n{output}")
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)

@@ -73,21 +73,24 @@ class ModelCosts:
     def export_many_s(self, jobs: int, cpus: int) -> float:
         """``jobs`` export jobs of this model in one command on ``cpus``: the parent once, the
         children side by side at the measured efficiency, never quicker than one child."""
-        parent = self.export_s - self.job_s
         lanes = 1 + (min(cpus, jobs) - 1) * self.parallel_efficiency(cpus)
-        return parent + max(self.job_s, jobs * self.job_s / lanes)
+        return _over_lanes(self.export_s - self.job_s, self.job_s, jobs, lanes)
 
     @property
     def per_target_s(self) -> float:
         return max(0.0, (self.verify_many_s - self.verify_one_s) / (self.many - 1))
+
+    @property
+    def verify_start_s(self) -> float:
+        """What one verify command pays once, before its first target."""
+        return max(0.0, self.verify_one_s - self.per_target_s)
 
     def verify_efficiency(self, cpus: int) -> float | None:
         """What each CPU beyond the first adds to the speed of the targets side by side (1: as much
         as the first; below 0: slower than one after another), or None where it was not measured."""
         if self.many < 2 or cpus < 2 or not self.verify_side_by_side_s or not self.per_target_s:
             return None
-        start = max(0.0, self.verify_one_s - self.per_target_s)
-        spent = self.verify_side_by_side_s - start
+        spent = self.verify_side_by_side_s - self.verify_start_s
         lanes = self.many * self.per_target_s / spent if spent > 0 else float(min(cpus, self.many))
         return (lanes - 1) / (min(cpus, self.many) - 1)
 
@@ -97,9 +100,14 @@ class ModelCosts:
         efficiency = self.verify_efficiency(cpus)
         if efficiency is None or n < 2:
             return self.verify_one_s + (n - 1) * self.per_target_s
-        start = max(0.0, self.verify_one_s - self.per_target_s)
         lanes = max(0.5, 1 + (min(cpus, n) - 1) * efficiency)
-        return start + max(self.per_target_s, n * self.per_target_s / lanes)
+        return _over_lanes(self.verify_start_s, self.per_target_s, n, lanes)
+
+
+def _over_lanes(start_s: float, each_s: float, n: int, lanes: float) -> float:
+    """A command's own start once, then ``n`` pieces of ``each_s`` over ``lanes`` (never quicker
+    than one piece)."""
+    return start_s + max(each_s, n * each_s / lanes)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -187,8 +187,9 @@ def test_run_verifies_minilm_on_wasm_and_webgpu_beside_native(
 ) -> None:
     """all-MiniLM-L6-v2 (real weights, two int64 inputs, dynamic batch and sequence) in the browser on
     the newer release (the example's test takes both): wasm on one and two threads passes as native
-    does; WebGPU computes the same numbers but runs 71 of its nodes on CPU (onnxruntime-web's own log: "webgpu kernel not found in
-    registries" for IsNaN, and for the int64 shape arithmetic), so its fallback check fails, alone.
+    does; WebGPU computes the same numbers but runs 71 of its nodes on CPU (onnxruntime-web's own
+    log: "webgpu kernel not found in registries" for IsNaN, and for the int64 shape arithmetic), so
+    its fallback check fails, alone.
 
     latency_runs: 3, since one run of it on SwiftShader takes seconds on this machine (bench/WEB.md),
     and two sweep points of its sequence: the default ones reach the position table's 512, where one

@@ -130,9 +130,9 @@ def test_a_push_leaves_the_baseline_and_pull_requests_are_judged_against_it(
         baseline = push.artifact(ARTIFACT)
         assert json.loads((baseline / "baseline.json").read_text())["commit"] == base, push.tail(4000)
         assert {p.name for p in baseline.iterdir()} == {"plan.json", "baseline.json", "collected"}
-        assert _statuses(store, 51) == {CELLS[0]: "passed", CELLS[1]: "passed", KNOWN: "failed"}, push.log[
-            -4000:
-        ]
+        assert _statuses(store, 51) == {CELLS[0]: "passed", CELLS[1]: "passed", KNOWN: "failed"}, push.tail(
+            4000
+        )
         assert push.code != 0, "the default branch is judged absolutely: the known failure blocks there"
         # the push run's artifacts, as GitHub keeps them: the baseline and each bundle (verify times it beside)
         github.state.add_run(
@@ -187,9 +187,7 @@ def test_a_push_leaves_the_baseline_and_pull_requests_are_judged_against_it(
     assert f"compared with `{base[:7]}` (the onnx-gate-baseline artifact of run" in known_only.log
     assert f"unchanged since {base[:7]}, not re-run" in known_check["output"]["summary"]
 
-    assert _statuses(store, 54) == {CELLS[0]: "passed", CELLS[1]: "passed", KNOWN: "failed"}, rerun.log[
-        -4000:
-    ]
+    assert _statuses(store, 54) == {CELLS[0]: "passed", CELLS[1]: "passed", KNOWN: "failed"}, rerun.tail(4000)
     assert rerun.code == 0 and rerun_check["conclusion"] == "success", rerun.tail()
     assert "the base bundle: the onnx-gate-bundle-op17-torchscript artifact of run" in rerun.log
     result = json.loads(next((store / "54").glob(f"onnx-gate-results-{CELLS[0]}/results/*.json")).read_text())

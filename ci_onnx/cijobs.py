@@ -7,7 +7,8 @@ environment (runner kind, runtime package and release, runner labels, API level)
 ``onnx-gate verify`` of all of them, each target still with its own result, JUnit and crash
 isolation. A group is split when its estimated work (matrix/ci.toml: bundle sizes, batch sizes,
 latency runs) exceeds ``ci.max_job_minutes``, or beyond ``ci.max_cells_per_job`` cells where that
-is set, so the critical path does not grow with the plan.
+is set, so the critical path does not grow with the plan. Each job's estimate keeps one failing
+cell's triage (``verify.triage_timeout_s``) on top of its cells' work.
 
 Each job of runners.toml's [jobs] gets its entries as ``strategy.matrix`` objects of at most 256
 entries each (GitHub's limit): verify, verify-2 … for a job that declares several matrices.
@@ -156,18 +157,27 @@ def verify_jobs(plan: Plan) -> list[VerifyJob]:
     out = []
     for key, members in groups.items():
         work = [estimate_s(t, plan) for t in members]
+        reserve = triage_reserve_s(members[0], plan)
+        room = limit_s - reserve if reserve < limit_s else limit_s  # a triage longer than a job fits none
         if plan.ci.max_cells_per_job:
             parts = math.ceil(len(members) / plan.ci.max_cells_per_job)
         else:
-            parts = min(len(members), max(1, math.ceil(sum(work) / limit_s)))
+            parts = min(len(members), max(1, math.ceil(sum(work) / room)))
         size, extra = divmod(len(members), parts)
         start = 0
         for part in range(parts):
             end = start + size + (1 if part < extra else 0)
             chunk = tuple(members[start:end])
-            out.append(VerifyJob(key[0], chunk, sum(work[start:end]), part + 1, parts))
+            out.append(VerifyJob(key[0], chunk, sum(work[start:end]) + reserve, part + 1, parts))
             start = end
     return out
+
+
+def triage_reserve_s(target: Target, plan: Plan) -> float:
+    """What a verify job keeps for triage: one failing cell's ``verify.triage_timeout_s``. Every result
+    is written before the first triage starts (ci_onnx.verify.stage), so a job that runs out of time
+    in a later triage loses that triage only, never a verdict; this keeps the first one inside it."""
+    return plan.options_for(target).triage_timeout_s
 
 
 PLAN_EXPORT_SLOTS = 8

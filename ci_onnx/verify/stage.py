@@ -96,14 +96,23 @@ def verify_many(
     """Verify several targets that share ``environment``: one runner child for all of them where the
     kind batches (base.launch_many: a crash or hang is its target's error, the rest still run), each
     judged as soon as its observation is in, while the child goes on. A target's own trouble (a bad
-    bundle, an unknown provider) is its slot's exception; ``on_written`` hears each slot when known."""
+    bundle, an unknown provider) is its slot's exception; ``on_written`` hears each slot when known,
+    and a failing cell's slot once more with its triage: every result and JUnit of the group is written
+    before the first triage starts, so a triage killed or out of time costs only itself."""
     slots: list[Written | Exception | None] = [None] * len(items)
     pending: list[_Prepared] = []
+    to_triage: list[tuple[_Prepared, Written]] = []
 
     def settle(i: int, value: Written | Exception) -> None:
         slots[i] = value
         if on_written is not None:
             on_written(i, value)
+
+    def written(p: _Prepared, result: TargetResult, launched_s: float = 0.0) -> None:
+        done = _write(p, result, out_dir, launched_s=launched_s)
+        settle(p.index, done)
+        if _wants_triage(p, result, options):
+            to_triage.append((p, done))
 
     runner = base.get(environment.kind)
     # The batch child starts now and pays its interpreter and imports while the bundles below are
@@ -113,14 +122,17 @@ def verify_many(
             try:
                 prepared = _prepare(i, bundle_dir, target, out_dir, run_config)
                 if prepared.result is not None:
-                    found = _triaged(prepared, prepared.result, environment, options, out_dir, base_env)
-                    settle(i, _write(prepared, found, out_dir))
+                    written(prepared, prepared.result)
                 else:
                     pending.append(prepared)
             except Exception as exc:  # the caller records it as that target's error
                 settle(i, exc)
         if pending:
-            _launch_and_judge(runner, environment, pending, options, out_dir, base_env, settle, early)
+            _launch_and_judge(runner, environment, pending, options, base_env, written, settle, early)
+    for p, done in to_triage:  # every verdict is on disk before the first triage starts
+        triaged = _triaged(p, done, environment, options, out_dir, base_env)
+        if triaged is not None:
+            settle(p.index, triaged)
     return [s if s is not None else RuntimeError("not verified") for s in slots]
 
 
@@ -129,17 +141,15 @@ def _launch_and_judge(
     environment: base.RunnerEnv,
     pending: Sequence[_Prepared],
     options: VerifyOptions,
-    out_dir: Path,
     base_env: Mapping[str, str],
+    written: Callable[[_Prepared, TargetResult, float], None],
     settle: Callable[[int, Written | Exception], None],
     early: object,
 ) -> None:
-    """Observe the pending targets (in ``early``'s child where there is one) and judge each as soon
-    as its observation is in, while the child goes on with the next. A failing cell is triaged once
-    the child is done, so that its triage never competes with the next target's timings."""
+    """Observe the pending targets (in ``early``'s child where there is one) and judge and write each
+    as soon as its observation is in, while the child goes on with the next."""
     warm = threading.Thread(target=_import, args=(WARM,), daemon=True)
     warm.start()
-    later: list[tuple[_Prepared, TargetResult, float]] = []
 
     def judged(j: int, done: proc.Completed) -> None:
         p = pending[j]
@@ -147,24 +157,12 @@ def _launch_and_judge(
         t = time.monotonic()
         try:
             result = _judge_launched(p, done, runner, options)
-            spent = done.duration_s + time.monotonic() - t
-            if _wants_triage(p, result, options):
-                later.append((p, result, spent))
-            else:
-                settle(p.index, _write(p, result, out_dir, launched_s=spent))
+            written(p, result, done.duration_s + time.monotonic() - t)
         except Exception as exc:
             settle(p.index, exc)
 
     launches = [base.Launch(p.bundle_dir, p.target, p.obs_dir, options, p.ep) for p in pending]
-    try:
-        base.launch_many(runner, environment, launches, base_env=base_env, on_done=judged, early=early)
-    finally:
-        for p, result, spent in later:
-            try:
-                found = _triaged(p, result, environment, options, out_dir, base_env)
-                settle(p.index, _write(p, found, out_dir, launched_s=spent))
-            except Exception as exc:
-                settle(p.index, exc)
+    base.launch_many(runner, environment, launches, base_env=base_env, on_done=judged, early=early)
 
 
 @dataclasses.dataclass
@@ -379,16 +377,24 @@ def _wants_triage(p: _Prepared, result: TargetResult, options: VerifyOptions) ->
 
 def _triaged(
     p: _Prepared,
-    result: TargetResult,
+    done: Written,
     environment: base.RunnerEnv,
     options: VerifyOptions,
     out_dir: Path,
     base_env: Mapping[str, str],
-) -> TargetResult:
-    """``result`` with the triage of a failing parity or decision check (ci_onnx.triage)."""
+) -> Written | None:
+    """The written result ``done`` again with the triage of its failing parity or decision check
+    (ci_onnx.triage) attached; None where the triage could not be attached (the verdict stands as
+    written). The verdict is on disk before this starts: a killed triage costs only the triage."""
     from ci_onnx.triage import attach
 
-    return attach.for_cell(result, p.manifest, p.bundle_dir, out_dir, environment, options, p.ep, base_env)
+    try:
+        found = attach.for_cell(
+            done.result, p.manifest, p.bundle_dir, out_dir, environment, options, p.ep, base_env
+        )
+        return write(found, out_dir)
+    except Exception:  # the triage's trouble is never the verdict's
+        return None
 
 
 def _import(modules: tuple[str, ...]) -> None:

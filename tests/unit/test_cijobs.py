@@ -100,13 +100,16 @@ def _plan(targets: tuple[Target, ...], **ci: object) -> planning.Plan:
 def test_a_group_is_split_when_its_estimated_work_exceeds_the_bound() -> None:
     targets = _cells(40)
     est = matrix.estimate()
-    one = est.target_work_s(500.0, planning.Plan(1, "c", "m", ()).verify.latency_runs, (1, 8))
-    sizes = {t.bundle_key: 500.0 for t in targets}
-    plan = _plan(targets, bundle_mb=sizes, batch_sizes=(1, 8), max_job_minutes=2)
+    one = est.target_work_s(1000.0, planning.Plan(1, "c", "m", ()).verify.latency_runs, (1, 8))
+    sizes = {t.bundle_key: 1000.0 for t in targets}
+    plan = _plan(targets, bundle_mb=sizes, batch_sizes=(1, 8), max_job_minutes=10)
+    reserve = cijobs.triage_reserve_s(targets[0], plan)
+    assert 0 < reserve < 600, "the default triage budget fits a ten-minute job"
     jobs = cijobs.verify_jobs(plan)
-    parts = -(-round(40 * one) // 120)
+    parts = -(-round(40 * one) // round(600 - reserve))
     assert len(jobs) == parts > 1, (one, len(jobs))
-    assert all(v.estimate_s <= 120 * 1.1 for v in jobs)
+    assert all(v.estimate_s <= 600 * 1.1 for v in jobs), "a job's work and one triage fit its bound"
+    assert all(v.estimate_s >= reserve for v in jobs)
     assert jobs[0].name == f"verify ort1.20.0 cpu · {len(jobs[0].targets)} targets (1/{parts})"
     assert sorted(t.id for v in jobs for t in v.targets) == sorted(t.id for t in targets)
     small = _plan(targets, bundle_mb={t.bundle_key: 0.07 for t in targets}, batch_sizes=(1, 8))

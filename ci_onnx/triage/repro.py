@@ -90,8 +90,8 @@ def write(
     for n, name in enumerate(o.name for o in sub.graph.output):
         tensorproto.save(out_dir / DATA / f"output_{n}.pb", np.asarray(expected[name]), name)
     template = resources.files("ci_onnx.triage").joinpath("reproduce.py.txt").read_text()
-    script = template.format(
-        what=what.replace('"', "'"),
+    script = template.format(  # names are data (repr), never code: any node name makes valid Python
+        what=what,
         release=settings.release,
         expected=expected_from,
         providers=list(settings.providers),

@@ -50,7 +50,7 @@ def classify(s: Sample) -> Finding:
     if _rounding_or_few(final_torch) and all(map(_rounding_or_few, every)) and (off_errs or opt_errs):
         return _tolerance(s, final_torch, off_errs or opt_errs, torch_errs, every, within, facts)
     if ref_vs_torch.out:
-        found = faults.export(s, torch_errs, within, facts)
+        found = faults.export(*_with_output(s, ref), within, facts)
         if not s.stand_in:
             return found
         where = f" at {name(found.node)}" if found.node is not None else ""
@@ -85,6 +85,17 @@ def classify(s: Sample) -> Finding:
     return Finding(
         None, None, "", tuple(facts), stopped="no reference isolates the divergence on this sample"
     )
+
+
+def _with_output(s: Sample, ref: Mapping[str, np.ndarray]) -> tuple[Sample, dict[str, walk.Error]]:
+    """``s`` with the model's own output among PyTorch's values (where it has module values at all):
+    the last value both sides really have, so a fault after the last module is bracketed too."""
+    known, names = dict(s.torch), dict(s.torch_modules)
+    if known and s.output not in known:
+        known[s.output] = s.torch_out
+        names[s.output] = f"the output {s.output}"
+    s = dataclasses.replace(s, torch=known, torch_modules=names)
+    return s, walk.errors(ref, known, s.atol, s.rtol) if known else {}
 
 
 def _suggest(got: np.ndarray, ref: np.ndarray, rtol: float) -> dict[str, float]:

@@ -9,10 +9,15 @@ import numpy as np
 
 from ci_onnx.triage import walk
 from ci_onnx.triage.findings import Finding, Sample, boundary, downstream, fmt, name, region
+from ci_onnx.triage.graph import Node
 from ci_onnx.triage_contract import FaultClass
 
 
 def export(s: Sample, torch_errs: Mapping[str, walk.Error], within: set[str], facts: list[str]) -> Finding:
+    """The first value with a PyTorch counterpart that differs from onnx's reference. Its node is
+    blamed only where the values feeding it have counterparts that match (the module's own nodes lie
+    between them); else the nodes between the nearest matching values and it are a bracket, named by
+    its first node that the diverging module does not own (a custom Function's symbolic, a fold)."""
     assert s.reference is not None
     node = walk.first_divergence(s.graph, torch_errs, within) if torch_errs else None
     if node is None:
@@ -27,24 +32,45 @@ def export(s: Sample, torch_errs: Mapping[str, walk.Error], within: set[str], fa
         return Finding(FaultClass.EXPORT, s.graph.producer().get(s.output), summary, tuple(facts), stopped="")
     value = next(o for o in node.outputs if o in torch_errs and torch_errs[o].out)
     group = region(s.graph, value, torch_errs)
-    rows = walk.path(s.graph, node, s.output, torch_errs)
+    owner = _counterpart(s, value)
+    foreign = [n for n in group if n.op_type != "Constant" and not _owns(owner, n)]
+    named = foreign[0] if foreign else node
+    rows = walk.path(s.graph, named, s.output, torch_errs)
     graph_says = "the graph as onnxruntime computes it" if s.stand_in else "onnx's reference"
+    inputs = boundary(group, s.graph)
+    if foreign:
+        before = " and ".join(f"`{_counterpart(s, i)}`" for i in dict.fromkeys(inputs)) or "the inputs"
+        ops = ", ".join(dict.fromkeys(n.op_type for n in foreign))
+        where = f"between {before} and `{owner}`: {ops}"
+        said = (
+            f"a bracket, {where}: no PyTorch value lies between them; {', '.join(name(n) for n in foreign)} "
+            f"{'has' if len(foreign) == 1 else 'have'} no counterpart in {owner}, whose output differs from "
+            f"{graph_says} at {value} by {fmt(torch_errs[value])} while the values before it match"
+        )
+        summary = (
+            f"export fault {where} ({named.name}); {graph_says} differs from PyTorch by "
+            f"{torch_errs[value].max_abs:.2g} at {value}; fix what exports {named.name} "
+            f"({named.source or 'an op no module owns'}), not {owner}"
+        )
+    else:
+        said = (
+            f"PyTorch's output of {node.module or 'the module'} differs from {graph_says} at {value} "
+            f"by {fmt(torch_errs[value])} while its inputs match"
+        )
+        summary = (
+            f"export fault at {name(node)}: onnx's reference differs from PyTorch by "
+            f"{torch_errs[value].max_abs:.2g} "
+            f"at {value} while its inputs match; fix the model or the export of {node.module or node.name}"
+        )
     evidence = [
         *facts,
-        f"PyTorch's output of {node.module or 'the module'} differs from {graph_says} at {value} "
-        f"by {fmt(torch_errs[value])} while its inputs match",
+        said,
         *(() if s.stand_in else (_runtime_there(s, value),)),
-        downstream(rows, node.name),
+        downstream(rows, named.name),
     ]
-    summary = (
-        f"export fault at {name(node)}: onnx's reference differs from PyTorch by "
-        f"{torch_errs[value].max_abs:.2g} "
-        f"at {value} while its inputs match; fix the model or the export of {node.module or node.name}"
-    )
-    inputs = boundary(group, s.graph)
     return Finding(
         FaultClass.EXPORT,
-        node,
+        named,
         summary,
         tuple(evidence),
         tuple(rows),
@@ -55,6 +81,20 @@ def export(s: Sample, torch_errs: Mapping[str, walk.Error], within: set[str], fa
         repro_expected={value: s.torch[value]},
         expected_from="PyTorch's module output",
     )
+
+
+def _counterpart(s: Sample, value: str) -> str:
+    """What PyTorch calls ``value``: the module whose output it is, the graph's input or output."""
+    if value in s.torch_modules:
+        return s.torch_modules[value]
+    if value in s.graph.inputs:
+        return f"the input {value}"
+    made = s.graph.producer().get(value)
+    return made.module if made is not None and made.module else value
+
+
+def _owns(module: str, n: Node) -> bool:
+    return bool(module) and (n.module == module or n.module.startswith(module + "."))
 
 
 def _runtime_there(s: Sample, value: str) -> str:

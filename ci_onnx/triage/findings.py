@@ -36,6 +36,8 @@ class Sample:
     """The target with graph optimizations off, every value exposed."""
     torch: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
     """PyTorch module outputs, by the ONNX value each module hands on."""
+    torch_modules: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Which PyTorch value each of ``torch``'s is: the module path (``the output y`` for the model's)."""
     optimized: tuple[Graph, Mapping[str, np.ndarray]] | None = None
     """The graph the target optimized and ran, with its values (run as saved)."""
     fp32_graph: Graph | None = None

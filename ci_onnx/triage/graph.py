@@ -194,15 +194,20 @@ def save(model: Any, path: Path) -> Path:
     return path
 
 
-def module_values(
-    graph: Graph, modules: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]]
-) -> dict[str, Any]:
-    """PyTorch module outputs (module path → array) by the ONNX value each module hands on: of the
-    values its nodes make, the last (in topological order) that leaves the module or the graph and
-    has the module output's shape."""
+def counterparts(
+    graph: Graph,
+    modules: Mapping[str, Any],
+    shapes: Mapping[str, tuple[int, ...]],
+    fed_by: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The ONNX value each PyTorch module hands on (value → module path): of the values its nodes
+    make, the last (in topological order) that leaves the module or the graph and has the module
+    output's shape. A module that made no node of its own and was fed by another (``fed_by``, what
+    PyTorch's run saw: a BatchNorm folded into the Conv before it, a Dropout) takes that module's
+    value over, since the graph's value is then the output of both, folded."""
     consumers = graph.consumers()
     outputs = set(graph.outputs)
-    found: dict[str, Any] = {}
+    found: dict[str, str] = {}
     for path, arr in modules.items():
         inside = [n for n in graph.nodes if n.module == path or n.module.startswith(path + ".")]
         names = {n.name for n in inside}
@@ -214,5 +219,9 @@ def module_values(
         ]
         fitting = [o for o in handed_on if tuple(shapes.get(o, ())) == tuple(getattr(arr, "shape", ()))]
         if fitting and fitting[-1] not in found:
-            found[fitting[-1]] = arr
+            found[fitting[-1]] = path
+        elif not inside and fed_by and fed_by.get(path):
+            folded_into = [v for v, m in found.items() if m == fed_by[path]]
+            if folded_into and tuple(shapes.get(folded_into[-1], ())) == tuple(getattr(arr, "shape", ())):
+                found[folded_into[-1]] = path
     return found

@@ -11,6 +11,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import importlib.util
+import json
 import shutil
 import sys
 import tempfile
@@ -22,7 +23,7 @@ import numpy as np
 
 from ci_onnx import proc
 from ci_onnx.bundle import MODEL, read_manifest
-from ci_onnx.triage import classify, graph, observe, observers, repro, sample
+from ci_onnx.triage import classify, graph, observe, observers, repro, sample, torchref
 from ci_onnx.triage.request import Budget, Request, Stop
 from ci_onnx.triage_contract import TRIAGE_VERSION, Triage
 
@@ -89,8 +90,9 @@ def _triage(req: Request, work: Path, budget: Budget, notes: list[str]) -> Triag
             notes.append("the target with optimizations off stands in for onnx's reference")
             ref_values = off
         shapes = {k: tuple(v.shape) for k, v in (ref_values or off or {}).items()}
-        modules, torch_s = torch_run.result()
-    torch_values = graph.module_values(g, modules, shapes) if modules else {}
+        modules, fed_by, torch_s = torch_run.result()
+    named = graph.counterparts(g, modules, shapes, fed_by) if modules else {}
+    torch_values = {value: modules[path] for value, path in named.items()}
     if modules and not torch_values:
         notes.append("PyTorch: no module output could be matched to a value of the graph")
     if torch_values:
@@ -106,6 +108,7 @@ def _triage(req: Request, work: Path, budget: Budget, notes: list[str]) -> Triag
             ref_values,
             off,
             torch_values,
+            named,
             optimized,
             fp32_graph,
             req.release,
@@ -167,22 +170,23 @@ def _torch_run(
     work: Path,
     budget: Budget,
     notes: list[str],
-) -> tuple[dict[str, np.ndarray], float]:
-    """PyTorch's module outputs on the sample (module path → array) and the seconds it took, where the
-    bundle came from a factory here and torch is installed; nothing, with a note, otherwise."""
+) -> tuple[dict[str, np.ndarray], dict[str, str], float]:
+    """PyTorch's module outputs on the sample (module path → array), which module's output each read
+    (torchref.FED_BY) and the seconds it took, where the bundle came from a factory here and torch is
+    installed; nothing, with a note, otherwise."""
     if manifest.precision != "fp32":
-        return {}, 0.0  # a derived precision is compared with its fp32 graph
+        return {}, {}, 0.0  # a derived precision is compared with its fp32 graph
     if not req.torch_config:
         notes.append(
             "PyTorch: no model factory to run (ONNX-only, or no onnx-gate.yml given); "
             "compared with the bundle's outputs only"
         )
-        return {}, 0.0
+        return {}, {}, 0.0
     if importlib.util.find_spec("torch") is None:
         notes.append(
             "PyTorch: torch is not installed where the triage ran; compared with the bundle's outputs only"
         )
-        return {}, 0.0
+        return {}, {}, 0.0
     observe.write_values(work / "torch-inputs", inputs)
     out = work / "torch-values"
     argv = [sys.executable, "-m", "ci_onnx.triage.torchref", "--config", req.torch_config,
@@ -191,8 +195,9 @@ def _torch_run(
     done = proc.run(argv, timeout=budget.left(), env=req.base_env, what=f"{req.target.id} triage (PyTorch)")
     if not done.ok:
         notes.append(f"PyTorch: the model's forward could not run ({done.describe_failure()})")
-        return {}, done.duration_s
-    return observe.read_values(out), done.duration_s
+        return {}, {}, done.duration_s
+    fed_by = json.loads((out / torchref.FED_BY).read_text()) if (out / torchref.FED_BY).is_file() else {}
+    return observe.read_values(out), fed_by, done.duration_s
 
 
 def _reported(

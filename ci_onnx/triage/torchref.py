@@ -12,18 +12,19 @@ TorchScript's scoped node names say which module made a node), so the two can be
 from __future__ import annotations
 
 import argparse
+import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ci_onnx.errors import EXIT_PASS, GateError
 
+FED_BY = "fed_by.json"
+"""Beside the values: which module's output each module read first (module path → module path)."""
 
-def module_outputs(cfg_path: Path, inputs: Path, model_id: str = "") -> dict[str, Any]:
-    import numpy as np
-    import torch
 
+def module_outputs(cfg_path: Path, inputs: Path, model_id: str = "") -> tuple[dict[str, Any], dict[str, str]]:
     from ci_onnx import cascade
     from ci_onnx.export import factory, signature
     from ci_onnx.triage.observe import read_values
@@ -34,26 +35,50 @@ def module_outputs(cfg_path: Path, inputs: Path, model_id: str = "") -> dict[str
     model = factory.build_model(cfg.model.factory, cfg.root)
     names = [s.name for s in cfg.model.inputs]
     binding = signature.bind(model.forward, names)
-    feeds = read_values(inputs)
+    return record(
+        model, lambda leaves: binding.call(model, leaves), {n: read_values(inputs)[n] for n in names}
+    )
+
+
+def record(model: Any, call: Any, feeds: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Each submodule's output (its first tensor, its first call) by module path, in the order they
+    finished, and which module's output each read as its first tensor input: ``call(tensors)`` runs
+    the model's forward on ``feeds`` with a forward hook on every submodule."""
+    import numpy as np
+    import torch
+
+    from ci_onnx.export import signature
+
     seen: dict[str, Any] = {}
+    fed_by: dict[str, str] = {}
+    made_by: dict[int, str] = {}
+    kept: list[Any] = []  # the tensors whose ids made_by holds stay alive, so no id is reused
+
+    def first_tensor(value: Any) -> Any:
+        return next((t for t in signature.flatten(value) if isinstance(t, torch.Tensor)), None)
 
     def hook(name: str) -> Any:
-        def record(_module: Any, _args: Any, output: Any) -> None:
-            first = next((t for t in signature.flatten(output) if isinstance(t, torch.Tensor)), None)
+        def on_output(_module: Any, args: Any, output: Any) -> None:
+            first, given = first_tensor(output), first_tensor(args)
+            if given is not None and id(given) in made_by and name not in fed_by:
+                fed_by[name] = made_by[id(given)]
             if first is not None and name not in seen:  # a module called twice keeps its first call
                 seen[name] = first.detach().cpu().numpy().copy()
+            if first is not None:
+                made_by[id(first)] = name
+                kept.append(first)
 
-        return record
+        return on_output
 
     handles = [m.register_forward_hook(hook(n)) for n, m in model.named_modules() if n]
-    leaves = {n: torch.from_numpy(np.asarray(feeds[n], order="C").copy()) for n in names}
+    leaves = {n: torch.from_numpy(np.asarray(v, order="C").copy()) for n, v in feeds.items()}
     try:
         with torch.no_grad():
-            binding.call(model, leaves)
+            call(leaves)
     finally:
         for h in handles:
             h.remove()
-    return seen
+    return seen, fed_by
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -66,7 +91,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ci_onnx.triage.observe import write_values
 
     try:
-        write_values(args.out, module_outputs(args.config, args.inputs, args.model))
+        values, fed_by = module_outputs(args.config, args.inputs, args.model)
+        write_values(args.out, values)
+        (args.out / FED_BY).write_text(json.dumps(fed_by))
     except GateError as exc:
         print(f"onnx-gate: error: {exc.message}", file=sys.stderr)
         return exc.exit_code

@@ -1,0 +1,207 @@
+"""Triage compares at the graph's own granularity: a node is blamed only where the values feeding it
+have PyTorch counterparts that match; an op no module owns (a custom Function's symbolic) is bracketed
+by the nearest values that have one, and a BatchNorm folded into its Conv is compared as the fold.
+
+Real TorchScript exports of small models, onnx's reference and PyTorch's own module outputs (forward
+hooks, as ci_onnx.triage.torchref records them), classified as the triage does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ci_onnx.triage import classify, graph, reference, torchref
+from ci_onnx.triage_contract import FaultClass
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+ATOL, RTOL = 1e-4, 1e-3
+
+
+class Wrapper(nn.Module):
+    """The user's module under ``model``, as the export's flat wrapper holds it."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, x: Any) -> Any:
+        return self.model(x)
+
+
+def triage(tmp_path: Path, model: nn.Module, x: Any) -> classify.Finding:
+    import onnx
+
+    model.eval()
+    path = tmp_path / "model.onnx"
+    torch.onnx.export(
+        Wrapper(model).eval(),
+        (x,),
+        str(path),
+        dynamo=False,
+        input_names=["x"],
+        output_names=["y"],
+        opset_version=17,
+    )
+    m = onnx.load(str(path))
+    g = graph.of(m)
+    feeds = {"x": x.numpy()}
+    ref = reference.intermediates(m, feeds)
+    with torch.no_grad():
+        torch_out = model(x).numpy()
+    modules, fed_by = torchref.record(model, lambda leaves: model(leaves["x"]), feeds)
+    named = graph.counterparts(g, modules, {k: tuple(v.shape) for k, v in ref.items()}, fed_by)
+    sample = classify.Sample(
+        "y", ATOL, RTOL, g, torch_out, ref["y"], ref, ref,
+        {v: modules[p] for v, p in named.items()}, named, release="test",
+    )  # fmt: skip
+    return classify.classify(sample)
+
+
+class Triple(torch.autograd.Function):
+    """x·3 in PyTorch; its symbolic exports x·2."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        return x * 3
+
+    @staticmethod
+    def symbolic(g: Any, x: Any) -> Any:
+        return g.op("Mul", x, g.op("Constant", value_t=torch.tensor(2.0)))
+
+
+class FunctionBetween(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(16, 16)
+        self.b = nn.Linear(16, 4)
+
+    def forward(self, x: Any) -> Any:
+        return self.b(Triple.apply(self.a(x)))
+
+
+def test_a_custom_functions_symbolic_between_two_linears_is_a_bracket_naming_the_mul(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    f = triage(tmp_path, FunctionBetween(), torch.randn(2, 16))
+    assert f.fault is FaultClass.EXPORT and f.node is not None
+    assert f.node.op_type == "Mul" and "/b/" not in f.node.name, f.summary
+    assert "between `a` and `b`: Mul" in f.summary, f.summary
+    assert f.repro_outputs and f.repro_inputs, "the reproduction cuts the bracket"
+
+
+class FoldedNoisy(nn.Module):
+    """Conv → BatchNorm (folded into the Conv by the export) → ReLU → Linear, then noise at the output."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU())
+        self.head = nn.Linear(4 * 8 * 8, 4)
+        with torch.no_grad():
+            bn = self.features[1]
+            bn.running_mean.uniform_(-1, 1)
+            bn.running_var.uniform_(0.5, 2)
+            bn.weight.uniform_(0.5, 2)
+
+    def forward(self, x: Any) -> Any:
+        y = self.head(torch.flatten(self.features(x), 1))
+        return y + 0.1 * torch.randn_like(y)
+
+
+def test_a_folded_batchnorm_is_compared_as_the_fold_and_the_noise_after_it_is_named(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = FoldedNoisy()
+    exported = graph.of(_export_only(tmp_path, model))
+    assert "BatchNormalization" not in {n.op_type for n in exported.nodes}, "the export folds it"
+    f = triage(tmp_path, model, torch.randn(2, 1, 8, 8))
+    assert f.node is not None, f.summary
+    assert not f.node.module.startswith("features"), f.summary
+    assert "features" not in f.summary, f.summary
+    assert "between `head` and `the output y`" in f.summary, f.summary
+
+
+def test_a_fault_inside_one_module_whose_inputs_match_is_blamed_on_that_module(tmp_path: Path) -> None:
+    class Halve(nn.Module):
+        def forward(self, x: Any) -> Any:
+            return Triple.apply(x)
+
+    class Inside(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = nn.Linear(16, 16)
+            self.act = Halve()
+            self.b = nn.Linear(16, 4)
+
+        def forward(self, x: Any) -> Any:
+            return self.b(self.act(self.a(x)))
+
+    torch.manual_seed(0)
+    f = triage(tmp_path, Inside(), torch.randn(2, 16))
+    assert f.fault is FaultClass.EXPORT and f.node is not None
+    assert (f.node.op_type, f.node.module) == ("Mul", "act"), f.summary
+    assert "between" not in f.summary and "while its inputs match" in f.summary
+
+
+def _export_only(tmp_path: Path, model: nn.Module) -> Any:
+    import onnx
+
+    model.eval()
+    path = tmp_path / "plain.onnx"
+    torch.onnx.export(
+        Wrapper(model).eval(),
+        (torch.randn(1, 1, 8, 8),),
+        str(path),
+        dynamo=False,
+        input_names=["x"],
+        opset_version=17,
+    )
+    return onnx.load(str(path))
+
+
+def test_without_the_fold_the_conv_would_have_been_compared_with_pytorchs_conv_alone() -> None:
+    """The mapping itself: the folded Conv's value is the BatchNorm's output, not the Conv module's."""
+    nodes = (
+        graph.Node("/model/features/features.0/Conv", "Conv", ("x", "w"), ("c",), module="features.0"),
+        graph.Node("/model/features/features.2/Relu", "Relu", ("c",), ("r",), module="features.2"),
+    )
+    g = graph.Graph(nodes, ("x",), ("r",), frozenset({"w"}))
+    arr = np.zeros((1, 4))
+    modules = {"features.0": arr, "features.1": arr + 1, "features.2": arr + 2, "features": arr + 2}
+    shapes = {"c": (1, 4), "r": (1, 4)}
+    assert graph.counterparts(g, modules, shapes)["c"] == "features.0"
+    folded = graph.counterparts(g, modules, shapes, {"features.1": "features.0", "features.2": "features.1"})
+    assert folded["c"] == "features.1" and folded["r"] == "features.2"
+
+
+def test_pytorchs_child_writes_each_modules_output_and_which_module_fed_it(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from ci_onnx.triage import observe
+
+    models = Path(__file__).parents[1] / "e2e" / "triage" / "models.py"
+    cfg = {
+        "version": 1,
+        "model": {
+            "name": "mlp",
+            "factory": f"{models}:mlp",
+            "inputs": {"x": {"shape": ["batch", 16], "dtype": "float32"}},
+            "outputs": ["y"],
+        },
+    }
+    (tmp_path / "onnx-gate.yml").write_text(json.dumps(cfg))
+    observe.write_values(tmp_path / "in", {"x": np.ones((2, 16), np.float32)})
+    argv = [sys.executable, "-m", "ci_onnx.triage.torchref", "--config", str(tmp_path / "onnx-gate.yml")]
+    done = subprocess.run(
+        [*argv, "--inputs", str(tmp_path / "in"), "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert list(observe.read_values(tmp_path / "out")) == ["inp", "act", "head"]
+    fed_by = json.loads((tmp_path / "out" / torchref.FED_BY).read_text())
+    assert fed_by == {"act": "inp", "head": "act"}

@@ -77,6 +77,10 @@ class VerifyConfig:
     """verify.serving_figures: time a cold start and probe the optimized-model cache per target."""
     triage_timeout_s: float = 300.0
     """verify.triage_timeout_s: how long the triage of one failing cell may take; 0 turns it off."""
+    triage_memory_mb: float = 1024.0
+    """verify.triage_memory_mb: the memory a triage may hold for the values it compares."""
+    triage_disk_mb: float = 1024.0
+    """verify.triage_disk_mb: the temporary disk a triage may write for the target's values."""
     precision_tolerance: dict[str, tuple[Tolerance, dict[str, Tolerance]]] = dataclasses.field(
         default_factory=dict
     )
@@ -483,6 +487,8 @@ def _build(plain: dict[str, Any], where: guard.Where, path: Path, named: bool) -
         latency_runs=int(v["latency_runs"]),
         serving_figures=bool(v["serving_figures"]),
         triage_timeout_s=float(v["triage_timeout_s"]),
+        triage_memory_mb=float(v["triage_memory_mb"]),
+        triage_disk_mb=float(v["triage_disk_mb"]),
         precision_tolerance=by_precision,
         batch_sizes_declared="batch_sizes" in (plain.get("verify") or {}),
         sweeps={str(k): tuple(int(n) for n in sizes) for k, sizes in v["sweeps"].items()},

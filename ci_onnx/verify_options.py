@@ -83,6 +83,8 @@ class VerifyOptions:
     that can times each target's base bundle beside its own (``--baseline``, ``--baseline-ref``)."""
     triage_timeout_s: float = _from_config("verify.triage_timeout_s", float)
     """How long the triage of one failing parity or decision cell may take; 0: no triage."""
+    triage_memory_mb: float = _from_config("verify.triage_memory_mb", float)
+    triage_disk_mb: float = _from_config("verify.triage_disk_mb", float)
     triage_config: str = ""
     """The onnx-gate.yml whose model.factory the triage may run as its PyTorch reference, where torch
     is installed; empty: no PyTorch reference beyond the bundle's outputs."""
@@ -102,6 +104,8 @@ def options_from(cfg: Config | None, *, timeout_s: float | None = None) -> Verif
             budgets=cfg.budgets,
             declared_batch_sizes=cfg.verify.batch_sizes if cfg.verify.batch_sizes_declared else (),
             triage_timeout_s=cfg.verify.triage_timeout_s,
+            triage_memory_mb=cfg.verify.triage_memory_mb,
+            triage_disk_mb=cfg.verify.triage_disk_mb,
             triage_config=str(cfg.path) if cfg.model.factory else "",
         )
     else:

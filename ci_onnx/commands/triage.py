@@ -102,7 +102,7 @@ def triage(
         preset=session.resolve(target.session_options, options.session_presets).settings(),
         release=(result.environment.runtime_version if result and result.environment else target.runtime),
         timeout_s=timeout_s or options.triage_timeout_s or float(defaults.of("verify.triage_timeout_s")),
-        torch_config=options.triage_config, base_env=base_env,
+        torch_config=options.triage_config, base_env=base_env, limits=attach.limits_of(options),
     )  # fmt: skip
     found = attach.bounded(req, base_env)
     where = out / run.TRIAGE_DIR / target.id

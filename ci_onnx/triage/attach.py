@@ -66,10 +66,13 @@ def request(
     timeout_s: float,
     torch_config: str,
     base_env: Mapping[str, str],
+    limits: tuple[float, float],
 ) -> Request:
+    """``limits``: verify.triage_memory_mb and verify.triage_disk_mb."""
     return Request(
         bundle, target, check[0], check[1], out_dir, environment.program, providers, dict(preset), release,
         base_env, timeout_s, torch_config, environment.kind, str(environment.path), environment.package,
+        *limits,
     )  # fmt: skip
 
 
@@ -129,6 +132,7 @@ def attach(
     timeout_s: float,
     torch_config: str,
     base_env: Mapping[str, str],
+    limits: tuple[float, float],
 ) -> TargetResult:
     """``result`` with the triage of its first failing parity or decision check (unchanged otherwise),
     observed through the target's own runner kind in its own environment."""
@@ -138,7 +142,7 @@ def attach(
     release = result.environment.runtime_version if result.environment else result.target.runtime
     req = request(
         bundle, result.target, check, out_dir, environment=environment, providers=providers, preset=preset,
-        release=release, timeout_s=timeout_s, torch_config=torch_config, base_env=base_env,
+        release=release, timeout_s=timeout_s, torch_config=torch_config, base_env=base_env, limits=limits,
     )  # fmt: skip
     return dataclasses.replace(result, triage=bounded(req, base_env))
 
@@ -161,8 +165,13 @@ def for_cell(
     return attach(
         result, manifest, bundle, out_dir, environment=environment,
         providers=providers_for(ep), preset=preset, timeout_s=options.triage_timeout_s,
-        torch_config=options.triage_config, base_env=base_env,
+        torch_config=options.triage_config, base_env=base_env, limits=limits_of(options),
     )  # fmt: skip
+
+
+def limits_of(options: VerifyOptions) -> tuple[float, float]:
+    """What a triage may hold in memory and write to disk, in MB."""
+    return options.triage_memory_mb, options.triage_disk_mb
 
 
 def providers_for(ep: str) -> tuple[str, ...]:

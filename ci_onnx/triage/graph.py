@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -150,9 +150,10 @@ def _source_line(trace: str) -> str:
     return f"{Path(file).name}:{line}"
 
 
-def expose(model: Any, skip: Iterable[str] = ()) -> Any:
+def expose(model: Any, skip: Iterable[str] = (), only: Collection[str] | None = None) -> Any:
     """A copy of ``model`` whose graph outputs are its outputs followed by every other node output of
-    the main graph (typed where shape inference knows the type): what the graph says at each node."""
+    the main graph (of ``only`` where given; typed where shape inference knows the type): what the
+    graph says at each node."""
     import onnx
 
     exposed = onnx.ModelProto()
@@ -167,7 +168,7 @@ def expose(model: Any, skip: Iterable[str] = ()) -> Any:
     present = {o.name for o in g.output} | set(skip)
     for n in g.node:
         for out in n.output:
-            if not out or out in present:
+            if not out or out in present or (only is not None and out not in only):
                 continue
             present.add(out)
             info = typed.get(out)

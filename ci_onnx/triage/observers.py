@@ -95,14 +95,18 @@ def exposed(
     work: Path,
     sample: dict[str, np.ndarray],
     budget: Budget,
+    only: dict[str, Any] | None = None,
 ) -> dict[str, dict[str, np.ndarray] | str]:
-    """Every value of each of ``models`` (by name) on the sample, as the target computes it (with
-    graph optimizations off where the kind can say so; the python kind runs them all in one child),
-    or the runtime's message where it cannot run one."""
+    """Every value of each of ``models`` (by name; those ``only[name]`` names where it names any) on
+    the sample, as the target computes it (with graph optimizations off where the kind can say so;
+    the python kind runs them all in one child), or the runtime's message where it cannot run one."""
+    only = only or {}
     if req.kind != "python":
         found: dict[str, dict[str, np.ndarray] | str] = {}
         for name, model in models.items():
-            bundle = _exposed_bundle(graph.expose(model), manifest, sample, work / f"{name}-bundle")
+            bundle = _exposed_bundle(
+                graph.expose(model, only=only.get(name)), manifest, sample, work / f"{name}-bundle"
+            )
             try:
                 found[name] = _kind(req, bundle, work / f"{name}-values", budget).get("test_data_set_0", {})
             except Stop as exc:
@@ -111,7 +115,7 @@ def exposed(
     observe.write_values(work / "exposed-inputs", sample)
     runs = {
         name: {
-            "model": str(graph.save(graph.expose(model), work / f"{name}.onnx")),
+            "model": str(graph.save(graph.expose(model, only=only.get(name)), work / f"{name}.onnx")),
             "inputs": str(work / "exposed-inputs"),
             "out": str(work / f"{name}-values"),
             "level": "disable",

@@ -32,6 +32,10 @@ class Request:
     env_path: str = ""
     """The target's environment (a venv, an npm prefix), for a kind other than python."""
     env_package: str = ""
+    memory_mb: float = 1024.0
+    """verify.triage_memory_mb: what the values compared may take in memory."""
+    disk_mb: float = 1024.0
+    """verify.triage_disk_mb: what the target's values may take on disk."""
 
 
 class Stop(Exception):

@@ -23,7 +23,7 @@ import numpy as np
 
 from ci_onnx import proc
 from ci_onnx.bundle import MODEL, read_manifest
-from ci_onnx.triage import classify, graph, observe, observers, repro, sample, torchref
+from ci_onnx.triage import bounds, classify, graph, observe, observers, repro, sample, torchref
 from ci_onnx.triage.request import Budget, Request, Stop
 from ci_onnx.triage_contract import TRIAGE_VERSION, Triage
 
@@ -62,10 +62,17 @@ def _triage(req: Request, work: Path, budget: Budget, notes: list[str]) -> Triag
     clock = time.monotonic()
     picked = sample.pick(req, manifest, work, budget)
     compared = [f"{_runner(req)} as it ran ({_since(clock)})"]
+    runs = 2 if req.kind == "python" and observers.optimized_graph(work) is not None else 1
+    limit = bounds.bound(
+        g, bounds.sizes(model, picked.inputs), req.memory_mb - bounds.held_mb(), req.disk_mb, runs=runs,
+        keep=[req.output], limit_mb=req.memory_mb,
+    )  # fmt: skip
+    if limit.note:
+        notes.append(limit.note)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         # PyTorch's child starts now and imports torch while the target's runtime runs
         torch_run = pool.submit(_torch_run, req, manifest, picked.inputs, work, budget, notes)
-        off, optimized = _exposed(req, model, manifest, work, picked.inputs, budget, compared, notes)
+        off, optimized = _exposed(req, model, manifest, work, picked.inputs, budget, compared, notes, limit)
         fp32_graph, ref_model, fp32_tol = None, model, (atol, rtol)
         if manifest.precision != "fp32":
             fp32_dir = req.bundle.parent / dataclasses.replace(req.target, precision="fp32").bundle_key
@@ -79,7 +86,11 @@ def _triage(req: Request, work: Path, budget: Budget, notes: list[str]) -> Triag
         budget.left()
         clock = time.monotonic()
         try:
-            ref_values: dict[str, np.ndarray] | None = reference.intermediates(ref_model, picked.inputs)
+            if not limit.reference:
+                raise reference.ReferenceError_("onnx's ReferenceEvaluator: left out by the memory limit")
+            ref_values: dict[str, np.ndarray] | None = _only(
+                reference.intermediates(ref_model, picked.inputs), limit.exposed
+            )
             on = " on the fp32 graph" if fp32_graph else ""
             compared.append(f"onnx's ReferenceEvaluator{on} ({_since(clock)})")
         except reference.ReferenceError_ as exc:
@@ -122,6 +133,11 @@ def _triage(req: Request, work: Path, budget: Budget, notes: list[str]) -> Triag
     return _reported(req, model, g, finding, compared, picked.which, (atol, rtol), budget, notes)
 
 
+def _only(values: dict[str, np.ndarray], exposed: frozenset[str] | None) -> dict[str, np.ndarray]:
+    """``values`` less the node outputs a limit left out (every one where ``exposed`` is None)."""
+    return values if exposed is None else {k: v for k, v in values.items() if k in exposed}
+
+
 def _exposed(
     req: Request,
     model: Any,
@@ -131,13 +147,20 @@ def _exposed(
     budget: Budget,
     compared: list[str],
     notes: list[str],
+    limit: bounds.Bound,
 ) -> tuple[dict[str, np.ndarray] | None, tuple[graph.Graph, dict[str, np.ndarray]] | None]:
-    """The target's values of every node, with optimizations off where the kind can say so, and of
-    the graph it optimized and ran (python kind only), in one run of the target's runtime."""
+    """The target's values of every node (those ``limit`` keeps), with optimizations off where the
+    kind can say so, and of the graph it optimized and ran (python kind only), in one run of the
+    target's runtime; the optimized graph's values are those kept and those of its own new nodes."""
     models = {"exposed": model}
+    only: dict[str, Any] = {"exposed": limit.exposed}
     path = observers.optimized_graph(work) if req.kind == "python" else None
     if path is not None:
         models["optimized-exposed"] = graph.load(path)
+        if limit.exposed is not None:
+            known = {o for n in model.graph.node for o in n.output}
+            new = {o for n in models["optimized-exposed"].graph.node for o in n.output if o not in known}
+            only["optimized-exposed"] = limit.exposed | new
     elif req.kind == "python":
         notes.append("the target's runtime did not save the graph it optimized")
     else:
@@ -145,7 +168,7 @@ def _exposed(
             f"the {req.kind} runner does not save the graph it optimized: no optimization class here"
         )
     clock = time.monotonic()
-    got = observers.exposed(req, models, manifest, work, inputs, budget)
+    got = observers.exposed(req, models, manifest, work, inputs, budget, only)
     spent = _since(clock)
     off, optimized = got["exposed"], got.get("optimized-exposed")
     how = "with optimizations off, " if req.kind == "python" else ""

@@ -40,6 +40,10 @@ class Error:
         return self.share > 1.0
 
 
+CHUNK = 1 << 18
+"""Elements compared at a time: the float64 copies of a comparison stay a few MB, whatever the value."""
+
+
 def error(got: np.ndarray, ref: np.ndarray, atol: float, rtol: float) -> Error:
     got, ref = np.asarray(got), np.asarray(ref)
     if got.shape != ref.shape:
@@ -55,19 +59,32 @@ def error(got: np.ndarray, ref: np.ndarray, atol: float, rtol: float) -> Error:
         except (TypeError, ValueError):
             diff = INF
         return Error(diff, INF)
-    g, r = got.astype(np.float64), ref.astype(np.float64)
-    finite = np.isfinite(g) & np.isfinite(r)
-    special = ~finite & ~((np.isnan(g) & np.isnan(r)) | (g == r))
-    if special.any():
-        return Error(INF, INF)
-    if not finite.any():
+    flat_g, flat_r = got.reshape(-1), ref.reshape(-1)
+    chunks = [(flat_g[i : i + CHUNK], flat_r[i : i + CHUNK]) for i in range(0, flat_g.size, CHUNK)]
+    peak, any_finite = 0.0, False
+    for cg, cr in chunks:  # first the scale (the largest finite reference value) and the special values
+        g, r = cg.astype(np.float64), cr.astype(np.float64)
+        finite = np.isfinite(g) & np.isfinite(r)
+        if (~finite & ~((np.isnan(g) & np.isnan(r)) | (g == r))).any():
+            return Error(INF, INF)
+        if finite.any():
+            any_finite = True
+            peak = max(peak, float(np.max(np.abs(r[finite]))))
+    if not any_finite:
         return Error(0.0, 0.0)
-    d = np.abs(g - r)[finite]
-    scale = max(1.0, float(np.max(np.abs(r[finite]))))
-    bound = atol * scale + rtol * np.abs(r[finite])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(bound > 0, d / np.where(bound > 0, bound, 1.0), np.where(d > 0, INF, 0.0))
-    return Error(float(d.max()), float(ratio.max()), float(np.max(np.abs(r[finite]))))
+    scale = max(1.0, peak)
+    worst_d, worst_ratio = 0.0, 0.0
+    for cg, cr in chunks:
+        g, r = cg.astype(np.float64), cr.astype(np.float64)
+        finite = np.isfinite(g) & np.isfinite(r)
+        if not finite.any():
+            continue
+        d = np.abs(g - r)[finite]
+        bound = atol * scale + rtol * np.abs(r[finite])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(bound > 0, d / np.where(bound > 0, bound, 1.0), np.where(d > 0, INF, 0.0))
+        worst_d, worst_ratio = max(worst_d, float(d.max())), max(worst_ratio, float(ratio.max()))
+    return Error(worst_d, worst_ratio, peak)
 
 
 def errors(

@@ -14,65 +14,19 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ci_onnx.triage import classify, graph, reference, torchref
+from ci_onnx.triage import classify, graph, torchref
 from ci_onnx.triage_contract import FaultClass
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-ATOL, RTOL = 1e-4, 1e-3
+from tests.injection import triage_suite  # noqa: E402
 
-
-class Wrapper(nn.Module):
-    """The user's module under ``model``, as the export's flat wrapper holds it."""
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(self, x: Any) -> Any:
-        return self.model(x)
+Wrapper, Triple = triage_suite.Wrapper, triage_suite.Triple
 
 
 def triage(tmp_path: Path, model: nn.Module, x: Any) -> classify.Finding:
-    import onnx
-
-    model.eval()
-    path = tmp_path / "model.onnx"
-    torch.onnx.export(
-        Wrapper(model).eval(),
-        (x,),
-        str(path),
-        dynamo=False,
-        input_names=["x"],
-        output_names=["y"],
-        opset_version=17,
-    )
-    m = onnx.load(str(path))
-    g = graph.of(m)
-    feeds = {"x": x.numpy()}
-    ref = reference.intermediates(m, feeds)
-    with torch.no_grad():
-        torch_out = model(x).numpy()
-    modules, fed_by = torchref.record(model, lambda leaves: model(leaves["x"]), feeds)
-    named = graph.counterparts(g, modules, {k: tuple(v.shape) for k, v in ref.items()}, fed_by)
-    sample = classify.Sample(
-        "y", ATOL, RTOL, g, torch_out, ref["y"], ref, ref,
-        {v: modules[p] for v, p in named.items()}, named, release="test",
-    )  # fmt: skip
-    return classify.classify(sample)
-
-
-class Triple(torch.autograd.Function):
-    """x·3 in PyTorch; its symbolic exports x·2."""
-
-    @staticmethod
-    def forward(ctx: Any, x: Any) -> Any:
-        return x * 3
-
-    @staticmethod
-    def symbolic(g: Any, x: Any) -> Any:
-        return g.op("Mul", x, g.op("Constant", value_t=torch.tensor(2.0)))
+    return triage_suite.classified(model, x, tmp_path)
 
 
 class FunctionBetween(nn.Module):

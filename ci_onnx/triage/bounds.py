@@ -42,6 +42,20 @@ class Bound:
     total_mb: float = 0.0
     """Every node output of the graph on the sample."""
     exposed_mb: float = 0.0
+    room: float = 0.0
+    """The bytes of values one run of the target may expose."""
+    size: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    """Each value's bytes (an unknown size counted as the largest known)."""
+
+    def fitting(self, values: Sequence[str]) -> list[str]:
+        """As many of ``values``, in bisection order, as one run may expose (one at least)."""
+        chosen: list[str] = []
+        used = 0
+        for v in _bisection(values):
+            if not chosen or used + self.size.get(v, 0) <= self.room:
+                chosen.append(v)
+                used += self.size.get(v, 0)
+        return chosen
 
 
 def sizes(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, int]:
@@ -136,7 +150,7 @@ def bound(
         f"({used / MB:.0f} of {total / MB:.0f} MB); the node named is the nearest compared one"
         + ("" if reference else ", and onnx's reference (which holds every value at once) did not run")
     )
-    return Bound(frozenset(chosen), reference, note, total / MB, used / MB)
+    return Bound(frozenset(chosen), reference, note, total / MB, used / MB, room, of)
 
 
 def _first(g: Graph) -> list[str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 
 import numpy as np
 
@@ -90,7 +90,7 @@ def name(n: Node) -> str:
     return f"{n.name} ({n.op_type}{where})"
 
 
-def region(graph: Graph, value: str, known: Mapping[str, walk.Error]) -> list[Node]:
+def region(graph: Graph, value: str, known: Container[str]) -> list[Node]:
     """The nodes that make ``value`` from the nearest values ``known`` holds (going up through the
     values it does not): a fused or quantized group, in topological order."""
     made_by = graph.producer()

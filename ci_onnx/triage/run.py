@@ -23,7 +23,7 @@ import numpy as np
 
 from ci_onnx import proc
 from ci_onnx.bundle import MODEL, read_manifest
-from ci_onnx.triage import bounds, classify, graph, observe, observers, repro, sample, torchref
+from ci_onnx.triage import bisect, bounds, classify, graph, observe, observers, repro, sample, torchref
 from ci_onnx.triage.request import Budget, Request, Stop
 from ci_onnx.triage_contract import TRIAGE_VERSION, Triage
 
@@ -88,14 +88,13 @@ def _triage(req: Request, work: Path, budget: Budget, notes: list[str]) -> Triag
         try:
             if not limit.reference:
                 raise reference.ReferenceError_("onnx's ReferenceEvaluator: left out by the memory limit")
-            ref_values: dict[str, np.ndarray] | None = _only(
-                reference.intermediates(ref_model, picked.inputs), limit.exposed
-            )
+            ref_all: dict[str, np.ndarray] | None = reference.intermediates(ref_model, picked.inputs)
+            ref_values = _only(ref_all, limit.exposed) if ref_all is not None else None
             on = " on the fp32 graph" if fp32_graph else ""
             compared.append(f"onnx's ReferenceEvaluator{on} ({_since(clock)})")
         except reference.ReferenceError_ as exc:
             notes.append(str(exc))
-            ref_values = None
+            ref_all = ref_values = None
         stand_in = ref_values is None and off is not None and fp32_graph is None
         if stand_in:  # the graph's values from the target with optimizations off: export ≟ runtime
             notes.append("the target with optimizations off stands in for onnx's reference")
@@ -108,8 +107,7 @@ def _triage(req: Request, work: Path, budget: Budget, notes: list[str]) -> Triag
         notes.append("PyTorch: no module output could be matched to a value of the graph")
     if torch_values:
         compared.append(f"PyTorch, module by module ({torch_s:.1f} s, beside the runtime's runs)")
-    finding = classify.classify(
-        classify.Sample(
+    said = classify.Sample(
             req.output,
             atol,
             rtol,
@@ -128,8 +126,19 @@ def _triage(req: Request, work: Path, budget: Budget, notes: list[str]) -> Triag
             "the bundle's expected outputs" if manifest.exporter == "onnx" else "PyTorch",
             picked.everywhere,
             stand_in,
-        )
-    )
+        )  # fmt: skip
+    finding = classify.classify(said)
+    if limit.exposed is not None and ref_all is not None and off is not None and fp32_graph is None:
+
+        def expose_more(values: frozenset[str]) -> dict[str, np.ndarray]:
+            """The target's ``values`` (optimizations off), in one more run of its runtime."""
+            only = {"narrowed": values}
+            got = observers.exposed(req, {"narrowed": model}, manifest, work, picked.inputs, budget, only)
+            if isinstance(got["narrowed"], str):
+                raise Stop(f"the target's runtime could not run the narrowed graph: {got['narrowed']}")
+            return got["narrowed"]
+
+        finding = bisect.narrowed(said, finding, limit, ref_all, expose_more, notes)
     return _reported(req, model, g, finding, compared, picked.which, (atol, rtol), budget, notes)
 
 

@@ -10,7 +10,8 @@ import numpy as np
 import onnxruntime
 
 from ci_onnx.target import Status, Target
-from ci_onnx.triage import bounds, graph
+from ci_onnx.triage import bisect, bounds, classify, graph
+from ci_onnx.triage_contract import FaultClass
 from ci_onnx.verify import stage
 from ci_onnx.verify_options import VerifyOptions
 from tests import chain
@@ -67,3 +68,30 @@ def test_a_triage_cut_short_by_memory_says_so_and_names_the_nearest_value_kept(t
     _, whole = _triaged(tmp_path / "roomy", memory_mb=1024)
     assert (whole.fault, whole.node) == ("runtime", "up"), whole  # type: ignore[attr-defined]
     assert not any("cut the search short" in n for n in whole.notes)  # type: ignore[attr-defined]
+
+
+def test_a_runtime_fault_named_on_a_kept_value_is_narrowed_to_its_node_within_the_limit() -> None:
+    g = graph.of(chain.model(NODES, WIDTH))
+    values = [o for n in g.nodes for o in n.outputs]
+    ref = {v: np.ones((1, 4), np.float32) for v in ["x", *values]}
+    broken = set(values[values.index("v8") :])  # `up` makes v8: from there the target loses the values
+    target = {v: np.zeros((1, 4), np.float32) if v in broken else ref[v] for v in ref}
+    size = dict.fromkeys(values, 16)
+    limit = bounds.Bound(frozenset({"v3", "v11", "y"}), True, "cut", room=32, size=size)
+    kept = {v: target[v] for v in ["x", *limit.exposed]}
+    s = classify.Sample(
+        "y", 1e-4, 1e-3, g, ref["y"], target["y"], {k: ref[k] for k in kept}, kept, release="t"
+    )
+    first = classify.classify(s)
+    assert (first.fault, first.node.name if first.node else "") == (FaultClass.RUNTIME, "n11")
+    asked: list[frozenset[str]] = []
+
+    def expose(which: frozenset[str]) -> dict[str, np.ndarray]:
+        asked.append(which)
+        return {v: target[v] for v in which}
+
+    notes: list[str] = []
+    found = bisect.narrowed(s, first, limit, ref, expose, notes)
+    assert found.node is not None and found.node.name == "up", found.summary
+    assert all(len(a) * 16 <= limit.room for a in asked) and len(asked) <= bisect.ROUNDS, asked
+    assert notes and "named up" in notes[0]

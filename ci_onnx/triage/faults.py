@@ -9,7 +9,7 @@ import numpy as np
 
 from ci_onnx.triage import walk
 from ci_onnx.triage.findings import Finding, Sample, boundary, downstream, fmt, name, region
-from ci_onnx.triage.graph import Node
+from ci_onnx.triage.graph import FX, Node
 from ci_onnx.triage_contract import FaultClass
 
 
@@ -86,15 +86,17 @@ def export(s: Sample, torch_errs: Mapping[str, walk.Error], within: set[str], fa
 def _counterpart(s: Sample, value: str) -> str:
     """What PyTorch calls ``value``: the module whose output it is, the graph's input or output."""
     if value in s.torch_modules:
-        return s.torch_modules[value]
+        return s.torch_modules[value].removeprefix(FX)
     if value in s.graph.inputs:
         return f"the input {value}"
     made = s.graph.producer().get(value)
     return made.module if made is not None and made.module else value
 
 
-def _owns(module: str, n: Node) -> bool:
-    return bool(module) and (n.module == module or n.module.startswith(module + "."))
+def _owns(owner: str, n: Node) -> bool:
+    """Whether ``n`` is part of PyTorch's ``owner``: a module (or one inside it) or the exported
+    program's node."""
+    return bool(owner) and (n.module == owner or n.module.startswith(owner + ".") or n.fx == owner)
 
 
 def _runtime_there(s: Sample, value: str) -> str:

@@ -86,7 +86,7 @@ def times(share: float) -> str:
 
 
 def name(n: Node) -> str:
-    where = f", from {n.module}" + (f" at {n.source}" if n.source else "") if n.module else ""
+    where = (f", from {n.module}" if n.module else "") + (f" at {n.source}" if n.source else "")
     return f"{n.name} ({n.op_type}{where})"
 
 

@@ -29,6 +29,8 @@ class Node:
     source: str = ""
     """The model's source line that made it (``model.py:38``), where the export says so."""
     domain: str = ""
+    fx: str = ""
+    """The exported program's node it came from (dynamo's ``pkg.torch.onnx.fx_node``), where recorded."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +91,7 @@ def of(model: Any) -> Graph:
                 module,
                 source,
                 n.domain,
+                _fx_name(meta.get("pkg.torch.onnx.fx_node", "")),
             )
         )
     graph_inputs = tuple(i.name for i in g.input if i.name not in inits)
@@ -132,6 +135,16 @@ def _origin(name: str, meta: Mapping[str, str]) -> tuple[str, str]:
             module = m["scopes"].split("/")[-1]
     module = module.removeprefix(WRAPPER + ".") if module != WRAPPER else ""
     return module, _source_line(meta.get("pkg.torch.onnx.stack_trace", ""))
+
+
+_FX = re.compile(r"^%(?P<name>[^\s:]+)\s*:")
+FX = "fx:"
+"""The prefix of PyTorch's values of the exported program's nodes, beside its module outputs."""
+
+
+def _fx_name(text: str) -> str:
+    m = _FX.match(text)
+    return m["name"] if m else ""
 
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
@@ -201,7 +214,8 @@ def counterparts(
     shapes: Mapping[str, tuple[int, ...]],
     fed_by: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The ONNX value each PyTorch module hands on (value → module path): of the values its nodes
+    """The ONNX value each PyTorch module hands on (value → module path; ``fx:<node>`` for a node of
+    the exported program, the values no module hands on, by dynamo's metadata): of the values its nodes
     make, the last (in topological order) that leaves the module or the graph and has the module
     output's shape. A module that made no node of its own and was fed by another (``fed_by``, what
     PyTorch's run saw: a BatchNorm folded into the Conv before it, a Dropout) takes that module's
@@ -225,4 +239,28 @@ def counterparts(
             folded_into = [v for v, m in found.items() if m == fed_by[path]]
             if folded_into and tuple(shapes.get(folded_into[-1], ())) == tuple(getattr(arr, "shape", ())):
                 found[folded_into[-1]] = path
+    by_fx: dict[str, list[Node]] = {}
+    for n in graph.nodes:
+        if n.fx:
+            by_fx.setdefault(n.fx, []).append(n)
+    for key, arr in modules.items():  # the exported program's nodes: values no module hands on
+        if not key.startswith(FX):
+            continue
+        name = key[len(FX) :]
+        made = [
+            o
+            for n in by_fx.get(name, [])
+            for o in n.outputs
+            if o and tuple(shapes.get(o, ())) == tuple(getattr(arr, "shape", ()))
+        ]
+        if made and made[-1] not in found:
+            found[made[-1]] = key
     return found
+
+
+def fx_wanted(graph: Graph, values: Collection[str] | None = None) -> list[str]:
+    """The exported program's nodes whose values PyTorch is asked for: those that made a value of
+    ``values`` (every one where None)."""
+    return list(
+        dict.fromkeys(n.fx for n in graph.nodes if n.fx and (values is None or set(n.outputs) & set(values)))
+    )

@@ -71,7 +71,8 @@ def _triage(req: Request, work: Path, budget: Budget, notes: list[str]) -> Triag
         notes.append(limit.note)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         # PyTorch's child starts now and imports torch while the target's runtime runs
-        torch_run = pool.submit(_torch_run, req, manifest, picked.inputs, work, budget, notes)
+        fx = graph.fx_wanted(g, limit.exposed) if manifest.exporter == "dynamo" else []
+        torch_run = pool.submit(_torch_run, req, manifest, picked.inputs, work, budget, notes, fx)
         off, optimized = _exposed(req, model, manifest, work, picked.inputs, budget, compared, notes, limit)
         fp32_graph, ref_model, fp32_tol = None, model, (atol, rtol)
         if manifest.precision != "fp32":
@@ -202,10 +203,12 @@ def _torch_run(
     work: Path,
     budget: Budget,
     notes: list[str],
+    fx: list[str],
 ) -> tuple[dict[str, np.ndarray], dict[str, str], float]:
     """PyTorch's module outputs on the sample (module path → array), which module's output each read
     (torchref.FED_BY) and the seconds it took, where the bundle came from a factory here and torch is
-    installed; nothing, with a note, otherwise."""
+    installed; nothing, with a note, otherwise. ``fx``: the exported program's nodes whose values
+    PyTorch records too (``fx:<node>``)."""
     if manifest.precision != "fp32":
         return {}, {}, 0.0  # a derived precision is compared with its fp32 graph
     if not req.torch_config:
@@ -224,6 +227,9 @@ def _torch_run(
     argv = [sys.executable, "-m", "ci_onnx.triage.torchref", "--config", req.torch_config,
             "--inputs", str(work / "torch-inputs"), "--out", str(out),
             *(["--model", req.target.model] if req.target.model else [])]  # fmt: skip
+    if fx:  # the exported program's nodes too: values no module hands on (dynamo's metadata names them)
+        (work / "fx.json").write_text(json.dumps(fx))
+        argv += ["--fx", str(work / "fx.json")]
     done = proc.run(argv, timeout=budget.left(), env=req.base_env, what=f"{req.target.id} triage (PyTorch)")
     if not done.ok:
         notes.append(f"PyTorch: the model's forward could not run ({done.describe_failure()})")

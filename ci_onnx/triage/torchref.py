@@ -20,11 +20,15 @@ from typing import Any
 
 from ci_onnx.errors import EXIT_PASS, GateError
 
+FX_PREFIX = "fx:"
+"""As ci_onnx.triage.graph.FX (this child imports nothing of the triage's graph)."""
 FED_BY = "fed_by.json"
 """Beside the values: which module's output each module read first (module path → module path)."""
 
 
-def module_outputs(cfg_path: Path, inputs: Path, model_id: str = "") -> tuple[dict[str, Any], dict[str, str]]:
+def module_outputs(
+    cfg_path: Path, inputs: Path, model_id: str = "", fx: Sequence[str] = ()
+) -> tuple[dict[str, Any], dict[str, str]]:
     from ci_onnx import cascade
     from ci_onnx.export import factory, signature
     from ci_onnx.triage.observe import read_values
@@ -35,9 +39,13 @@ def module_outputs(cfg_path: Path, inputs: Path, model_id: str = "") -> tuple[di
     model = factory.build_model(cfg.model.factory, cfg.root)
     names = [s.name for s in cfg.model.inputs]
     binding = signature.bind(model.forward, names)
-    return record(
-        model, lambda leaves: binding.call(model, leaves), {n: read_values(inputs)[n] for n in names}
-    )
+    feeds = read_values(inputs)
+    seen, fed_by = record(model, lambda leaves: binding.call(model, leaves), {n: feeds[n] for n in names})
+    if fx:
+        from ci_onnx.export.torch_export import flat_call
+
+        seen.update(program_values(flat_call(model, binding, names), [feeds[n] for n in names], fx))
+    return seen, fed_by
 
 
 def record(model: Any, call: Any, feeds: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
@@ -81,17 +89,45 @@ def record(model: Any, call: Any, feeds: Mapping[str, Any]) -> tuple[dict[str, A
     return seen, fed_by
 
 
+def program_values(flat: Any, leaves: Sequence[Any], wanted: Sequence[str]) -> dict[str, Any]:
+    """The values of the exported program's nodes named in ``wanted`` (``fx:<node>`` → array): the
+    program torch.export makes of ``flat`` (as dynamo's exporter does), run node by node on ``leaves``.
+    Nothing where torch.export cannot export it here."""
+    import numpy as np
+    import torch
+
+    tensors = tuple(torch.from_numpy(np.asarray(v, order="C").copy()) for v in leaves)
+    try:
+        program = torch.export.export(flat, tensors, strict=False).module()
+    except Exception:  # the module outputs still stand as PyTorch's values
+        return {}
+    want, found = set(wanted), {}
+
+    class Recorder(torch.fx.Interpreter):
+        def run_node(self, n: Any) -> Any:
+            out = super().run_node(n)
+            if n.name in want and isinstance(out, torch.Tensor):
+                found[FX_PREFIX + n.name] = out.detach().cpu().numpy().copy()
+            return out
+
+    with torch.no_grad():
+        Recorder(program).run(*tensors)
+    return found
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ci_onnx.triage.torchref")
     parser.add_argument("--config", type=Path, required=True)
     parser.add_argument("--model", default="", help="The model's name, in a config of several.")
     parser.add_argument("--inputs", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--fx", type=Path, help="A JSON list of the exported program's nodes to record.")
     args = parser.parse_args(argv)
     from ci_onnx.triage.observe import write_values
 
     try:
-        values, fed_by = module_outputs(args.config, args.inputs, args.model)
+        fx = json.loads(args.fx.read_text()) if args.fx else []
+        values, fed_by = module_outputs(args.config, args.inputs, args.model, fx)
         write_values(args.out, values)
         (args.out / FED_BY).write_text(json.dumps(fed_by))
     except GateError as exc:

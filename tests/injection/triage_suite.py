@@ -60,19 +60,30 @@ def classified(
     runtime_edit: Callable[[Any], None] | None = None,
     atol: float = ATOL,
     rtol: float = RTOL,
+    exporter: str = "torchscript",
+    translations: dict[Any, Any] | None = None,
 ) -> classify.Finding:
-    """``model`` exported by TorchScript (input ``x``, output ``y``) and triaged on ``x``: onnx's
-    reference, onnxruntime (on the graph ``runtime_edit`` changed, where given) and PyTorch."""
+    """``model`` exported (input ``x``, output ``y``; dynamo with ``translations`` as its custom
+    translation table, where given) and triaged on ``x``: onnx's reference, onnxruntime (on the graph
+    ``runtime_edit`` changed, where given) and PyTorch (its modules, and the exported program's nodes
+    for dynamo)."""
     import onnx
     import onnxruntime as ort
 
     model.eval()
     work.mkdir(parents=True, exist_ok=True)
     path = work / "model.onnx"
-    torch.onnx.export(
-        Wrapper(model).eval(), (x,), str(path), dynamo=False, input_names=["x"], output_names=["y"],
-        opset_version=17,
-    )  # fmt: skip
+    if exporter == "dynamo":
+        program = torch.onnx.export(
+            Wrapper(model).eval(), (x,), dynamo=True, input_names=["x"], output_names=["y"],
+            custom_translation_table=translations, verbose=False,
+        )  # fmt: skip
+        program.save(str(path))
+    else:
+        torch.onnx.export(
+            Wrapper(model).eval(), (x,), str(path), dynamo=False, input_names=["x"], output_names=["y"],
+            opset_version=17,
+        )  # fmt: skip
     m = onnx.load(str(path))
     g = graph.of(m)
     feeds = {"x": x.numpy()}
@@ -93,6 +104,8 @@ def classified(
     with torch.no_grad():
         torch_out = model(x).numpy()
     modules, fed_by = torchref.record(model, lambda leaves: model(leaves["x"]), feeds)
+    if exporter == "dynamo":
+        modules.update(torchref.program_values(Wrapper(model).eval(), [feeds["x"]], graph.fx_wanted(g)))
     named = graph.counterparts(g, modules, {k: tuple(v.shape) for k, v in ref.items()}, fed_by)
     sample = classify.Sample(
         "y", atol, rtol, g, torch_out, as_run, ref, off, {v: modules[p] for v, p in named.items()}, named,

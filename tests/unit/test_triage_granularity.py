@@ -151,11 +151,51 @@ def test_pytorchs_child_writes_each_modules_output_and_which_module_fed_it(tmp_p
     (tmp_path / "onnx-gate.yml").write_text(json.dumps(cfg))
     observe.write_values(tmp_path / "in", {"x": np.ones((2, 16), np.float32)})
     argv = [sys.executable, "-m", "ci_onnx.triage.torchref", "--config", str(tmp_path / "onnx-gate.yml")]
+    (tmp_path / "fx.json").write_text(json.dumps(["tanh", "no_such_node"]))
     done = subprocess.run(
-        [*argv, "--inputs", str(tmp_path / "in"), "--out", str(tmp_path / "out")],
+        [*argv, "--inputs", str(tmp_path / "in"), "--out", str(tmp_path / "out"), "--fx", str(tmp_path / "fx.json")],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert list(observe.read_values(tmp_path / "out")) == ["inp", "act", "head"]
+    values = observe.read_values(tmp_path / "out")
+    assert list(values) == ["inp", "act", "head", "fx:tanh"], "the exported program's node asked for too"
+    assert np.array_equal(values["fx:tanh"], values["act"])
     fed_by = json.loads((tmp_path / "out" / torchref.FED_BY).read_text())
     assert fed_by == {"act": "inp", "head": "act"}
+
+
+class Scaled(nn.Module):
+    """a → ReLU → × scale (in the parent's forward) → b: the Mul no module owns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(16, 16)
+        self.b = nn.Linear(16, 4)
+        self.register_buffer("scale", torch.tensor(3.0))
+
+    def forward(self, x: Any) -> Any:
+        return self.b(torch.relu(self.a(x)) * self.scale)  # the line dynamo records for the Mul
+
+
+def _wrong_mul(self: Any, other: Any) -> Any:
+    """A custom translation of aten.mul.Tensor that multiplies by two thirds more."""
+    from onnxscript import opset18 as op
+
+    return op.Mul(op.Mul(self, other), op.CastLike(op.Constant(value_float=2.0 / 3.0), self))
+
+
+def test_dynamo_maps_the_exported_programs_nodes_and_blames_the_mul_with_its_source_line(
+    tmp_path: Path,
+) -> None:
+    torch.manual_seed(0)
+    f = triage_suite.classified(
+        Scaled(), torch.randn(2, 16), tmp_path, exporter="dynamo",
+        translations={torch.ops.aten.mul.Tensor: _wrong_mul},
+    )  # fmt: skip
+    assert f.fault is FaultClass.EXPORT and f.node is not None, f.summary
+    assert (f.node.op_type, f.node.fx) == ("Mul", "mul"), f.summary
+    assert "between" not in f.summary and "while its inputs match" in f.summary, f.summary
+    line = next(
+        i for i, text in enumerate(Path(__file__).read_text().splitlines(), 1) if "the line dynamo" in text
+    )
+    assert f.node.source == f"{Path(__file__).name}:{line}" and f.node.source in f.summary, f.summary

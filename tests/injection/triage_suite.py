@@ -16,8 +16,7 @@ this interpreter's onnxruntime running the target's graph as it ran and with opt
 | folded-bn-noise | BatchNorms folded into their Convs, noise added to the output in ``forward`` | export, a node after ``head`` (the noise), as a bracket; never a Conv |
 | runtime-attribute | one Gemm's ``alpha`` (or ``beta``) changed in the graph the runtime runs only | runtime, that Gemm |
 | tight-tolerance | an atol of 1e-9 on a healthy export | tolerance |
-
-An int8 calibration from one class (the precision class) is not planted here yet.
+| int8-one-class | int8-static calibrated on the images of one digit, triaged on another digit | precision, the fp32 node whose activation the calibration clips most (the suite's own truth) |
 """
 
 from __future__ import annotations
@@ -26,10 +25,11 @@ import argparse
 import dataclasses
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -200,6 +200,86 @@ def _symbolic(work: Path) -> classify.Finding:
         torch.onnx.unregister_custom_op_symbolic("aten::relu", 17)
 
 
+SAMPLES = HERE.parents[1] / "examples" / "tinycnn" / "samples.npz"
+
+
+class _Reader:
+    def __init__(self, images: np.ndarray) -> None:
+        self._rows = iter({"x": images[i : i + 1]} for i in range(len(images)))
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        return next(self._rows, None)
+
+
+def most_clipped(int8: Any, values: Mapping[str, np.ndarray]) -> str:
+    """The suite's own truth for a calibration that missed: the fp32 value whose QuantizeLinear clips
+    the sample's values most (beyond the calibrated range, relative to that range); a graph input,
+    which no node of the graph can keep in fp32, is not one."""
+    from onnx import numpy_helper
+
+    inits = {i.name: numpy_helper.to_array(i) for i in int8.graph.initializer}
+    inputs = {i.name for i in int8.graph.input}
+    worst, where = -1.0, ""
+    for n in int8.graph.node:
+        if n.op_type != "QuantizeLinear" or n.input[0] in inputs or n.input[0] not in values:
+            continue
+        if n.input[1] not in inits:
+            continue
+        scale = float(np.max(inits[n.input[1]]))
+        zero = float(np.max(inits[n.input[2]])) if len(n.input) > 2 and n.input[2] in inits else 0.0
+        lo, hi = (-128 - zero) * scale, (127 - zero) * scale
+        v = values[n.input[0]]
+        excess = max(0.0, float(v.max()) - hi, lo - float(v.min())) / (hi - lo)
+        if excess > worst:
+            worst, where = excess, n.input[0]
+    return where
+
+
+def _one_class(work: Path) -> classify.Finding:
+    """DigitNet's int8-static graph calibrated on the images of one digit only, triaged on the image
+    of another digit it is worst on (against the fp32 graph, as the triage compares a precision)."""
+    import onnx
+    import onnxruntime as ort
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    data = np.load(SAMPLES)
+    images, labels = data["image"], data["labels"]
+    net = digitnet().eval()
+    work.mkdir(parents=True, exist_ok=True)
+    fp32, prepared, int8 = work / "fp32.onnx", work / "prepared.onnx", work / "int8.onnx"
+    torch.onnx.export(
+        Wrapper(net).eval(), (torch.from_numpy(images[:1]),), str(fp32), dynamo=False, input_names=["x"],
+        output_names=["y"], opset_version=17, dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
+    )  # fmt: skip
+    quant_pre_process(str(fp32), str(prepared), skip_symbolic_shape=True)
+    quantize_static(
+        str(prepared), str(int8), _Reader(images[labels == 0]), quant_format=QuantFormat.QDQ,
+        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8, per_channel=True,
+    )  # fmt: skip
+    m32, m8 = onnx.load(str(fp32)), onnx.load(str(int8))
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    exposed = ort.InferenceSession(
+        graph.expose(m8).SerializeToString(), so, providers=["CPUExecutionProvider"]
+    )
+    plain = ort.InferenceSession(str(fp32), providers=["CPUExecutionProvider"])
+    others = images[labels != 0][:64]
+    gap = np.abs(exposed.run(["y"], {"x": others})[0] - plain.run(["y"], {"x": others})[0]).max(axis=1)
+    x = others[int(np.argmax(gap)) : int(np.argmax(gap)) + 1]
+    off = dict(zip([o.name for o in exposed.get_outputs()], exposed.run(None, {"x": x}), strict=True))
+    ref = reference.intermediates(m32, {"x": x})
+    with torch.no_grad():
+        torch_out = net(torch.from_numpy(x)).numpy()
+    sample = classify.Sample(
+        "y", ATOL, RTOL, graph.of(m8), torch_out, off["y"], ref, off, release=ort.__version__,
+        precision="int8-static", fp32_graph=graph.of(m32), fp32_tolerance=(ATOL, RTOL),
+    )  # fmt: skip
+    found = classify.classify(sample)
+    truth = graph.of(m32).producer().get(most_clipped(m8, ref))
+    return dataclasses.replace(found, node=found.node if truth is not None and found.node == truth else None)
+
+
 def _node(f: classify.Finding) -> tuple[str, str]:
     return (f.node.op_type, f.node.module) if f.node is not None else ("", "")
 
@@ -231,6 +311,8 @@ CASES = (
     ),
     Case("tight-tolerance", "atol 1e-9, rtol 0", "tolerance", lambda f: True, "the class",
          lambda work: classified(digitnet(), _x(0), work, atol=1e-9, rtol=0.0)),
+    Case("int8-one-class", "int8-static calibrated on digit 0 only", "precision", lambda f: f.node is not None,
+         "the fp32 node whose activation the calibration clips most", _one_class),
 )  # fmt: skip
 
 
@@ -277,6 +359,11 @@ def table(rows: Sequence[Row]) -> str:
         "| kind | named right |",
         "|---|---|",
         *(f"| {k} | {r} of {n} |" for k, (r, n) in shares(rows).items()),
+        "",
+        "int8-one-class is not named right yet: on the image it is worst on, the calibration from one digit",
+        "clips no activation, and the node named (features.5's ReLU) is where the QDQ graph reuses the",
+        "ReLU's output name for the Conv's output before the QuantizeLinear that clips at zero: a value",
+        "compared under another meaning. Its class (precision) is right.",
         "",
         "| kind | case | expected | class named | node named (when the one expected) | right |",
         "|---|---|---|---|---|---|",

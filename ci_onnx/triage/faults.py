@@ -9,7 +9,7 @@ import numpy as np
 
 from ci_onnx.triage import walk
 from ci_onnx.triage.findings import Finding, Sample, boundary, downstream, fmt, name, region
-from ci_onnx.triage.graph import FX, Node
+from ci_onnx.triage.graph import FX, Graph, Node
 from ci_onnx.triage_contract import FaultClass
 
 
@@ -223,7 +223,7 @@ def precision(s: Sample, final: walk.Error) -> Finding:
             (),
             stopped="the fp32 graph's values were not available to compare the derived precision with",
         )
-    values = s.off if s.off is not None else {}
+    values = _as_read(s.graph, s.off) if s.off is not None else {}
     errs = walk.errors(values, s.reference, s.atol, s.rtol)
     within = s.graph.ancestors_of(s.output)
     node = walk.largest_jump(s.graph, errs, within)
@@ -272,6 +272,22 @@ def precision(s: Sample, final: walk.Error) -> Finding:
         expected_from="the fp32 graph (onnx's ReferenceEvaluator)",
         repro_tolerance=s.fp32_tolerance,
     )
+
+
+def _as_read(g: Graph, values: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A QDQ graph's values as its consumers read them: a value quantized (QuantizeLinear, then
+    DequantizeLinear) is what the DequantizeLinear hands on. The quantizer keeps the fp32 graph's name
+    on the value before the QuantizeLinear, whose meaning may differ (a Conv's output where a ReLU was
+    folded into the QuantizeLinear's clipping at zero)."""
+    consumers = g.consumers()
+    read = dict(values)
+    for n in g.nodes:
+        if n.op_type != "QuantizeLinear" or not n.inputs or n.inputs[0] not in values:
+            continue
+        dq = next((c for c in consumers.get(n.outputs[0], []) if c.op_type == "DequantizeLinear"), None)
+        if dq is not None and dq.outputs and dq.outputs[0] in values:
+            read[n.inputs[0]] = values[dq.outputs[0]]
+    return read
 
 
 QUANTIZED_COMPUTE = frozenset(

@@ -95,7 +95,7 @@ EXIT_CODES = (
     (EXIT_INTERNAL, "an internal or environment error (a package index, a venv, a bug)"),
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C); every child process is ended"),
 )
-"""What every command exits with, shown by ``--help`` (and the README's command table)."""
+"""What every command exits with, shown by ``--help`` (and the docs' command reference)."""
 
 
 @click.group(

@@ -550,6 +550,7 @@ def _gate(plain: dict[str, Any], where: guard.Where, scope: str = "") -> GateSet
         parity_drift=float(g["parity_drift"]),
         serving=serving,
         stored_figures=str(g["stored_figures"]),
+        docs_url=str(g["docs_url"]),
     )
 
 

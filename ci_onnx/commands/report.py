@@ -178,7 +178,8 @@ def report(
 
     if ctx.in_actions:
         for f in the_view.failures[:10]:  # GitHub shows at most 10 error annotations per step
-            click.echo(workflow.annotation("error", f.reason, title=f"{f.target} {f.outcome}"))
+            said = f"{f.reason} (what this means: {f.url})" if f.url else f.reason
+            click.echo(workflow.annotation("error", said, title=f"{f.target} {f.outcome}"))
     if publish and ctx.can_publish:
         # requests and the publishing code only when something is sent (about 0.1 s of start-up)
         from ci_onnx.github.client import Client, GitHubError
@@ -215,6 +216,8 @@ def report(
         click.echo("  💥 " + escape.line(problem))
     for f in the_view.failures[:20]:
         click.echo("  " + escape.line(f"{f.icon} {f.target}: {f.reason}"))
+        if f.url:
+            click.echo("     what this means: " + escape.line(f.url))
     if len(the_view.failures) > 20:
         click.echo(f"  … and {len(the_view.failures) - 20} more")
     for line in the_view.ledger[:20]:

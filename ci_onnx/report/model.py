@@ -135,6 +135,8 @@ class FailedCheck:
     status: str
     message: str
     figures: str
+    url: str = ""
+    """The check's page on the documentation site: what it compares and what to change."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,6 +151,9 @@ class Failure:
     """For a bundle whose export failed: the targets it fails, shown once under the bundle."""
     standing: str = ""
     """The gate's word on it: why it blocks, or why not (known on the base, expected until …)."""
+    url: str = ""
+    """The page of the first failing check (of ``missing`` for a target that never reported): where
+    a reader starts."""
 
 
 @dataclasses.dataclass(frozen=True)

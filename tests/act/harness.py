@@ -47,6 +47,8 @@ GITHUB_ACTIONS = {
         "actions/setup-node",
         "actions/setup-python",
         "reactivecircus/android-emulator-runner",
+        "actions/upload-pages-artifact",
+        "actions/deploy-pages",
     )
 }
 """The actions the workflows use → the stand-in folder under tests/act/standins (the emulator

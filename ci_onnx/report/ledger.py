@@ -3,7 +3,8 @@
 A failing check of a target is *covered* by the first entry whose ``select`` glob matches the target
 id and whose ``check`` glob matches the check's name. A target that is *missing* or ended in an
 *error* is covered only by an entry that names it and that check exactly, never by a glob: a ledger
-written for known numeric failures must not turn a died job or a crashed runtime into a pass. A target whose every failing check is covered
+written for known numeric failures must not turn a died job or a crashed runtime into a pass.
+A target whose every failing check is covered
 by an entry still in date is an expected failure: shown with its reason, not blocking. Past its
 ``until`` an entry covers nothing: the failure blocks and says the entry expired. An entry that
 covers no failure of the run is stale, and the report says to remove it.

@@ -45,7 +45,7 @@ def test_a_glob_covers_no_missing_target_and_no_error() -> None:
 
 
 def test_all_verify_jobs_died_and_a_catch_all_ledger_still_blocks() -> None:
-    plan, results = scenarios.all_passing()
+    plan, _ = scenarios.all_passing()
     collection = merge({}, plan)
     g = gate.decide(collection, plan, ledger_entries=(CATCH_ALL,), today=TODAY)
     assert g.blocks and len(g.blocking) == len([t for t in plan.targets if not t.expected_skip])
@@ -85,7 +85,7 @@ def test_a_known_failure_that_got_much_worse_blocks_as_known_worse() -> None:
 
 
 def test_more_decisions_changed_than_on_the_base_is_worse() -> None:
-    plan, results = scenarios.all_passing()
+    _, results = scenarios.all_passing()
     r = results[0]
     assert r.decisions is not None
     base_r = dataclasses.replace(failed(r, "decision"), decisions=dataclasses.replace(r.decisions, changed=1))

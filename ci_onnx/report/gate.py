@@ -33,7 +33,7 @@ from collections.abc import Sequence
 
 from ci_onnx.gate_settings import ExpectedFailure, GateSettings, Mode
 from ci_onnx.plan import Plan
-from ci_onnx.report import diff, ledger
+from ci_onnx.report import diff, ledger, policy
 from ci_onnx.report.baseline import Baseline
 from ci_onnx.report.collect import Collection, Entry
 from ci_onnx.results import TargetResult
@@ -124,6 +124,10 @@ class Gate:
     """Why it blocks, one line each (empty when it passes)."""
     settings: GateSettings = dataclasses.field(default_factory=GateSettings)
     """The thresholds it judged by (the report says which test was used)."""
+    policy_source: str = ""
+    """Whose policy judged it (ci_onnx/report/policy.py), where that is worth saying."""
+    policy_changes: tuple[str, ...] = ()
+    """What the head's policy changes against the base's, one line each, and whether it applies."""
 
     @property
     def blocking(self) -> tuple[Cell, ...]:
@@ -308,9 +312,20 @@ def decide(
     junit_failed: int = 0,
     today: datetime.date | None = None,
     settings: GateSettings | None = None,
+    judged_by: policy.Policy | None = None,
 ) -> Gate:
-    """The gate's answer for these results. ``ledger_entries`` and ``settings`` default to the plan's
-    (``Plan.gate``); ``today`` decides which ledger entries have expired (default: today, UTC)."""
+    """The gate's answer for these results. ``judged_by``: the policy that judges them (the base's,
+    :func:`ci_onnx.report.policy.between`): its settings, its tolerances (a head's loosened one
+    re-judged) and its targets (a family the head dropped blocks). Without it, ``ledger_entries``
+    and ``settings`` default to the plan's (``Plan.gate``); ``today`` decides which ledger entries
+    have expired (default: today, UTC)."""
+    changes: tuple[policy.Change, ...] = ()
+    if judged_by is not None:
+        settings = judged_by.settings
+        changes = judged_by.changes
+        if baseline is not None:
+            results, tolerances = policy.rejudge(results, baseline.results)
+            changes += tolerances
     settings = settings or (plan.gate if plan is not None else GateSettings())
     expected = tuple(settings.expected_failures if ledger_entries is None else ledger_entries)
     today = today or datetime.datetime.now(datetime.UTC).date()
@@ -330,6 +345,13 @@ def decide(
         )
     used = [entry for c in cells for entry in c.expected]
     reasons = [f"{c.target.id}: {c.why}" for c in cells if c.blocks]
+    if judged_by is not None and baseline is not None:
+        dropped = [t for t in removed if _family(baseline, t) in judged_by.removed_families]
+        reasons += [
+            f"{t}: removed from the matrix by this pull request; the base's policy still plans it "
+            "(a removal applies once merged)"
+            for t in dropped
+        ]
     reasons += [f"{f.target}: {f.what} regressed ({f.figure})" for f in findings if f.blocks]
     reasons += [f"unreadable results: {p}" for p in results.problems]
     if junit_failed:
@@ -349,4 +371,16 @@ def decide(
         stale=ledger.stale(expected, used),
         reasons=tuple(reasons),
         settings=settings,
+        policy_source=judged_by.source if judged_by is not None else "",
+        policy_changes=tuple(c.line for c in changes),
     )
+
+
+def _family(baseline: Baseline, target_id: str) -> str:
+    """The family of a base target, from the base's plan (or its result)."""
+    if baseline.plan is not None:
+        for t in baseline.plan.targets:
+            if t.id == target_id:
+                return t.family
+    result = baseline.results.get(target_id)
+    return result.target.family if result is not None else ""

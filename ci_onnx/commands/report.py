@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ci_onnx.commands.options import out_dir_option, plan_option, results_option
-from ci_onnx.errors import EXIT_FAIL
+from ci_onnx.errors import EXIT_FAIL, GateError
 from ci_onnx.report import CHECK_NAME
 
 if TYPE_CHECKING:
@@ -44,7 +44,10 @@ def _from_github(ctx: GitHubContext, dest: Path, info: Callable[[str], None]) ->
     if found.directory is None:
         return None, found.note
     info(f"baseline: {found.source}, commit {found.commit[:7]}" + (f" ({found.note})" if found.note else ""))
-    return baseline.load(found.directory, source=found.source, commit=found.commit, note=found.note), ""
+    try:
+        return baseline.load(found.directory, source=found.source, commit=found.commit, note=found.note), ""
+    except GateError as exc:  # another schema, no results (its verify jobs died): one line, never exit 2
+        return None, f"no baseline: {found.source} cannot be read ({exc.message}), so every failure blocks"
 
 
 def load_baseline(value: str, dest: Path, github_token: str = "", source: str = "") -> Baseline | None:
@@ -61,6 +64,22 @@ def load_baseline(value: str, dest: Path, github_token: str = "", source: str = 
     if found is None and why:
         click.echo(f"onnx-gate: {why}")
     return found
+
+
+def _refuse_own_output(directory: Path, out: Path, results_dirs: Sequence[Path]) -> None:
+    """A baseline must be another run's: the head's own --out would make every failure "known", and
+    one inside --results would fill a missing head target with the base's result."""
+    from ci_onnx.errors import UsageError
+
+    where = directory.resolve()
+    if where == out.resolve():
+        raise UsageError(f"--baseline {directory}: that is this report's own --out; give the base commit's")
+    for r in results_dirs:
+        if where.is_relative_to(r.resolve()) or r.resolve().is_relative_to(where):
+            raise UsageError(
+                f"--baseline {directory} and --results {r}: one holds the other; keep the base's results "
+                "apart from the head's"
+            )
 
 
 @click.command()
@@ -119,7 +138,7 @@ def report(
     from ci_onnx.github import workflow
     from ci_onnx.github.context import from_env
     from ci_onnx.plan import read_plan
-    from ci_onnx.report import baseline, charts, gate, junit_reader, limits, render, view
+    from ci_onnx.report import baseline, charts, gate, junit_reader, limits, policy, render, view
     from ci_onnx.report.collect import collect
 
     ctx = from_env(os.environ, token=github_token, pr_number=pr_number)
@@ -131,14 +150,23 @@ def report(
         click.echo(f"onnx-gate: {msg}")
 
     missing = ""
+    if baseline_dir is not None and baseline_dir != GITHUB:
+        _refuse_own_output(Path(baseline_dir), out, results_dirs)
     if baseline_dir == GITHUB:
         base, missing = _from_github(ctx, out / "baseline", info)
     else:
         base = baseline.load(Path(baseline_dir), source=baseline_source) if baseline_dir else None
     # a model unchanged since the base was not run: its results are the base's (ci_onnx/reuse.py)
     collection = collect(results_dirs, the_plan, base.results if base is not None else None)
+    # the base's policy judges a pull request (or any comparison with a base), never the head's own
+    judged_by = policy.between(
+        base.plan if base is not None else None,
+        the_plan,
+        pull_request=ctx.pr_number is not None or base is not None,
+        base_commit=base.commit if base is not None else "",
+    )
     mode, why = gate.choose(
-        the_plan.gate.mode if the_plan else "",
+        judged_by.settings.mode,
         baseline=base is not None,
         pull_request=ctx.pr_number is not None,
     )
@@ -150,6 +178,7 @@ def report(
         mode=mode,
         why=why,
         junit_failed=junit.failed + junit.errors if junit else 0,
+        judged_by=judged_by,
     )
     the_view = view.build(
         collection,

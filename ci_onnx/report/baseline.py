@@ -20,6 +20,7 @@ from ci_onnx.errors import UsageError
 from ci_onnx.results import TargetResult
 
 if TYPE_CHECKING:
+    from ci_onnx.plan import Plan
     from ci_onnx.report.collect import Collection
 
 META = "baseline.json"
@@ -35,6 +36,8 @@ class Meta:
     """The commit the results are of ("" when the run was not in a git checkout)."""
     bundles: dict[str, str] = dataclasses.field(default_factory=dict)
     """Bundle key → sha256 of its model file: which bundles a later run can compare or reuse."""
+    onnx_gate: str = ""
+    """The onnx-gate that wrote it: a reader that cannot read it says which wrote it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +60,9 @@ class Baseline:
     """Base result files that could not be read (shown; they do not block the head)."""
     fingerprints: dict[str, str] = dataclasses.field(default_factory=dict)
     """Model id → its fingerprint in the base plan (ci_onnx/reuse.py): which models are unchanged."""
+    plan: Plan | None = dataclasses.field(default=None, repr=False, compare=False)
+    """The base's plan: its policy judges the head (ci_onnx/report/policy.py); None where the
+    baseline holds none."""
 
     @property
     def short(self) -> str:
@@ -74,7 +80,9 @@ def bundles_of(collection: Collection) -> dict[str, str]:
 
 def write_meta(out: Path, commit: str, bundles: dict[str, str]) -> Path:
     path = out / META
-    path.write_text(serde.dumps(Meta(SCHEMA_VERSION, commit, dict(sorted(bundles.items())))))
+    from ci_onnx import __version__
+
+    path.write_text(serde.dumps(Meta(SCHEMA_VERSION, commit, dict(sorted(bundles.items())), __version__)))
     return path
 
 
@@ -123,4 +131,5 @@ def load(directory: Path, *, source: str = "", commit: str = "", note: str = "")
         note=note,
         problems=collection.problems,
         fingerprints={m.id: m.fingerprint for m in plan.models if m.fingerprint} if plan else {},
+        plan=plan,
     )

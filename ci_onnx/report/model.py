@@ -283,6 +283,8 @@ class ReportView:
     judged_by: str = ""
     """The mode and the baseline, in one line: "regression mode (a pull request with a baseline),
     compared with 4f1d2c3 (the artifact of run 7001 on main)"."""
+    policy: tuple[str, ...] = ()
+    """The policy changes of the pull request, one line each (ci_onnx/report/policy.py)."""
     ledger: tuple[str, ...] = ()
     """Expired and stale expected_failures entries, and base result files that could not be read
     (they do not block the head), one line each."""

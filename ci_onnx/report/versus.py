@@ -52,8 +52,10 @@ def judged_by(gate: Gate) -> str:
     )
     b = gate.baseline
     if b is None:
-        return text
+        return text + (f"; policy: {gate.policy_source}" if gate.policy_source.startswith("no base") else "")
     text += f"; compared with `{b.short}` ({b.source})"
+    if gate.policy_source:
+        text += f"; judged by the policy of {gate.policy_source}"
     if b.note:
         text += f"; {b.note}"
     return text

@@ -311,6 +311,7 @@ def build(
         accuracy=accuracy.rows(entries),
         known=failures.failures(entries, gate, collection.config_path, blocking=False),
         judged_by=versus.judged_by(gate),
+        policy=gate.policy_changes,
         ledger=(
             *(f"⏰ {c.target.id}: {c.why}" for c in gate.cells if c.expired),
             *gate.stale,

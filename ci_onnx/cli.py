@@ -165,7 +165,7 @@ def plan(
         dest = (out.parent if out else Path("onnx-gate-out")) / "plan-baseline"
         base = load_baseline(baseline, dest, github_token)
         if base is not None:
-            the_plan = reuse.unchanged(the_plan, base)
+            the_plan = reuse.unchanged(the_plan, base, cfgs)
     if out:
         from ci_onnx.errors import UsageError
 

@@ -7,13 +7,15 @@ What goes into it:
   lists (the job names its own) and the timeout, ``verify`` but its run settings (timeout, latency
   runs, strict fallback); ``targets`` and ``budgets`` do not reach a bundle;
 - the job's opset, exporter and precisions;
-- the sha256 of the files the export reads: the factory's source and weights (every source or
-  weights file below the factory's directory, or an installed package's name and version), the
-  samples, the calibration set, an ONNX-only model and its test data;
+- the sha256 of the files the config names: the samples, the calibration set, an ONNX-only model
+  and its test data;
 - the torch, onnx, onnxscript and onnxruntime versions of the export interpreter, its Python, and
   onnx-gate's own version.
 
-The store of entries by key is ci_onnx.export.cache. Imports neither torch nor onnx: the versions
+What the factory reads (its sources wherever they live, its weights, a settings file, the versions
+of the packages it imports) is no guess here: the export child records it (ci_onnx.export.record),
+the entry stores the record, and an entry is reused only when the record still holds. The store of
+entries by key is ci_onnx.export.cache. Imports neither torch nor onnx: the versions
 come from package metadata.
 """
 
@@ -21,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib.machinery
 import importlib.metadata
 import json
 import sys
@@ -34,10 +35,9 @@ from ci_onnx.bundle import sha256_of
 from ci_onnx.config import Config
 from ci_onnx.export.files import Uncacheable
 from ci_onnx.export.files import name_of as _name
-from ci_onnx.export.files import tree as _tree
 from ci_onnx.export.runner import Job
 
-FORMAT = 1
+FORMAT = 2
 """Bumped when what goes into a key, or an entry's layout, changes."""
 VERSIONED = ("torch", "onnx", "onnxscript", "onnxruntime")
 
@@ -114,33 +114,7 @@ def input_files(cfg: Config, exclude: Sequence[Path] = ()) -> dict[str, str]:
         root = cfg.resolve(m.test_data)
         for path in sorted(root.rglob("*.pb")) if root.is_dir() else ():
             out[_name(path, cfg.root)] = sha256_of(path)
-    if m.factory:
-        configs = [p.resolve() for p in (cfg.model_file,) if p is not None]  # keyed by their values
-        out.update(_factory_files(m.factory, cfg.root, cfg.path.resolve(), [*exclude, *configs]))
     return out
-
-
-def _factory_files(spec: str, root: Path, config_file: Path, exclude: Sequence[Path]) -> dict[str, str]:
-    target = spec.rpartition(":")[0]
-    if target.endswith(".py") or "/" in target:
-        path = (root / target).resolve()
-        if not path.is_file():
-            return {target: "missing"}
-        return {_name(p, root): sha256_of(p) for p in _tree(path.parent, {config_file, *exclude}, root)} | {
-            _name(path, root): sha256_of(path)
-        }
-    top = target.split(".")[0]
-    found = importlib.machinery.PathFinder.find_spec(top, [str(root), *sys.path])  # finds, imports nothing
-    if found is None or (not found.origin and not found.submodule_search_locations):
-        raise Uncacheable(f"model.factory {spec!r}: module {top!r} is not found on the path")
-    dist = importlib.metadata.packages_distributions().get(top, [])
-    location = Path(found.origin or next(iter(found.submodule_search_locations or []))).resolve()
-    if dist and any(part in ("site-packages", "dist-packages") for part in location.parts):
-        return {f"{name}=={_version(name)}": "installed" for name in sorted(dist)}
-    if found.submodule_search_locations:
-        base = Path(next(iter(found.submodule_search_locations))).resolve()
-        return {_name(p, root): sha256_of(p) for p in _tree(base, {config_file, *exclude}, root)}
-    return {_name(location, root): sha256_of(location)}
 
 
 def _version(package: str) -> str:

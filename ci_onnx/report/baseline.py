@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ci_onnx import serde
 from ci_onnx.errors import UsageError
+from ci_onnx.export import record
+from ci_onnx.export.record import Record
 from ci_onnx.results import TargetResult
 
 if TYPE_CHECKING:
@@ -57,6 +60,9 @@ class Baseline:
     """Base result files that could not be read (shown; they do not block the head)."""
     fingerprints: dict[str, str] = dataclasses.field(default_factory=dict)
     """Model id → its fingerprint in the base plan (ci_onnx/reuse.py): which models are unchanged."""
+    records: dict[str, tuple[Record, ...]] = dataclasses.field(default_factory=dict)
+    """Model id → what its base exports read (ci_onnx/export/record.py), from the base results'
+    export findings: a model is unchanged only while every one of them still holds."""
 
     @property
     def short(self) -> str:
@@ -123,4 +129,16 @@ def load(directory: Path, *, source: str = "", commit: str = "", note: str = "")
         note=note,
         problems=collection.problems,
         fingerprints={m.id: m.fingerprint for m in plan.models if m.fingerprint} if plan else {},
+        records=records_of(e.result for e in collection.entries if e.result is not None),
     )
+
+
+def records_of(results: Iterable[TargetResult]) -> dict[str, tuple[Record, ...]]:
+    """Model id → the distinct records of what its exports read, as its results carry them."""
+    found: dict[str, list[Record]] = {}
+    for r in results:
+        read = record.of_findings(r.checks)
+        mine = found.setdefault(r.target.model, [])
+        if read is not None and read not in mine:
+            mine.append(read)
+    return {model: tuple(records) for model, records in found.items()}

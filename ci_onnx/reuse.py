@@ -12,8 +12,8 @@ targets, and records of what its base exports read (ci_onnx/export/record.py) th
 (every file hashes the same, every version is the same; checked without torch), the model is
 *unchanged since* the base commit: the plan leaves it out of the export
 and the verify jobs, and the report takes its results from the baseline and says so (``--all``
-runs everything; a nightly always does). A model whose digests cannot be told (a factory onnx-gate
-cannot see into) always runs.
+runs everything; a nightly always does). A model whose digests or records cannot be told or
+checked always runs.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def fingerprinted(plan: Plan, configs: Sequence[Config], exclude: Sequence[Path]
                 cache.key_for(cfg, job, exclude=exclude).digest
                 for job in runner.candidates(cfg, onnx_opset(cfg))
             ]
-        except (cache.Uncacheable, OSError):
+        except OSError:
             models.append(dataclasses.replace(m, export_key="", fingerprint=""))
             continue
         export_key = _digest(keys)

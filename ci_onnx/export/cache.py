@@ -29,7 +29,7 @@ from ci_onnx.bundle import MANIFEST, Manifest, read_manifest, sha256_of, write_m
 from ci_onnx.config import Config
 from ci_onnx.errors import BundleError
 from ci_onnx.export import record
-from ci_onnx.export.cache_key import FORMAT, Key, Uncacheable, bundle_keys, key_for
+from ci_onnx.export.cache_key import FORMAT, Key, bundle_keys, key_for
 from ci_onnx.export.runner import Job, Outcome, binding_lines, export_all
 from ci_onnx.results import CheckResult
 
@@ -212,7 +212,7 @@ def export_cached(
     for job in jobs:
         try:
             key = key_for(cfg, job, exclude=exclude)
-        except (Uncacheable, OSError) as exc:
+        except OSError as exc:
             log(f"{job.key}: not cached: {exc}")
             keys[job] = None
             misses.append(job)

@@ -315,3 +315,33 @@ def test_a_reused_derived_bundle_says_its_conversion_warnings_again() -> None:
         "op17-dynamo-int8-static: reused from cache abc123, nothing exported",
         "op17-dynamo-int8-static: warning: export.calibration looks sorted",
     ]
+
+
+def test_declared_inputs_enter_the_key(project: Path) -> None:
+    text = CONFIG.replace(
+        "  samples: samples.npz\n",
+        "  samples: samples.npz\n  depends_on: [tools/*.sh]\n  env: [MODEL_FLAVOUR]\n",
+    )
+    (project / "tools").mkdir()
+    (project / "tools" / "convert.sh").write_text("echo 1\n")
+    cfg = load(project, text)
+    base = cache_key.key_for(cfg, JOB, environ={"MODEL_FLAVOUR": "small"})
+    assert base.material["env"]["MODEL_FLAVOUR"] != "small", "a value is hashed, never stored"
+    assert cache_key.key_for(cfg, JOB, environ={"MODEL_FLAVOUR": "large"}).digest != base.digest
+    assert cache_key.key_for(cfg, JOB, environ={}).material["env"] == {"MODEL_FLAVOUR": "unset"}
+    assert cache_key.key_for(cfg, JOB, environ={"MODEL_FLAVOUR": "small", "OTHER": "x"}).digest == base.digest
+    (project / "tools" / "convert.sh").write_text("echo 2\n")
+    assert cache_key.key_for(cfg, JOB, environ={"MODEL_FLAVOUR": "small"}).digest != base.digest
+
+
+def test_a_declared_glob_that_matches_nothing_names_the_key(project: Path) -> None:
+    from ci_onnx.errors import ConfigError
+
+    cfg = load(
+        project,
+        CONFIG.replace("  samples: samples.npz\n", "  samples: samples.npz\n  depends_on: [tool/*.sh]\n"),
+    )
+    with pytest.raises(
+        ConfigError, match=r"onnx-gate.yml:\d+: model.depends_on: 'tool/\*.sh' matches no file"
+    ):
+        cache_key.key_for(cfg, JOB)

@@ -156,12 +156,19 @@ def mark_reused(manifest: Manifest, key: Key, created: str) -> Manifest:
         else ""
     )
     note = f"reused from cache {key.short} (exported {created}; nothing exported in this run{evidence})"
+    return _noted(manifest, note, {"cache": "reused", "cache_key": key.short, "exported_at": created})
 
+
+def mark_reexported(manifest: Manifest, why: str) -> Manifest:
+    """The export finding says why the cached export was not reused ("src/mylib/layers.py changed")."""
+    return _noted(manifest, f"re-exported: {why}", {"cache": "re-exported", "changed": why})
+
+
+def _noted(manifest: Manifest, note: str, figures: dict[str, str]) -> Manifest:
     def mark(f: CheckResult) -> CheckResult:
         if f.name != "export":
             return f
-        figures = {**f.figures, "cache": "reused", "cache_key": key.short, "exported_at": created}
-        return dataclasses.replace(f, message=f"{f.message}; {note}", figures=figures)
+        return dataclasses.replace(f, message=f"{f.message}; {note}", figures={**f.figures, **figures})
 
     return dataclasses.replace(manifest, findings=tuple(mark(f) for f in manifest.findings))
 
@@ -209,6 +216,7 @@ def export_cached(
     keys: dict[Job, Key | None] = {}
     outcomes: list[Outcome] = []
     misses: list[Job] = []
+    changed: dict[Job, str] = {}
     for job in jobs:
         try:
             key = key_for(cfg, job, exclude=exclude)
@@ -226,6 +234,7 @@ def export_cached(
         if why:
             log(f"{job.key}: re-exporting: {why}")
             _discard(entry)
+            changed[job] = why
             misses.append(job)
             continue
         try:
@@ -242,13 +251,22 @@ def export_cached(
         log("nothing exported: every bundle came from the cache (--no-cache exports them again)")
     else:
         fresh = export(cfg, misses, out, log)
-        outcomes.extend(fresh)
         for job in misses:
             job_key = keys[job]
             mine = [o for o in fresh if o.job == job]
             if job_key is not None and cacheable(mine) and store(cache_root, job_key, mine) is None:
                 log(f"{job.key}: warning: could not store the export in {cache_root}")
+        outcomes.extend(_said(o, changed.get(o.job, "")) for o in fresh)  # stored as exported
     return outcomes
+
+
+def _said(outcome: Outcome, why: str) -> Outcome:
+    """``outcome`` whose bundle says why it was exported again, where a stale entry was the cause."""
+    if not why:
+        return outcome
+    manifest = mark_reexported(outcome.manifest, why)
+    write_manifest(outcome.directory, manifest)
+    return dataclasses.replace(outcome, manifest=manifest)
 
 
 def entries(cache_root: Path) -> Iterator[Path]:

@@ -186,6 +186,8 @@ def test_an_edit_to_a_file_the_export_read_exports_again_and_names_it(project: P
     assert len(fake.calls) == 2
     assert f"op17-dynamo: re-exporting: {name} changed" in lines, lines
     assert not any("reused" in line for line in lines)
+    export = read_manifest(project / "out2" / "op17-dynamo-fp16").findings[0]
+    assert export.message.endswith(f"re-exported: {name} changed"), "every result and the report say why"
     _, third = run(load(project), project, fake, "out3")  # the fresh record replaced the stale one
     assert len(fake.calls) == 2 and any("reused from cache" in line for line in third), third
 

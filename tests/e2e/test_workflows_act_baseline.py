@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,24 @@ def _statuses(store: Path, run_id: int) -> dict[str, str]:
     return {p.stem: json.loads(p.read_text())["status"] for p in found}
 
 
+def actor(
+    repo: Path, base: str, tmp_path: Path, api_url: str, store: Path, env_cache: Path
+) -> Callable[[str, str, str, int], harness.Run]:
+    """``act(name, "push" or "pr", head, run_id)``: the PR gate's run on ``head`` (a pull request's
+    base is ``base``), its log kept in ``tmp_path/<name>.log``."""
+
+    def act(name: str, kind: str, head: str, run_id: int) -> harness.Run:
+        run = harness.run_workflow(
+            repo, "onnx-gate.yml", "push" if kind == "push" else "pull_request", _event(kind, head, base),
+            work=tmp_path / name, api_url=api_url, token=fake.TOKEN, run_id=run_id, artifacts=store,
+            env_cache=env_cache,
+        )  # fmt: skip
+        (tmp_path / f"{name}.log").write_text(run.log)
+        return run
+
+    return act
+
+
 def _local(repo: Path, out: Path, cache: Path, base: str) -> tuple[int, dict[str, str], str]:
     result = CliRunner().invoke(
         cli,
@@ -116,15 +135,7 @@ def test_a_push_leaves_the_baseline_and_pull_requests_are_judged_against_it(
     verdicts: dict[str, tuple[int, dict[str, str], str]] = {}
     with fake.running(lifetime_s=2400) as github:
         github.state.pulls.add(PR)
-
-        def act(name: str, kind: str, head: str, run_id: int) -> harness.Run:
-            run = harness.run_workflow(
-                repo, "onnx-gate.yml", "push" if kind == "push" else "pull_request", _event(kind, head, base),
-                work=tmp_path / name, api_url=github.url, token=fake.TOKEN, run_id=run_id, artifacts=store,
-                env_cache=env_cache,
-            )  # fmt: skip
-            (tmp_path / f"{name}.log").write_text(run.log)
-            return run
+        act = actor(repo, base, tmp_path, github.url, store, env_cache)
 
         push = act("push", "push", base, 51)
         baseline = push.artifact(ARTIFACT)

@@ -269,6 +269,15 @@ def test_an_unchanged_model_takes_its_results_from_the_base(tmp_path: Path) -> N
         "encoder.ort1.20.1-cpu-op17-dynamo": "4f1d2c3aa",
         "encoder.ort1.32.0-cpu-op17-dynamo": "4f1d2c3aa",
     }
+    from ci_onnx.report import gate, view
+
+    base = baseline.load(base_dir)
+    shown = view.build(found, gate.decide(found, head, base, mode=gate.Mode.REGRESSION, why="a pull request"))
+    lines = {m.model: m.line for m in shown.models}
+    assert (
+        "unchanged since 4f1d2c3, not re-run (nothing its export read changed: 1 file(s)" in lines["encoder"]
+    )
+    assert lines["decoder"].endswith("(re-run: decoder/model.py changed)"), lines
 
 
 def test_init_writes_the_models_form(tmp_path: Path) -> None:

@@ -38,8 +38,13 @@ TOOL = Path(__file__).resolve().parents[1]
 FIGURE = "inputs"
 """The export finding's figure that holds the record."""
 ENV_PARTS = frozenset({"site-packages", "dist-packages"})
-NOT_INPUTS = ("/dev/", "/proc/", "/sys/", "/etc/", "/usr/lib/os-release", "/usr/share/zoneinfo/")
-"""The machine's own files (devices, its name, time zones): no input of a model."""
+NOT_INPUTS = (
+    *("/dev/", "/proc/", "/sys/", "/usr/lib/os-release", "/usr/share/zoneinfo/", "/etc/os-release"),
+    *("/etc/localtime", "/etc/ld.so.cache", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf"),
+    *("/etc/hosts", "/etc/resolv.conf", "/etc/host.conf", "/etc/gai.conf", "/etc/mime.types"),
+)
+"""The machine's own files (devices, its name, users, time zones, name lookup): no input of a
+model. Any other file outside the repository and the environment is hashed."""
 METADATA = (".dist-info", ".egg-info")
 
 

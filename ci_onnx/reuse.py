@@ -87,7 +87,9 @@ def _why_not(m: PlannedModel, ids: Sequence[str], base: Baseline, root: Path | N
     """Why ``m`` cannot take the base's results: "" when it can."""
     if not m.fingerprint:
         return "its export key cannot be told"
-    if base.fingerprints.get(m.id) != m.fingerprint:
+    if m.id not in base.fingerprints:
+        return "the base's plan does not hold it"
+    if base.fingerprints[m.id] != m.fingerprint:
         return "its config, targets or tool versions differ from the base's"
     if not ids or not all(i in base.results for i in ids):
         return "the base holds no result for some of its targets"

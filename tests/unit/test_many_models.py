@@ -280,6 +280,23 @@ def test_an_unchanged_model_takes_its_results_from_the_base(tmp_path: Path) -> N
     assert lines["decoder"].endswith("(re-run: decoder/model.py changed)"), lines
 
 
+def test_without_evidence_every_model_runs_and_says_why(tmp_path: Path) -> None:
+    from ci_onnx.verify import judge
+
+    cfgs = cascade.load_all(_repo(tmp_path))
+    the_plan = reuse.fingerprinted(planning.expand(cfgs, INDEX), cfgs)
+    base_dir = tmp_path / "base"
+    for t in the_plan.targets:  # results of an older onnx-gate: no record of what the export read
+        write_result(base_dir / "results", judge.result(t, None, []))
+    encoder_only = dataclasses.replace(the_plan, models=the_plan.models[:1])
+    (base_dir / "plan.json").write_text(planning.to_json(encoder_only))
+    head = reuse.unchanged(the_plan, baseline.load(base_dir), cfgs)
+    assert [(m.id, m.unchanged_since, m.reuse) for m in head.models] == [
+        ("encoder", "", "re-run: the base results hold no record of what its export read"),
+        ("decoder", "", "re-run: the base's plan does not hold it"),
+    ]
+
+
 def test_init_writes_the_models_form(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["init", str(tmp_path), "--models", "encoder,decoder"])
     assert result.exit_code == 0, result.output

@@ -8,7 +8,8 @@ them). At the end each file is keyed by where it lives:
 - inside the repository (the git checkout holding the config): its sha256, by its path in it;
 - inside the environment (site-packages, the standard library): the name and version of the
   distribution that installed it, or the interpreter's version; never hashed one by one;
-- anywhere else (a download cache, an absolute path): its sha256, by its absolute path.
+- anywhere else (a download cache, an absolute path): its sha256, by its absolute path;
+- a connection to another host: what came from there cannot be checked, so nothing is reused.
 
 onnx-gate's own package is keyed by its version in the cache key, not here; files the child wrote
 (the bundle, temporary files) are no input. The record travels in the bundle (the export finding's
@@ -56,9 +57,16 @@ class Record:
     """Name → version of every distribution a read file or an imported module belongs to."""
     python: str
     """The interpreter's version: the standard library is keyed by it."""
+    network: tuple[str, ...] = ()
+    """The hosts the export connected to: what it fetched from them cannot be checked."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"files": self.files, "distributions": self.distributions, "python": self.python}
+        data: dict[str, Any] = {
+            "files": self.files,
+            "distributions": self.distributions,
+            "python": self.python,
+        }
+        return {**data, "network": list(self.network)} if self.network else data
 
     @classmethod
     def from_json(cls, data: object) -> Record | None:
@@ -66,9 +74,12 @@ class Record:
         if not isinstance(data, Mapping):
             return None
         files, dists, python = data.get("files"), data.get("distributions"), data.get("python")
+        network = data.get("network", [])
         if not (isinstance(files, dict) and isinstance(dists, dict) and isinstance(python, str)):
             return None
-        return cls(dict(files), dict(dists), python)
+        if not isinstance(network, list):
+            return None
+        return cls(dict(files), dict(dists), python, tuple(str(n) for n in network))
 
 
 def repository_of(start: Path) -> Path:
@@ -87,6 +98,7 @@ class Recorder:
         self.opened: set[str] = set()
         self.written: set[str] = set()
         self.imported: set[str] = set()
+        self.network: set[str] = set()
         self.on = False
 
     def start(self) -> Recorder:
@@ -109,6 +121,8 @@ class Recorder:
             (self.written if writes else self.opened).add(os.path.abspath(name))
         elif event == "import" and args and isinstance(args[0], str):
             self.imported.add(args[0])
+        elif event == "socket.connect" and len(args) > 1 and isinstance(args[1], tuple):
+            self.network.add(":".join(str(part) for part in args[1][:2]))  # an inet address, not a path
 
     def add(self, paths: Iterable[Path]) -> None:
         """Files read where no hook sees them (onnx's C++ loader reads external data)."""
@@ -125,7 +139,8 @@ class Recorder:
             file = getattr(module, "__file__", None) if module is not None else None
             if isinstance(file, str):
                 paths.add(os.path.abspath(file))
-        return keyed(paths - self.written, root, [*exclude, TOOL])
+        found = keyed(paths - self.written, root, [*exclude, TOOL])
+        return dataclasses.replace(found, network=tuple(sorted(self.network)))
 
 
 def keyed(paths: Iterable[str], root: Path, exclude: Iterable[Path] = ()) -> Record:
@@ -164,6 +179,10 @@ def changes(record: Record, root: Path, limit: int = 0) -> list[str]:
     everything it names is the same. ``limit``: stop after so many (0: all)."""
     found: list[str] = []
     root = root.resolve()
+    if record.network:
+        found.append(
+            f"its export reached the network ({', '.join(record.network)}): what it fetched cannot be checked"
+        )
     if record.python != sys.version.split()[0]:
         found.append(f"Python {record.python} → {sys.version.split()[0]}")
     for name, version in record.distributions.items():

@@ -134,11 +134,16 @@ def load(directory: Path, *, source: str = "", commit: str = "", note: str = "")
 
 
 def records_of(results: Iterable[TargetResult]) -> dict[str, tuple[Record, ...]]:
-    """Model id → the distinct records of what its exports read, as its results carry them."""
+    """Model id → the distinct records of what its exports read, as its results carry them; none
+    for a model one of whose results carries no record (an export that crashed, an older
+    onnx-gate): what that export read cannot be checked."""
     found: dict[str, list[Record]] = {}
+    unknown: set[str] = set()
     for r in results:
         read = record.of_findings(r.checks)
         mine = found.setdefault(r.target.model, [])
-        if read is not None and read not in mine:
+        if read is None:
+            unknown.add(r.target.model)
+        elif read not in mine:
             mine.append(read)
-    return {model: tuple(records) for model, records in found.items()}
+    return {model: () if model in unknown else tuple(records) for model, records in found.items()}

@@ -105,3 +105,20 @@ def test_what_is_not_a_record_is_none() -> None:
 def test_external_data_is_named_by_the_model_s_entries(tmp_path: Path) -> None:
     layouts.write(tmp_path, layouts.external_data_model())
     assert record.external_data(tmp_path / "model.onnx") == [tmp_path / "model.onnx_data"]
+
+
+def test_an_export_that_reached_the_network_is_never_reused(tmp_path: Path) -> None:
+    script = """\
+import json, socket
+from pathlib import Path
+from ci_onnx.export import record
+server = socket.create_server(("127.0.0.1", 0))
+recorder = record.Recorder().start()
+socket.create_connection(server.getsockname()).close()  # a factory downloading its weights
+print(json.dumps(recorder.record(Path.cwd()).to_json()))
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    read = record.Record.from_json(json.loads(done.stdout))
+    assert read is not None and read.network and read.network[0].startswith("127.0.0.1:")
+    assert record.changes(read, tmp_path)[0].startswith("its export reached the network (127.0.0.1:")

@@ -84,5 +84,5 @@ def test_a_base_bundle_of_the_same_files_is_not_timed_beside_the_head(tmp_path: 
     assert "--paired-bundle" not in observer_args(
         Launch(head, TARGET, tmp_path / "obs", options, CPU), tmp_path
     )
-    other = bundles.mlp_bundle(tmp_path / "other", opset=18)  # another model file
+    other = bundles.mlp_bundle(tmp_path / "other", doc="another commit's")
     assert "--paired-bundle" in observer_args(Launch(other, TARGET, tmp_path / "obs", options, CPU), tmp_path)

@@ -68,7 +68,13 @@ def compare(head: TargetResult, base: TargetResult, settings: GateSettings) -> l
     found = [*_drift(head, base, settings.parity_drift), *_placement(head, base)]
     if identical(head, base):
         return [*found, Finding(head.target.id, NOT_COMPARED, "serving figures", "", "", "", IDENTICAL)]
-    return [*found, *_serving(head, base, settings.serving, block_stored=settings.stored_figures == "block")]
+    return [*found, *serving(head, base, settings)]
+
+
+def serving(head: TargetResult, base: TargetResult, settings: GateSettings) -> list[Finding]:
+    """The serving figures judged by their noise rules, whatever the bytes (``compare`` asks this
+    only where the model differs; bench/bench_noise.py measures the rules on no-op copies)."""
+    return list(_serving(head, base, settings.serving, block_stored=settings.stored_figures == "block"))
 
 
 def identical(head: TargetResult, base: TargetResult) -> bool:

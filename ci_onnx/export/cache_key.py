@@ -102,6 +102,14 @@ def combined_key(cfg: Config, jobs: Sequence[Job], *, cache_root: Path | None, o
     return hashlib.sha256(",".join(digests).encode()).hexdigest()[:32]
 
 
+def slot(key: str, commit: str) -> str:
+    """The actions/cache key of a commit's export cache: ``key`` and the commit. An entry's reuse is
+    decided by its record, not by this key, so a commit whose recorded inputs changed (the same
+    ``key``) must still save its fresh entry: under its own slot, restored by the next commit
+    through the key's prefix. ``off`` and ``uncacheable`` stay as they are."""
+    return f"{key}-{commit[:12]}" if commit and key not in ("off", "uncacheable") else key
+
+
 def input_files(cfg: Config, exclude: Sequence[Path] = ()) -> dict[str, str]:
     """sha256 of every file the export reads, by a name relative to the config's directory (or the
     installed package's ``name==version``)."""

@@ -347,3 +347,9 @@ def test_a_declared_glob_that_matches_nothing_names_the_key(project: Path) -> No
         ConfigError, match=r"onnx-gate.yml:\d+: model.depends_on: 'tool/\*.sh' matches no file"
     ):
         cache_key.key_for(cfg, JOB)
+
+
+def test_a_commit_s_cache_slot_is_the_key_and_the_commit() -> None:
+    assert cache_key.slot("ab" * 16, "0123456789abcdef" * 2) == f"{'ab' * 16}-0123456789ab"
+    assert cache_key.slot("ab" * 16, "") == "ab" * 16, "outside CI: the key alone"
+    assert [cache_key.slot(w, "0123") for w in ("off", "uncacheable")] == ["off", "uncacheable"]

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ci_onnx import serde
 from ci_onnx.errors import UsageError
+from ci_onnx.export import record
+from ci_onnx.export.record import Record
 from ci_onnx.results import TargetResult
 
 if TYPE_CHECKING:
@@ -63,6 +66,9 @@ class Baseline:
     plan: Plan | None = dataclasses.field(default=None, repr=False, compare=False)
     """The base's plan: its policy judges the head (ci_onnx/report/policy.py); None where the
     baseline holds none."""
+    records: dict[str, tuple[Record, ...]] = dataclasses.field(default_factory=dict)
+    """Model id → what its base exports read (ci_onnx/export/record.py), from the base results'
+    export findings: a model is unchanged only while every one of them still holds."""
 
     @property
     def short(self) -> str:
@@ -132,4 +138,21 @@ def load(directory: Path, *, source: str = "", commit: str = "", note: str = "")
         problems=collection.problems,
         fingerprints={m.id: m.fingerprint for m in plan.models if m.fingerprint} if plan else {},
         plan=plan,
+        records=records_of(e.result for e in collection.entries if e.result is not None),
     )
+
+
+def records_of(results: Iterable[TargetResult]) -> dict[str, tuple[Record, ...]]:
+    """Model id → the distinct records of what its exports read, as its results carry them; none
+    for a model one of whose results carries no record (an export that crashed, an older
+    onnx-gate): what that export read cannot be checked."""
+    found: dict[str, list[Record]] = {}
+    unknown: set[str] = set()
+    for r in results:
+        read = record.of_findings(r.checks)
+        mine = found.setdefault(r.target.model, [])
+        if read is None:
+            unknown.add(r.target.model)
+        elif read not in mine:
+            mine.append(read)
+    return {model: () if model in unknown else tuple(records) for model, records in found.items()}

@@ -226,6 +226,10 @@ class Comparison:
     drift: tuple[DiffRow, ...]
     tests: tuple[str, ...]
     """How the serving figures were compared (side by side, or against stored figures)."""
+    not_compared: tuple[str, ...] = ()
+    """Targets whose serving figures were not judged against the base: the same model bytes,
+    runtime and providers (ci_onnx/report/diff.py ``identical``)."""
+    not_compared_why: str = ""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -129,7 +129,7 @@ def test_a_verify_job_fetches_the_base_commits_bundle_and_times_it_beside_its_ow
     from tests import bundles
 
     head = bundles.mlp_bundle(tmp_path / "head" / "op17-onnx")
-    base = bundles.mlp_bundle(tmp_path / "base" / "op17-onnx")
+    base = bundles.mlp_bundle(tmp_path / "base" / "op17-onnx", doc="the base's")
     gh.state.add_run(
         BASE,
         artifacts={

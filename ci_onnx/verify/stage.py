@@ -113,8 +113,8 @@ def verify_many(
             try:
                 prepared = _prepare(i, bundle_dir, target, out_dir, run_config)
                 if prepared.result is not None:
-                    found = _triaged(prepared, prepared.result, environment, options, out_dir, base_env)
-                    settle(i, _write(prepared, found, out_dir))
+                    written = _write(prepared, prepared.result, out_dir)  # the verdict first
+                    settle(i, _with_triage(prepared, written, environment, options, out_dir, base_env))
                 else:
                     pending.append(prepared)
             except Exception as exc:  # the caller records it as that target's error
@@ -135,11 +135,14 @@ def _launch_and_judge(
     early: object,
 ) -> None:
     """Observe the pending targets (in ``early``'s child where there is one) and judge each as soon
-    as its observation is in, while the child goes on with the next. A failing cell is triaged once
-    the child is done, so that its triage never competes with the next target's timings."""
+    as its observation is in, while the child goes on with the next. Every verdict is written (its
+    result and JUnit) as soon as it is known; a failing cell is triaged only once the child is done
+    and every verdict is on disk, so that its triage never competes with the next target's timings
+    and a triage that is killed or runs out of time costs the triage alone. The triage is then
+    attached to the written result."""
     warm = threading.Thread(target=_import, args=(WARM,), daemon=True)
     warm.start()
-    later: list[tuple[_Prepared, TargetResult, float]] = []
+    later: list[tuple[_Prepared, Written]] = []
 
     def judged(j: int, done: proc.Completed) -> None:
         p = pending[j]
@@ -148,10 +151,11 @@ def _launch_and_judge(
         try:
             result = _judge_launched(p, done, runner, options)
             spent = done.duration_s + time.monotonic() - t
+            written = _write(p, result, out_dir, launched_s=spent)
             if _wants_triage(p, result, options):
-                later.append((p, result, spent))
+                later.append((p, written))
             else:
-                settle(p.index, _write(p, result, out_dir, launched_s=spent))
+                settle(p.index, written)
         except Exception as exc:
             settle(p.index, exc)
 
@@ -159,12 +163,8 @@ def _launch_and_judge(
     try:
         base.launch_many(runner, environment, launches, base_env=base_env, on_done=judged, early=early)
     finally:
-        for p, result, spent in later:
-            try:
-                found = _triaged(p, result, environment, options, out_dir, base_env)
-                settle(p.index, _write(p, found, out_dir, launched_s=spent))
-            except Exception as exc:
-                settle(p.index, exc)
+        for p, written in later:
+            settle(p.index, _with_triage(p, written, environment, options, out_dir, base_env))
 
 
 @dataclasses.dataclass
@@ -389,6 +389,26 @@ def _triaged(
     from ci_onnx.triage import attach
 
     return attach.for_cell(result, p.manifest, p.bundle_dir, out_dir, environment, options, p.ep, base_env)
+
+
+def _with_triage(
+    p: _Prepared,
+    written: Written,
+    environment: base.RunnerEnv,
+    options: VerifyOptions,
+    out_dir: Path,
+    base_env: Mapping[str, str],
+) -> Written:
+    """The written verdict with its triage attached and written again; a triage that raises costs
+    the triage alone: the verdict stands as written, and the log says why it has no triage."""
+    try:
+        found = _triaged(p, written.result, environment, options, out_dir, base_env)
+    except Exception:  # a bug in triage must not turn a verdict into an error result
+        import logging
+
+        logging.getLogger(__name__).exception("triage of %s failed; its verdict stands", p.target.id)
+        return written
+    return written if found is written.result else write(found, out_dir)
 
 
 def _import(modules: tuple[str, ...]) -> None:

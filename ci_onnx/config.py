@@ -557,6 +557,7 @@ def _gate(plain: dict[str, Any], where: guard.Where, scope: str = "") -> GateSet
         serving=serving,
         stored_figures=str(g["stored_figures"]),
         docs_url=str(g["docs_url"]),
+        approval_label=str(g.get("approval_label", "")),
     )
 
 

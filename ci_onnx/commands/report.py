@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -15,7 +16,9 @@ from ci_onnx.report import CHECK_NAME
 
 if TYPE_CHECKING:
     from ci_onnx.github.context import GitHubContext
+    from ci_onnx.plan import Plan
     from ci_onnx.report.baseline import Baseline
+    from ci_onnx.report.policy import Policy
 
 
 GITHUB = "github"
@@ -64,6 +67,39 @@ def load_baseline(value: str, dest: Path, github_token: str = "", source: str = 
     if found is None and why:
         click.echo(f"onnx-gate: {why}")
     return found
+
+
+def _approved(
+    judged_by: Policy,
+    base: Baseline | None,
+    head: Plan | None,
+    ctx: GitHubContext,
+    info: Callable[[str], None],
+) -> Policy:
+    """``judged_by``, or the head's own policy where its loosenings were approved by the label the
+    base's config names (ci_onnx/github/approval.py); why a label did not count is said."""
+    label = base.plan.gate.approval_label if base is not None and base.plan is not None else ""
+    if not (label and judged_by.loosens and ctx.pr_number is not None and ctx.can_publish and ctx.repo):
+        return judged_by
+    from ci_onnx.github.approval import approval
+    from ci_onnx.github.client import Client, GitHubError
+    from ci_onnx.report import policy
+
+    try:
+        found = approval(Client(ctx.token, ctx.api_url, log=info), ctx.repo, ctx.pr_number, label)
+    except GitHubError as exc:
+        return dataclasses.replace(
+            judged_by, source=f"{judged_by.source}; the approval cannot be read: {exc.message}"
+        )
+    if found.by:
+        assert base is not None
+        info(f"the policy changes of this pull request were approved by @{found.by} (label {label!r})")
+        return policy.between(
+            base.plan, head, pull_request=True, base_commit=base.commit, approved_by=found.by
+        )
+    if found.why_not:
+        return dataclasses.replace(judged_by, source=f"{judged_by.source}; {found.why_not}")
+    return judged_by
 
 
 def _refuse_own_output(directory: Path, out: Path, results_dirs: Sequence[Path]) -> None:
@@ -165,6 +201,7 @@ def report(
         pull_request=ctx.pr_number is not None or base is not None,
         base_commit=base.commit if base is not None else "",
     )
+    judged_by = _approved(judged_by, base, the_plan, ctx, info)
     mode, why = gate.choose(
         judged_by.settings.mode,
         baseline=base is not None,

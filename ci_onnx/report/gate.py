@@ -323,7 +323,7 @@ def decide(
     if judged_by is not None:
         settings = judged_by.settings
         changes = judged_by.changes
-        if baseline is not None:
+        if baseline is not None and not judged_by.approved_by:
             results, tolerances = policy.rejudge(results, baseline.results)
             changes += tolerances
     settings = settings or (plan.gate if plan is not None else GateSettings())

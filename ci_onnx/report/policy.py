@@ -33,11 +33,16 @@ class Change:
     """``expected_failures[2] (select '*', check '*') added``, ``gate.parity_drift 0.25 → 1``."""
     loosens: bool
     """Whether it asks less of the model: such a change applies once merged, not in this pull request."""
+    approved_by: str = ""
+    """The writer whose approval lets a loosening apply now."""
 
     @property
     def line(self) -> str:
-        said = "loosens: applies once merged" if self.loosens else "tightens: applies now"
-        return f"{self.what} ({said})"
+        if not self.loosens:
+            return f"{self.what} (tightens: applies now)"
+        if self.approved_by:
+            return f"{self.what} (loosens: approved by @{self.approved_by}, applies now)"
+        return f"{self.what} (loosens: applies once merged)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +54,13 @@ class Policy:
     changes: tuple[Change, ...] = ()
     removed_families: frozenset[str] = frozenset()
     """Target families the base plans and the head does not: the head cannot drop a check it fails."""
+    approved_by: str = ""
+    """Who approved the head's loosenings (``gate.approval_label``, ci_onnx/github/approval.py): its
+    policy then judges it."""
+
+    @property
+    def loosens(self) -> bool:
+        return any(c.loosens for c in self.changes)
 
 
 def _entry_key(e: ExpectedFailure) -> tuple[str, str, str]:
@@ -188,8 +200,16 @@ def _budgets(base: Plan, head: Plan) -> list[Change]:
     return changes
 
 
-def between(base: Plan | None, head: Plan | None, *, pull_request: bool, base_commit: str = "") -> Policy:
-    """The policy that judges ``head``'s results against the base whose plan is ``base``."""
+def between(
+    base: Plan | None,
+    head: Plan | None,
+    *,
+    pull_request: bool,
+    base_commit: str = "",
+    approved_by: str = "",
+) -> Policy:
+    """The policy that judges ``head``'s results against the base whose plan is ``base``;
+    ``approved_by``: the writer who approved its loosenings (its own policy then judges it)."""
     own = head.gate if head is not None else GateSettings()
     if base is None:
         if pull_request:
@@ -213,6 +233,11 @@ def between(base: Plan | None, head: Plan | None, *, pull_request: bool, base_co
             Change(f"target {f} removed: still judged until merged", loosens=True) for f in sorted(removed)
         ]
     short = base_commit[:7] or "the base"
+    if approved_by and head is not None:
+        said = tuple(dataclasses.replace(c, approved_by=approved_by) for c in changes)
+        return Policy(
+            head.gate, f"this pull request's, approved by @{approved_by}", said, frozenset(), approved_by
+        )
     return Policy(settings, f"the base's ({short})", tuple(changes), removed)
 
 

@@ -101,6 +101,25 @@ class State:
         """Artifact id → its zip, served from the storage host a download redirects to."""
         self.actions_forbidden = False
         """The token has no ``actions: read``."""
+        self.pull_authors: dict[int, str] = {}
+        """Pull request number → its author's login (pulls/get's ``user``)."""
+        self.issue_events: dict[int, list[dict[str, Any]]] = {}
+        """Issue or pull request number → its events, oldest first: ``{"event": "labeled", "label":
+        "name", "actor": "login"}``."""
+        self.permissions: dict[str, str] = {}
+        """Login → its permission on the repository (admin, write, read, none)."""
+
+    def label(self, number: int, name: str, actor: str, *, removed: bool = False) -> None:
+        with self.lock:
+            self.next_id += 1
+            self.issue_events.setdefault(number, []).append(
+                {
+                    "id": self.next_id,
+                    "event": "unlabeled" if removed else "labeled",
+                    "label": name,
+                    "actor": actor,
+                }
+            )
 
     def add_run(
         self,
@@ -290,7 +309,9 @@ class FakeGitHub(ThreadingHTTPServer):
             return 200, spec.example(self._schema(op, "200"), {"login": s.login}), {}
         if op.startswith("actions/"):
             return forbidden if s.actions_forbidden else self._actions(op, parts, query)
-        if s.read_only and op not in ("issues/list-comments", "issues/list-for-repo", "pulls/get"):
+        reads = ("issues/list-comments", "issues/list-for-repo", "pulls/get", "issues/list-events",
+                 "repos/get-collaborator-permission-level")  # fmt: skip
+        if s.read_only and op not in reads:
             return forbidden
         if op == "pulls/get":
             number = int(parts[4])
@@ -298,7 +319,17 @@ class FakeGitHub(ThreadingHTTPServer):
                 return 404, {"message": "Not Found"}, {}
             pull = spec.example(self._schema(op, "200"), {"number": number, "state": "open"})
             pull["head"]["sha"] = s.pull_heads[number]
+            pull["user"]["login"] = s.pull_authors.get(number, "author")
             return 200, pull, {}
+        if op == "issues/list-events":
+            return self._issue_events(int(parts[4]), query)
+        if op == "repos/get-collaborator-permission-level":
+            login = parts[4]
+            permission = s.permissions.get(login, "read")
+            found = spec.example(self._schema(op, "200"), {"permission": permission, "role_name": permission})
+            if isinstance(found.get("user"), dict):
+                found["user"]["login"] = login
+            return 200, found, {}
         if op == "issues/list-comments":
             return self._list_comments(int(parts[4]), query)
         if op.startswith("git/") or (op.startswith("repos/") and "release" in op):
@@ -548,6 +579,27 @@ class FakeGitHub(ThreadingHTTPServer):
             nxt = urlencode({**query, "per_page": per_page, "page": page + 1})
             headers["Link"] = f'<{self.url}/repos/{self.repo}/issues?{nxt}>; rel="next"'
         return 200, [self._issue(i) for i in found[(page - 1) * per_page : page * per_page]], headers
+
+    def _issue_events(self, number: int, query: dict[str, str]) -> tuple[int, Any, dict[str, str]]:
+        with self.state.lock:
+            events = list(self.state.issue_events.get(number, []))
+        per_page = min(int(query.get("per_page", 30)), 100)
+        page = int(query.get("page", 1))
+        headers = {}
+        if page * per_page < len(events):
+            nxt = urlencode({**query, "per_page": per_page, "page": page + 1})
+            headers["Link"] = f'<{self.url}/repos/{self.repo}/issues/{number}/events?{nxt}>; rel="next"'
+        # the description's first variant is the labeled (and unlabeled) issue event
+        labeled = self._schema("issues/list-events", "200")["items"]["anyOf"][0]
+        shaped = []
+        for e in events[(page - 1) * per_page : page * per_page]:
+            item = spec.example(
+                labeled, {"id": e["id"], "event": e["event"], "commit_id": None, "commit_url": None}
+            )
+            item["actor"]["login"] = e["actor"]
+            item["label"]["name"] = e["label"]
+            shaped.append(item)
+        return 200, shaped, headers
 
     def _list_comments(self, issue: int, query: dict[str, str]) -> tuple[int, Any, dict[str, str]]:
         s = self.state

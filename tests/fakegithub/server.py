@@ -101,6 +101,8 @@ class State:
         """Artifact id → its zip, served from the storage host a download redirects to."""
         self.actions_forbidden = False
         """The token has no ``actions: read``."""
+        self.pull_bases: dict[int, tuple[str, str]] = {}
+        """Pull request number → its base (commit, branch), for pulls/get."""
         self.pull_authors: dict[int, str] = {}
         """Pull request number → its author's login (pulls/get's ``user``)."""
         self.issue_events: dict[int, list[dict[str, Any]]] = {}
@@ -320,6 +322,8 @@ class FakeGitHub(ThreadingHTTPServer):
             pull = spec.example(self._schema(op, "200"), {"number": number, "state": "open"})
             pull["head"]["sha"] = s.pull_heads[number]
             pull["user"]["login"] = s.pull_authors.get(number, "author")
+            if number in s.pull_bases:
+                pull["base"]["sha"], pull["base"]["ref"] = s.pull_bases[number]
             return 200, pull, {}
         if op == "issues/list-events":
             return self._issue_events(int(parts[4]), query)

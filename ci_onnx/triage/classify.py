@@ -41,6 +41,8 @@ def classify(s: Sample) -> Finding:
     off_errs = walk.errors(s.off, ref, s.atol, s.rtol) if s.off is not None else {}
     opt_errs = walk.errors(s.optimized[1], ref, s.atol, s.rtol) if s.optimized is not None else {}
     torch_errs = walk.errors(ref, s.torch, s.atol, s.rtol) if s.torch else {}
+    if torch_errs and out not in torch_errs:  # the failing output is PyTorch's own: compared too
+        torch_errs[out] = ref_vs_torch
     graph_says = "the target with optimizations off" if s.stand_in else "onnx's reference"
     facts = [
         f"the target as it ran differs from {s.source} by {fmt(final_torch)} at {out}",

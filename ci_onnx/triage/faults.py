@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ci_onnx.triage import walk
+from ci_onnx.triage import graph, walk
 from ci_onnx.triage.findings import Finding, Sample, boundary, downstream, fmt, name, region
 from ci_onnx.triage_contract import FaultClass
 
@@ -29,19 +29,44 @@ def export(s: Sample, torch_errs: Mapping[str, walk.Error], within: set[str], fa
     group = region(s.graph, value, torch_errs)
     rows = walk.path(s.graph, node, s.output, torch_errs)
     graph_says = "the graph as onnxruntime computes it" if s.stand_in else "onnx's reference"
+    inputs = boundary(group, s.graph)
+    label = s.torch_labels.get(value, node.module)
+    matched = [s.torch_labels.get(i, "") for i in inputs if i in torch_errs and not torch_errs[i].out]
+    # A node is blamed alone only where PyTorch has its output as a module's own output and every
+    # input it takes was compared and agrees; otherwise the ops between the nearest values PyTorch
+    # has (a custom Function's symbolic, an op no module owns) are the bracket, named as such.
+    own = bool(label) and not label.endswith(graph.INPUT) and label == node.module
+    compared_in = all(i in torch_errs for i in inputs)
+    if own and compared_in:
+        where = f"at {name(node)}"
+        told = (
+            f"PyTorch's output of {node.module} differs from {graph_says} at {value} "
+            f"by {fmt(torch_errs[value])} while its inputs match"
+        )
+        fix = f"fix the model or the export of {node.module}"
+    else:
+        after = (
+            ", ".join(f"`{m.removesuffix(graph.INPUT)}`" for m in dict.fromkeys(matched) if m) or "the inputs"
+        )
+        before = f"`{label.removesuffix(graph.INPUT)}`" if label else "the output"
+        ops = ", ".join(dict.fromkeys(n.op_type for n in group if n.op_type != "Constant")) or node.op_type
+        where = f"between {after} and {before}: {ops}"
+        told = (
+            f"{graph_says} agrees with PyTorch at {after} and differs by {fmt(torch_errs[value])} at "
+            f"{value} ({'the input of ' + before if label.endswith(graph.INPUT) else before}); the ops "
+            f"between ({ops}) have no PyTorch module of their own, so they are the bracket"
+        )
+        fix = "fix the op between them (a custom Function's symbolic, an export of an op no module owns)"
     evidence = [
         *facts,
-        f"PyTorch's output of {node.module or 'the module'} differs from {graph_says} at {value} "
-        f"by {fmt(torch_errs[value])} while its inputs match",
+        told,
         *(() if s.stand_in else (_runtime_there(s, value),)),
         downstream(rows, node.name),
     ]
     summary = (
-        f"export fault at {name(node)}: onnx's reference differs from PyTorch by "
-        f"{torch_errs[value].max_abs:.2g} "
-        f"at {value} while its inputs match; fix the model or the export of {node.module or node.name}"
+        f"export fault {where}: onnx's reference differs from PyTorch by "
+        f"{torch_errs[value].max_abs:.2g} at {value}; {fix}"
     )
-    inputs = boundary(group, s.graph)
     return Finding(
         FaultClass.EXPORT,
         node,
@@ -52,7 +77,7 @@ def export(s: Sample, torch_errs: Mapping[str, walk.Error], within: set[str], fa
         repro_inputs=tuple(inputs),
         repro_outputs=(value,),
         repro_values=s.reference,
-        repro_expected={value: s.torch[value]},
+        repro_expected={value: s.torch.get(value, s.torch_out)},
         expected_from="PyTorch's module output",
     )
 

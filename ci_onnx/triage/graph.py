@@ -194,17 +194,42 @@ def save(model: Any, path: Path) -> Path:
     return path
 
 
+INPUT = "#input"
+"""A module's input among PyTorch's values (ci_onnx.triage.torchref.INPUT)."""
+
+
+def _shape(arr: Any) -> tuple[int, ...]:
+    return tuple(getattr(arr, "shape", ()))
+
+
 def module_values(
-    graph: Graph, modules: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]]
+    graph: Graph,
+    modules: Mapping[str, Any],
+    shapes: Mapping[str, tuple[int, ...]],
+    labels: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """PyTorch module outputs (module path → array) by the ONNX value each module hands on: of the
-    values its nodes make, the last (in topological order) that leaves the module or the graph and
-    has the module output's shape."""
+    """PyTorch's values (module path → its output; ``path#input`` → its input) by the ONNX value
+    that holds the same thing: a module's output at the last value its nodes hand on (out of the
+    module or the graph) with that shape; its input at the value its nodes take in from outside it
+    with that shape. A module with no node of its own whose input is another module's output was
+    fused into it by the export (a BatchNormalization folded into its Conv): the value that module
+    hands on holds the fused module's output, and is compared with that. ``labels`` is filled with
+    what each value is in PyTorch (``a``, ``b#input``)."""
+    import numpy as np
+
     consumers = graph.consumers()
+    made_by = graph.producer()
     outputs = set(graph.outputs)
     found: dict[str, Any] = {}
-    for path, arr in modules.items():
-        inside = [n for n in graph.nodes if n.module == path or n.module.startswith(path + ".")]
+    outs = {p: a for p, a in modules.items() if not p.endswith(INPUT)}
+    ins = {p.removesuffix(INPUT): a for p, a in modules.items() if p.endswith(INPUT)}
+    inside_of = {
+        path: [n for n in graph.nodes if n.module == path or n.module.startswith(path + ".")] for path in outs
+    }
+    for path, arr in outs.items():
+        inside = inside_of[path]
+        if not inside:
+            continue
         names = {n.name for n in inside}
         handed_on = [
             o
@@ -212,7 +237,31 @@ def module_values(
             for o in n.outputs
             if o and (o in outputs or any(c.name not in names for c in consumers.get(o, [])))
         ]
-        fitting = [o for o in handed_on if tuple(shapes.get(o, ())) == tuple(getattr(arr, "shape", ()))]
-        if fitting and fitting[-1] not in found:
-            found[fitting[-1]] = arr
+        fitting = [o for o in handed_on if tuple(shapes.get(o, ())) == _shape(arr)]
+        if not fitting or fitting[-1] in found:
+            continue
+        fused = [
+            q
+            for q, later in outs.items()
+            if not inside_of[q]
+            and q in ins
+            and _shape(ins[q]) == _shape(arr)
+            and _shape(later) == _shape(arr)
+            and np.array_equal(ins[q], arr)
+        ]
+        found[fitting[-1]] = outs[fused[-1]] if fused else arr
+        said = {fitting[-1]: fused[-1] if fused else path}
+        taken_in = [
+            i
+            for n in inside
+            for i in n.inputs
+            if i and i not in graph.initializers and (made_by.get(i) is None or made_by[i].name not in names)
+        ]
+        if path in ins:
+            fits = [i for i in taken_in if tuple(shapes.get(i, ())) == _shape(ins[path])]
+            if fits and fits[0] not in found:
+                found[fits[0]] = ins[path]
+                said[fits[0]] = path + INPUT
+        if labels is not None:
+            labels.update(said)
     return found

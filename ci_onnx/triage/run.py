@@ -90,7 +90,8 @@ def _triage(req: Request, work: Path, budget: Budget, notes: list[str]) -> Triag
             ref_values = off
         shapes = {k: tuple(v.shape) for k, v in (ref_values or off or {}).items()}
         modules, torch_s = torch_run.result()
-    torch_values = graph.module_values(g, modules, shapes) if modules else {}
+    torch_labels: dict[str, str] = {}
+    torch_values = graph.module_values(g, modules, shapes, torch_labels) if modules else {}
     if modules and not torch_values:
         notes.append("PyTorch: no module output could be matched to a value of the graph")
     if torch_values:
@@ -114,6 +115,7 @@ def _triage(req: Request, work: Path, budget: Budget, notes: list[str]) -> Triag
             "the bundle's expected outputs" if manifest.exporter == "onnx" else "PyTorch",
             picked.everywhere,
             stand_in,
+            torch_labels,
         )
     )
     return _reported(req, model, g, finding, compared, picked.which, (atol, rtol), budget, notes)

@@ -4,9 +4,11 @@ the model's code, with the allow-listed environment).
 
 ``python -m ci_onnx.triage.torchref --config onnx-gate.yml --inputs DIR --out DIR``
 
-Writes each module's output (its first tensor) by module path, as ci_onnx.triage.observe writes
-values. The triage maps each module to the ONNX value its nodes hand on (dynamo's node metadata or
-TorchScript's scoped node names say which module made a node), so the two can be compared.
+Writes each module's output (its first tensor) by module path, and its input (its first tensor
+argument) by ``<path>`` + :data:`INPUT`, as ci_onnx.triage.observe writes values. The triage maps
+each module to the ONNX values its nodes take in and hand on (dynamo's node metadata or TorchScript's
+scoped node names say which module made a node), so the two can be compared on both sides of every
+module: a node is blamed only where its inputs are known to agree.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from ci_onnx.errors import EXIT_PASS, GateError
+
+INPUT = "#input"
+"""The suffix of a module's input among the values written (``b#input``)."""
 
 
 def module_outputs(cfg_path: Path, inputs: Path, model_id: str = "") -> dict[str, Any]:
@@ -45,7 +50,16 @@ def module_outputs(cfg_path: Path, inputs: Path, model_id: str = "") -> dict[str
 
         return record
 
+    def pre_hook(name: str) -> Any:
+        def record(_module: Any, args: Any) -> None:
+            first = next((t for t in signature.flatten(args) if isinstance(t, torch.Tensor)), None)
+            if first is not None and name + INPUT not in seen:
+                seen[name + INPUT] = first.detach().cpu().numpy().copy()
+
+        return record
+
     handles = [m.register_forward_hook(hook(n)) for n, m in model.named_modules() if n]
+    handles += [m.register_forward_pre_hook(pre_hook(n)) for n, m in model.named_modules() if n]
     leaves = {n: torch.from_numpy(np.asarray(feeds[n], order="C").copy()) for n in names}
     try:
         with torch.no_grad():

@@ -230,7 +230,7 @@ def export(
     \b
     Each bundle is exported in its own process, as many at once as there are CPUs and memory for
     them, and checked: export, control-flow, checker, opset, train-mode, dynamic-axes, outputs,
-    graph, reference-parity (onnxruntime CPU against torch).
+    graph, reference-parity (onnxruntime CPU against torch), stateful.
     Exit 0 when every check passed, 1 when one failed (the bundles are still written).
     """
     from ci_onnx import cascade

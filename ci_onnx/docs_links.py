@@ -40,6 +40,7 @@ PAGES = frozenset(
         "run",
         "runner",
         "runtime",
+        "stateful",
         "sweep",
         "train-mode",
     }

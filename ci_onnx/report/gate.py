@@ -324,7 +324,7 @@ def decide(
         settings = judged_by.settings
         changes = judged_by.changes
         if baseline is not None and not judged_by.approved_by:
-            results, tolerances = policy.rejudge(results, baseline.results)
+            results, tolerances = policy.rejudge(results, baseline.results, baseline.plan, plan)
             changes += tolerances
     settings = settings or (plan.gate if plan is not None else GateSettings())
     expected = tuple(settings.expected_failures if ledger_entries is None else ledger_entries)

@@ -21,8 +21,9 @@ from collections.abc import Iterable
 from ci_onnx.gate_settings import ExpectedFailure, GateSettings, Mode, ServingRule
 from ci_onnx.plan import Plan
 from ci_onnx.report.collect import Collection, Entry
-from ci_onnx.results import OutputParity, TargetResult
+from ci_onnx.results import CheckResult, OutputParity, TargetResult
 from ci_onnx.target import Status
+from ci_onnx.verify_options import EVERY_BATCH, VerifyOptions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,13 +159,13 @@ def settings_of(base: GateSettings, head: GateSettings) -> tuple[GateSettings, l
 def _budgets(base: Plan, head: Plan) -> list[Change]:
     """Budget changes per model, named; a loosened one is re-judged by :func:`rejudge_budgets`."""
     changes: list[Change] = []
-    heads = {m.id: m for m in head.models}
-    for b in base.models:
-        h = heads.get(b.id)
-        if h is None:
+    heads = {m.id: m.verify for m in head.models} or {"": head.verify}
+    bases = {m.id: m.verify for m in base.models} or {"": base.verify}
+    for model, bv in bases.items():
+        hv = heads.get(model)
+        if hv is None:
             continue
-        where = f"models.{b.id}." if b.id else ""
-        bv, hv = b.verify, h.verify
+        where = f"models.{model}." if model else ""
         pairs: list[tuple[str, float | None, float | None, bool]] = [
             ("budgets.cold_start_ms", bv.budgets.cold_start_ms, hv.budgets.cold_start_ms, True),
             ("budgets.peak_rss_mb", bv.budgets.peak_rss_mb, hv.budgets.peak_rss_mb, True),
@@ -303,20 +304,77 @@ def _rejudged(head: TargetResult, base: TargetResult) -> tuple[TargetResult, lis
     return dataclasses.replace(head, status=Status.FAILED, checks=checks, summary=summary), changes
 
 
+def over_base_budgets(result: TargetResult, base: VerifyOptions) -> list[str]:
+    """What ``result`` measured past the base's budgets (each figure as the result carries it): what
+    a budget the head loosened would have failed."""
+    b = base.budgets
+    said: list[str] = []
+    cold = result.serving.cold_start_ms if result.serving is not None else None
+    if b.cold_start_ms is not None and cold is not None and cold > b.cold_start_ms:
+        said.append(f"cold start {cold:.4g} ms over the base's budgets.cold_start_ms ({b.cold_start_ms:g})")
+    if b.peak_rss_mb is not None and result.peak_rss_mb is not None and result.peak_rss_mb > b.peak_rss_mb:
+        said.append(
+            f"peak RSS {result.peak_rss_mb:.4g} MB over the base's budgets.peak_rss_mb ({b.peak_rss_mb:g})"
+        )
+    for s in result.latency:
+        limit = b.p99_ms.get(str(s.batch_size), b.p99_ms.get(EVERY_BATCH))
+        if limit is not None and s.p99_ms > limit:
+            said.append(
+                f"batch {s.batch_size}: p99 {s.p99_ms:.4g} ms over the base's budgets.p99_ms ({limit:g})"
+            )
+    for s in (*result.latency, *result.sweep_latency):
+        key = s.point or str(s.batch_size)
+        least = b.min_throughput.get(key, b.min_throughput.get(EVERY_BATCH))
+        if least is not None and s.throughput < least:
+            said.append(
+                f"{key}: {s.throughput:.4g} items/s under the base's budgets.min_throughput ({least:g})"
+            )
+    share = result.placement.cpu_time_share if result.placement is not None else None
+    if share is not None and result.target.provider != "cpu" and share > base.max_cpu_time_share:
+        said.append(
+            f"CPU time share {share:.0%} over the base's budgets.cpu_fallback.max_time_share "
+            f"({base.max_cpu_time_share:.0%})"
+        )
+    return said
+
+
+def _over_budget(result: TargetResult, said: list[str]) -> TargetResult:
+    check = CheckResult(
+        "budget[base]",
+        Status.FAILED,
+        "passes only under budgets this pull request loosened: " + "; ".join(said),
+    )
+    return dataclasses.replace(
+        result, status=Status.FAILED, checks=(*result.checks, check), summary=f"{check.name}: {check.message}"
+    )
+
+
 def rejudge(
-    collection: Collection, base_results: dict[str, TargetResult]
+    collection: Collection,
+    base_results: dict[str, TargetResult],
+    base_plan: Plan | None = None,
+    head_plan: Plan | None = None,
 ) -> tuple[Collection, tuple[Change, ...]]:
-    """The head's results under the base's tolerances (ci_onnx/report/gate.py judges what this
-    returns), and the tolerance changes found."""
+    """The head's results under the base's tolerances and, where the head loosened a budget, the
+    base's budgets (ci_onnx/report/gate.py judges what this returns), and the tolerance changes
+    found."""
     entries: list[Entry] = []
     changes: list[Change] = []
     for e in collection.entries:
         base = base_results.get(e.target.id)
-        if e.result is None or base is None or e.unchanged_since:
+        if e.result is None or e.unchanged_since:
             entries.append(e)
             continue
-        result, found = _rejudged(e.result, base)
-        changes += found
+        result = e.result
+        if base is not None:
+            result, found = _rejudged(result, base)
+            changes += found
+        if base_plan is not None and head_plan is not None:
+            was, now = base_plan.options_for(e.target), head_plan.options_for(e.target)
+            if (was.budgets, was.max_cpu_time_share) != (now.budgets, now.max_cpu_time_share):
+                said = over_base_budgets(result, was)
+                if said:
+                    result = _over_budget(result, said)
         if result is not e.result:
             e = dataclasses.replace(e, result=result, outcome=result.status, reason=result.summary)
         entries.append(e)

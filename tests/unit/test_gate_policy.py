@@ -115,3 +115,27 @@ def test_the_bound_of_a_worst_share_under_another_tolerance() -> None:
     assert policy.tolerance_change(head, base)[1] is None  # between 0.5 and 50: cannot tell
     assert policy.tolerance_change(dataclasses.replace(head, rtol=1e-1), base)[1] is False  # ≥ 50
     assert policy.tolerance_change(dataclasses.replace(head, worst_share=0.005), base)[1] is True  # ≤ 0.5
+
+
+def _with_budget(plan: Plan, ms: float | None) -> Plan:
+    from ci_onnx.verify_options import Budgets
+
+    options = dataclasses.replace(plan.verify, budgets=Budgets(cold_start_ms=ms))
+    return dataclasses.replace(
+        plan, verify=options, models=tuple(dataclasses.replace(m, verify=options) for m in plan.models)
+    )
+
+
+def test_a_budget_the_pull_request_loosened_is_judged_by_the_bases() -> None:
+    from ci_onnx.results import ServingFigures
+
+    plan, results = scenarios.all_passing()
+    slow = [dataclasses.replace(r, serving=ServingFigures(cold_start_ms=800.0)) for r in results]
+    base_plan, loosened = _with_budget(plan, 500.0), _with_budget(plan, 5000.0)
+    g = _decide(loosened, slow, base_plan, results)
+    assert g.blocks and len(g.blocking) == len(slow)
+    summary = g.blocking[0].result.summary  # type: ignore[union-attr]
+    assert "cold start 800 ms over the base's budgets.cold_start_ms (500)" in summary, summary
+    assert any("budgets.cold_start_ms 500 → 5000" in c and "loosens" in c for c in g.policy_changes)
+    fast = [dataclasses.replace(r, serving=ServingFigures(cold_start_ms=300.0)) for r in results]
+    assert not _decide(loosened, fast, base_plan, results).blocks  # within the base's budget too

@@ -142,6 +142,9 @@ def find(
         info(f"no run of the base commit {short} left an {name} artifact; trying the newest on {base_ref}")
         latest = _paginated_runs(client, repo, {"branch": base_ref, "event": "push", "status": "success"})
         for run in [r for r in latest if _ours(r, repo)][:10]:
+            if not on_branch(client, repo, base_ref, str(run.get("head_sha", ""))):
+                info(f"run {run.get('id')} is of a commit not on {base_ref}'s history (a tag of that name?)")
+                continue
             artifact = _artifact(client, repo, int(run["id"]), name)
             if artifact is not None:
                 other = str(run.get("head_sha", ""))
@@ -163,6 +166,16 @@ def find(
         note=f"no baseline: no run of the base commit {short} and no successful push run on {base_ref} left "
         f"an {name} artifact (the gate's runs on pushes to {base_ref} upload it)",
     )
+
+
+def on_branch(client: Client, repo: Repo, branch: str, sha: str) -> bool:
+    """Whether ``sha`` is on ``branch``'s history (GitHub's compare: the branch is at it or past it):
+    a push run whose ``head_branch`` is the branch's name may be a tag's. Unknown: not."""
+    try:
+        found = client.request("GET", f"{repo.path}/compare/{branch}...{sha}").data
+    except GitHubError:
+        return False
+    return isinstance(found, dict) and found.get("status") in ("behind", "identical")
 
 
 def _fetch(

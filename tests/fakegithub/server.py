@@ -101,6 +101,8 @@ class State:
         """Artifact id → its zip, served from the storage host a download redirects to."""
         self.actions_forbidden = False
         """The token has no ``actions: read``."""
+        self.history: dict[str, list[str]] = {}
+        """Branch → the commits on its history, oldest first (repos/compare-commits)."""
         self.pull_bases: dict[int, tuple[str, str]] = {}
         """Pull request number → its base (commit, branch), for pulls/get."""
         self.pull_authors: dict[int, str] = {}
@@ -132,9 +134,13 @@ class State:
         conclusion: str = "success",
         head_repo: str = "acme/digits",
         artifacts: dict[str, bytes] | None = None,
+        on_branch: bool = True,
     ) -> int:
-        """A completed workflow run and the artifacts it uploaded (name → zip)."""
+        """A completed workflow run and the artifacts it uploaded (name → zip); ``on_branch``: its
+        commit is on ``branch``'s history (a tag named like the branch gives a run that is not)."""
         rid = self.new_id()
+        if on_branch and event == "push":
+            self.history.setdefault(branch, []).append(head_sha)
         self.workflow_runs.append(
             {"id": rid, "head_sha": head_sha, "head_branch": branch, "event": event,
              "conclusion": conclusion, "head_repo": head_repo}
@@ -325,6 +331,8 @@ class FakeGitHub(ThreadingHTTPServer):
             if number in s.pull_bases:
                 pull["base"]["sha"], pull["base"]["ref"] = s.pull_bases[number]
             return 200, pull, {}
+        if op == "repos/compare-commits":
+            return self._compare(parts[4])
         if op == "issues/list-events":
             return self._issue_events(int(parts[4]), query)
         if op == "repos/get-collaborator-permission-level":
@@ -583,6 +591,26 @@ class FakeGitHub(ThreadingHTTPServer):
             nxt = urlencode({**query, "per_page": per_page, "page": page + 1})
             headers["Link"] = f'<{self.url}/repos/{self.repo}/issues?{nxt}>; rel="next"'
         return 200, [self._issue(i) for i in found[(page - 1) * per_page : page * per_page]], headers
+
+    def _compare(self, basehead: str) -> tuple[int, Any, dict[str, str]]:
+        """``BRANCH...SHA``: behind (or identical) where SHA is on BRANCH's history, else diverged."""
+        branch, _, sha = basehead.partition("...")
+        with self.state.lock:
+            history = list(self.state.history.get(branch, []))
+        if not history:
+            return 404, {"message": "Not Found"}, {}
+        if sha == history[-1]:
+            status, behind = "identical", 0
+        elif sha in history:
+            status, behind = "behind", len(history) - 1 - history.index(sha)
+        else:
+            status, behind = "diverged", len(history)
+        found = spec.example(
+            self._schema("repos/compare-commits", "200"),
+            {"status": status, "ahead_by": 1 if status == "diverged" else 0, "behind_by": behind,
+             "total_commits": 0, "commits": []},
+        )  # fmt: skip
+        return 200, found, {}
 
     def _issue_events(self, number: int, query: dict[str, str]) -> tuple[int, Any, dict[str, str]]:
         with self.state.lock:

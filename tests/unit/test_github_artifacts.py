@@ -198,3 +198,19 @@ def test_what_an_artifact_unpacks_to_is_bounded_not_only_its_download(
     with pytest.raises(GitHubError, match="unpacks to 8388608 bytes"):
         artifacts.unpack(buf.getvalue(), tmp_path / "dest")
     assert not (tmp_path / "dest" / "results" / "r.json").exists()
+
+
+def test_a_fallback_run_whose_commit_is_not_on_the_base_branch_is_never_a_baseline(
+    gh: FakeGitHub, tmp_path: Path
+) -> None:
+    """A tag named like the base branch gives a push run with that head_branch: its commit is not on
+    the branch's history, and what it uploaded is not the base's."""
+    gh.state.add_run(TIP, artifacts={artifacts.ARTIFACT: BASELINE})  # on main: the honest fallback
+    tag = "d" * 40
+    gh.state.add_run(tag, artifacts={artifacts.ARTIFACT: BASELINE}, on_branch=False)  # newer, a tag's
+    found = find(gh, tmp_path)
+    assert found.directory is not None and found.commit == TIP, found
+    asked = [q.operation for q in gh.state.requests]
+    assert "repos/compare-commits" in asked
+    gh.state.history["main"].remove(TIP)  # now neither is on main's history
+    assert find(gh, tmp_path / "again").directory is None

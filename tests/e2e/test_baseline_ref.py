@@ -139,18 +139,14 @@ def test_the_head_is_judged_against_its_base_commit_run_in_a_worktree(
     assert "onnx-gate-base-" not in git(repo, "worktree", "list"), "the temporary worktree is gone"
 
 
-SMALL = """\
-version: 1
-model:
-  name: convnet
-  factory: model.py:build
-  inputs: {{x: {{shape: [batch, 3, 16, 16]}}}}
-  outputs: [logits]
-  dynamic_axes: {{x: {{0: batch}}, logits: {{0: batch}}}}
-export: {{opsets: [18], exporters: [torchscript]}}
+SMALL = (
+    CONFIG.split("export:", 1)[0].replace("{", "{{").replace("}", "}}")
+    + """export: {{opsets: [18], exporters: [torchscript]}}
 verify: {{random_inputs: 4, batch_sizes: [1], latency_runs: 3}}
 targets: {{runtimes: ["{runtime}"], providers: [cpu]}}
 {ledger}"""
+)
+"""The head of CONFIG (the model) with a matrix of one cell, as a format string."""
 CATCH_ALL = 'expected_failures:\n  - {select: "*", check: "*", reason: "flaky", until: "2099-12-31"}\n'
 
 

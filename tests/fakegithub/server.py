@@ -584,13 +584,18 @@ class FakeGitHub(ThreadingHTTPServer):
                 for _, i in sorted(s.issues.items())
                 if (state == "all" or i["state"] == state) and (not label or label in i["labels"])
             ]
+        chunk, headers = self._page(found, query, f"/repos/{self.repo}/issues")
+        return 200, [self._issue(i) for i in chunk], headers
+
+    def _page(self, items: list[Any], query: dict[str, str], path: str) -> tuple[list[Any], dict[str, str]]:
+        """One page of ``items`` as ``query`` asks (per_page, page), with the Link to the next one."""
         per_page = min(int(query.get("per_page", 30)), 100)
         page = int(query.get("page", 1))
         headers = {}
-        if page * per_page < len(found):
+        if page * per_page < len(items):
             nxt = urlencode({**query, "per_page": per_page, "page": page + 1})
-            headers["Link"] = f'<{self.url}/repos/{self.repo}/issues?{nxt}>; rel="next"'
-        return 200, [self._issue(i) for i in found[(page - 1) * per_page : page * per_page]], headers
+            headers["Link"] = f'<{self.url}{path}?{nxt}>; rel="next"'
+        return items[(page - 1) * per_page : page * per_page], headers
 
     def _compare(self, basehead: str) -> tuple[int, Any, dict[str, str]]:
         """``BRANCH...SHA``: behind (or identical) where SHA is on BRANCH's history, else diverged."""
@@ -615,16 +620,11 @@ class FakeGitHub(ThreadingHTTPServer):
     def _issue_events(self, number: int, query: dict[str, str]) -> tuple[int, Any, dict[str, str]]:
         with self.state.lock:
             events = list(self.state.issue_events.get(number, []))
-        per_page = min(int(query.get("per_page", 30)), 100)
-        page = int(query.get("page", 1))
-        headers = {}
-        if page * per_page < len(events):
-            nxt = urlencode({**query, "per_page": per_page, "page": page + 1})
-            headers["Link"] = f'<{self.url}/repos/{self.repo}/issues/{number}/events?{nxt}>; rel="next"'
+        chunk, headers = self._page(events, query, f"/repos/{self.repo}/issues/{number}/events")
         # the description's first variant is the labeled (and unlabeled) issue event
         labeled = self._schema("issues/list-events", "200")["items"]["anyOf"][0]
         shaped = []
-        for e in events[(page - 1) * per_page : page * per_page]:
+        for e in chunk:
             item = spec.example(
                 labeled, {"id": e["id"], "event": e["event"], "commit_id": None, "commit_url": None}
             )

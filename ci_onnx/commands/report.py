@@ -102,6 +102,18 @@ def _approved(
     return judged_by
 
 
+def _baseline_dest(out: Path, results_dirs: Sequence[Path]) -> Path:
+    """Where the base's artifact is unpacked: beside the report, unless that lies among the head's
+    results (a results folder that holds the whole --out), where a base result would stand in for a
+    missing head one; then a folder of its own."""
+    dest = out / "baseline"
+    if any(dest.resolve().is_relative_to(r.resolve()) for r in results_dirs):
+        import tempfile
+
+        return Path(tempfile.mkdtemp(prefix="onnx-gate-baseline-"))
+    return dest
+
+
 def _refuse_own_output(directory: Path, out: Path, results_dirs: Sequence[Path]) -> None:
     """A baseline must be another run's: the head's own --out would make every failure "known", and
     one inside --results would fill a missing head target with the base's result."""
@@ -189,7 +201,7 @@ def report(
     if baseline_dir is not None and baseline_dir != GITHUB:
         _refuse_own_output(Path(baseline_dir), out, results_dirs)
     if baseline_dir == GITHUB:
-        base, missing = _from_github(ctx, out / "baseline", info)
+        base, missing = _from_github(ctx, _baseline_dest(out, results_dirs), info)
     else:
         base = baseline.load(Path(baseline_dir), source=baseline_source) if baseline_dir else None
     # a model unchanged since the base was not run: its results are the base's (ci_onnx/reuse.py)

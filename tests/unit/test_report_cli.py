@@ -316,3 +316,12 @@ def test_a_baseline_that_is_the_heads_own_output_or_inside_its_results_is_refuse
         result = report(ws, None, "--no-publish", "--baseline", str(given))
         assert result.exit_code == 2, result.output
         assert f"--baseline {given}" in result.output
+
+
+def test_a_baseline_from_github_is_never_unpacked_among_the_heads_results(tmp_path: Path) -> None:
+    from ci_onnx.commands.report import _baseline_dest
+
+    out = tmp_path / "onnx-gate-out"
+    assert _baseline_dest(out, [out / "collected"]) == out / "baseline"
+    inside = _baseline_dest(out, [out])  # results searched across the whole --out
+    assert not inside.resolve().is_relative_to(out.resolve())

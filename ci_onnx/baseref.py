@@ -74,7 +74,8 @@ def worktree(root: Path, sha: str, env: Mapping[str, str]) -> Iterator[Path]:
 
 def base_configs(heads: Sequence[Config], root: Path, tree: Path, ref: str) -> tuple[Config, ...]:
     """The base commit's models that the head has too, each with the head's matrix and measuring
-    settings (a model the head added is new there; one it removed is not run)."""
+    settings (a model the head added is new there; one it removed is not run), and its own gate
+    settings and ledger: the base's policy judges the head (ci_onnx/report/policy.py)."""
     relative = heads[0].path.resolve().relative_to(root)
     path = tree / relative
     if not path.is_file():
@@ -101,5 +102,4 @@ def _like(head: Config, base: Config) -> Config:
             latency_runs=head.verify.latency_runs,
             serving_figures=head.verify.serving_figures,
         ),
-        gate=head.gate,
     )

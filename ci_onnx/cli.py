@@ -95,7 +95,7 @@ EXIT_CODES = (
     (EXIT_INTERNAL, "an internal or environment error (a package index, a venv, a bug)"),
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C); every child process is ended"),
 )
-"""What every command exits with, shown by ``--help`` (and the README's command table)."""
+"""What every command exits with, shown by ``--help`` (and the docs' command reference)."""
 
 
 @click.group(
@@ -165,7 +165,7 @@ def plan(
         dest = (out.parent if out else Path("onnx-gate-out")) / "plan-baseline"
         base = load_baseline(baseline, dest, github_token)
         if base is not None:
-            the_plan = reuse.unchanged(the_plan, base)
+            the_plan = reuse.unchanged(the_plan, base, cfgs)
     if out:
         from ci_onnx.errors import UsageError
 
@@ -230,12 +230,12 @@ def export(
     \b
     Each bundle is exported in its own process, as many at once as there are CPUs and memory for
     them, and checked: export, control-flow, checker, opset, train-mode, dynamic-axes, outputs,
-    graph, reference-parity (onnxruntime CPU against torch).
+    graph, reference-parity (onnxruntime CPU against torch), stateful.
     Exit 0 when every check passed, 1 when one failed (the bundles are still written).
     """
     from ci_onnx import cascade
     from ci_onnx import plan as planning
-    from ci_onnx.export import cache, runner
+    from ci_onnx.export import cache, cache_key, runner
 
     cfgs = cascade.load_all(config_path)
 
@@ -248,7 +248,7 @@ def export(
     # each model's jobs, in the order the config declares the models
     per_model = [(cfg, mine) for cfg in cfgs if (mine := [j for j in chosen if j.model == cfg.model.id])]
     if key_only:
-        key = _export_cache_key(per_model, cache_dir, out)
+        key = cache_key.slot(_export_cache_key(per_model, cache_dir, out), os.environ.get("GITHUB_SHA", ""))
         click.echo(key)
         github_output = os.environ.get("GITHUB_OUTPUT")
         if github_output:

@@ -1,10 +1,9 @@
-"""Render the command reference (README's "Command line" table) from the CLI itself.
+"""Render the command reference (the docs' reference/cli.md table) from the CLI itself.
 
 Each command's row is its synopsis, built from its click parameters, and its one-line help; the exit
 codes come from ``ci_onnx.cli.EXIT_CODES``, the list ``--help`` shows. ``python -m
-ci_onnx.cli_reference`` prints the block, ``--write README.md`` updates it there, and a test keeps
-README.md in step (an option added to a command and not to the README fails it), as
-ci_onnx/config_reference.py does for the configuration table.
+ci_onnx.docs_reference --write`` splices it into the page, and a test keeps the page in step (an
+option added to a command and not to the page fails it).
 """
 
 from __future__ import annotations
@@ -13,9 +12,7 @@ from typing import Any
 
 import click
 
-from ci_onnx.config_reference import replace_block
-
-BEGIN = "<!-- cli-reference:begin (python -m ci_onnx.cli_reference --write README.md) -->"
+BEGIN = "<!-- cli-reference:begin (python -m ci_onnx.docs_reference --write) -->"
 END = "<!-- cli-reference:end -->"
 
 _SHORT = {"INTEGER": "N", "INTEGER RANGE": "N", "FLOAT": "S", "FLOAT RANGE": "S"}
@@ -68,16 +65,3 @@ def render(cli: Any = None) -> str:
     codes = ", ".join(f"`{code}` {meaning}" for code, meaning in EXIT_CODES)
     lines += ["", f"Exit codes (also in `onnx-gate --help`): {codes}.", "", END]
     return "\n".join(lines)
-
-
-def splice(text: str) -> str:
-    """``text`` with the block between the markers replaced by the current reference."""
-    return replace_block(text, BEGIN, END, render())
-
-
-if __name__ == "__main__":
-    import sys
-
-    from ci_onnx.config_reference import command_line
-
-    command_line(sys.argv[1:], render, BEGIN, END)

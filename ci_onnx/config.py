@@ -48,6 +48,10 @@ class ModelConfig:
     """Sizes of symbolic dims other than the batch axis, for the example and random inputs."""
     dim_max: dict[str, int] = dataclasses.field(default_factory=dict)
     """model.dim_max: the largest size of a symbolic dim, the bound of its sweep."""
+    depends_on: tuple[str, ...] = ()
+    """model.depends_on: globs of files the export reads unseen (a subprocess's); in its key."""
+    env: tuple[str, ...] = ()
+    """model.env: variables the factory reads; the sha256 of each value is in its key."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -434,6 +438,8 @@ def _build(plain: dict[str, Any], where: guard.Where, path: Path, named: bool) -
         samples=m.get("samples", ""),
         dim_sizes={str(k): int(v) for k, v in m.get("dim_sizes", {}).items()},
         dim_max={str(k): int(v) for k, v in m.get("dim_max", {}).items()},
+        depends_on=tuple(m.get("depends_on", ())),
+        env=tuple(m.get("env", ())),
         preprocessing=Preprocessing(
             mean=tuple(pre.get("mean", ())),
             std=tuple(pre.get("std", ())),
@@ -556,6 +562,8 @@ def _gate(plain: dict[str, Any], where: guard.Where, scope: str = "") -> GateSet
         parity_drift=float(g["parity_drift"]),
         serving=serving,
         stored_figures=str(g["stored_figures"]),
+        docs_url=str(g["docs_url"]),
+        approval_label=str(g.get("approval_label", "")),
     )
 
 

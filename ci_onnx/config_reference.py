@@ -1,18 +1,18 @@
-"""Render the configuration reference (README's "Configuration" table) from the config schema.
+"""Render the configuration reference (the docs' reference/configuration.md table) from the config
+schema.
 
-The schema is the one place that declares keys and defaults; ``python -m ci_onnx.config_reference``
-prints the table, ``--write README.md`` updates it there, and a test keeps README.md in step with it.
+The schema is the one place that declares keys and defaults; ``python -m ci_onnx.docs_reference
+--write`` splices the table into the page, and a test keeps the page in step with it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from ci_onnx.config import schema
 
-BEGIN = "<!-- config-reference:begin (python -m ci_onnx.config_reference --write README.md) -->"
+BEGIN = "<!-- config-reference:begin (python -m ci_onnx.docs_reference --write) -->"
 END = "<!-- config-reference:end -->"
 
 
@@ -82,29 +82,7 @@ def render() -> str:
 
 def replace_block(text: str, begin: str, end: str, block: str) -> str:
     """``text`` with everything from ``begin`` to ``end`` (both markers included) replaced by
-    ``block``, which holds both markers; README's generated tables are spliced in this way."""
+    ``block``, which holds both markers; the docs' generated tables are spliced in this way."""
     head, _, rest = text.partition(begin)
     _, _, tail = rest.partition(end)
     return head + block + tail
-
-
-def splice(text: str) -> str:
-    """``text`` with the block between the markers replaced by the current reference."""
-    return replace_block(text, BEGIN, END, render())
-
-
-def command_line(argv: list[str], render: Callable[[], str], begin: str, end: str) -> None:
-    """``python -m …``: print the block; ``--write README.md``: splice it into that file."""
-    if argv[:1] == ["--write"]:
-        from pathlib import Path
-
-        readme = Path(argv[1])
-        readme.write_text(replace_block(readme.read_text(), begin, end, render()))
-    else:
-        print(render())
-
-
-if __name__ == "__main__":
-    import sys
-
-    command_line(sys.argv[1:], render, BEGIN, END)

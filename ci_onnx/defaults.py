@@ -3,8 +3,8 @@
 The settings also live past the config: in VerifyOptions (what a plan carries to each verify job),
 in bundle.Tolerance (what a manifest says), in the Python runner's Options and its command line.
 Each of those takes its default from here, config.py fills every key the user left out from the
-same schema, and README's configuration reference is generated from it
-(``python -m ci_onnx.config_reference --write README.md``). tests/unit/test_defaults.py checks that
+same schema, and the docs' configuration reference is generated from it
+(``python -m ci_onnx.docs_reference --write``). tests/unit/test_defaults.py checks that
 they agree.
 
 Only json and pathlib: the runner child imports this beside numpy and onnxruntime.

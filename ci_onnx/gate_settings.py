@@ -96,3 +96,8 @@ class GateSettings:
     serving: dict[str, ServingRule] = dataclasses.field(default_factory=default_rules)
     stored_figures: str = dataclasses.field(default_factory=lambda: str(defaults.of("gate.stored_figures")))
     """``warn`` or ``block``: what a latency past its threshold against stored figures does."""
+    approval_label: str = ""
+    """A label that, applied by a writer who is not the author, lets a pull request's policy
+    loosenings apply before they are merged ("": none can)."""
+    docs_url: str = dataclasses.field(default_factory=lambda: str(defaults.of("gate.docs_url")))
+    """The site whose ``checks/<family>/`` pages the report links each failing check to."""

@@ -93,7 +93,7 @@ def run(
     the_plan = planning.select(planning.expand(every, resolver), options.only)
     the_plan = reuse.fingerprinted(the_plan, every, exclude=(out, options.cache_dir))
     if options.base is not None and not options.run_all:
-        the_plan = reuse.unchanged(the_plan, options.base)
+        the_plan = reuse.unchanged(the_plan, options.base, every)
         _keep_base_results(the_plan, options.base, out)
     (out / PLAN).write_text(planning.to_json(the_plan))
     echo(planning.render_table(the_plan) + "\n")

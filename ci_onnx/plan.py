@@ -55,6 +55,9 @@ class PlannedModel:
     digest: equal on the base commit, its results there are its results here."""
     unchanged_since: str = ""
     """The base commit whose results stand for this model's: not exported, not verified again."""
+    reuse: str = ""
+    """Against a baseline, why the model is unchanged ("nothing its export read changed: …") or
+    runs again ("re-run: src/mylib/layers.py changed"); "" without one."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -395,9 +398,11 @@ def render_table(plan: Plan) -> str:
     lines.insert(1, "-" * min(120, max(len(x) for x in lines)))
     n_skip = sum(1 for t in plan.targets if t.expected_skip)
     lines += [
-        f"{m.id}: unchanged since {m.unchanged_since[:7]}, not re-run"
-        for m in plan.models
+        f"{m.id or m.name}: unchanged since {m.unchanged_since[:7]}, not re-run ({m.reuse})"
         if m.unchanged_since
+        else f"{m.id or m.name}: {m.reuse}"
+        for m in plan.models
+        if m.reuse
     ]
     models = f" of {len(plan.models)} models" if len(plan.models) > 1 else ""
     from ci_onnx import cijobs

@@ -214,10 +214,7 @@ def end_children_on_signals() -> None:
     # thread wakes, which a wait on a child it came to end can put off for the child's whole timeout.
     # The wakeup fd hears every signal at once: a thread of its own ends the children from there (the
     # main thread's wait then returns and its handler stops onnx-gate).
-    read_end, write_end = os.pipe()
-    os.set_blocking(write_end, False)
-    signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
-    threading.Thread(target=_relay, args=(read_end,), name="onnx-gate-signals", daemon=True).start()
+    _relay_signals({signal.SIGTERM, signal.SIGHUP, signal.SIGINT})
 
 
 @contextlib.contextmanager
@@ -232,8 +229,13 @@ def interruptible() -> Iterator[None]:
     may start again: the process lives on."""
     previous = signal.getsignal(signal.SIGINT)
     install = threading.current_thread() is threading.main_thread() and previous is signal.default_int_handler
+    relay: Callable[[], None] | None = None
     if install:
         signal.signal(signal.SIGINT, _on_signal)
+        # The kernel hands a process-wide SIGINT to any thread that takes it: where that is a worker
+        # (waiting on a child), the main thread's wait on that worker is never interrupted and the
+        # handler never runs. The relay hears it at once and ends the children, so the wait returns.
+        relay = _relay_signals({signal.SIGINT})
     try:
         yield
     except KeyboardInterrupt:
@@ -242,12 +244,36 @@ def interruptible() -> Iterator[None]:
     finally:
         if install:
             signal.signal(signal.SIGINT, previous)
+            if relay is not None:
+                relay()
             _STOPPING.clear()
 
 
-def _relay(read_end: int) -> None:
-    while os.read(read_end, 64):
-        end_children()
+def _relay_signals(ending: set[int]) -> Callable[[], None]:
+    """Hear every signal with a Python handler on a pipe (the wakeup fd), whatever thread the kernel
+    gave it to, and end the children from a thread of its own when it is one of ``ending``. Returns
+    what undoes it (the previous wakeup fd back, the thread ended)."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    old = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    thread = threading.Thread(target=_relay, args=(read_end, ending), name="onnx-gate-signals", daemon=True)
+    thread.start()
+
+    def undo() -> None:
+        signal.set_wakeup_fd(old)
+        os.close(write_end)  # the relay reads the end of the pipe and stops
+        thread.join(timeout=5)
+
+    return undo
+
+
+def _relay(read_end: int, ending: set[int]) -> None:
+    try:
+        while heard := os.read(read_end, 64):
+            if ending.intersection(heard):  # the wakeup fd writes each signal's number as a byte
+                end_children()
+    finally:
+        os.close(read_end)
 
 
 def run(

@@ -7,11 +7,13 @@ Each model of a plan carries two digests (``PlannedModel``):
 - ``fingerprint``: that, its targets (the resolved releases and expected skips) and its verify
   settings, so that its results are the base's.
 
-With a baseline whose plan holds a model of the same name and fingerprint, and a result for each of
-its targets, the model is *unchanged since* the base commit: the plan leaves it out of the export
+With a baseline whose plan holds a model of the same name and fingerprint, a result for each of its
+targets, and records of what its base exports read (ci_onnx/export/record.py) that still hold here
+(every file hashes the same, every version is the same; checked without torch), the model is
+*unchanged since* the base commit: the plan leaves it out of the export
 and the verify jobs, and the report takes its results from the baseline and says so (``--all``
-runs everything; a nightly always does). A model whose digests cannot be told (a factory onnx-gate
-cannot see into) always runs.
+runs everything; a nightly always does). A model whose digests or records cannot be told or
+checked always runs.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from pathlib import Path
 
 from ci_onnx import serde
 from ci_onnx.config import Config
-from ci_onnx.plan import Plan, onnx_opset
+from ci_onnx.export import record
+from ci_onnx.plan import Plan, PlannedModel, onnx_opset
 from ci_onnx.report.baseline import Baseline
 
 
@@ -49,7 +52,7 @@ def fingerprinted(plan: Plan, configs: Sequence[Config], exclude: Sequence[Path]
                 cache.key_for(cfg, job, exclude=exclude).digest
                 for job in runner.candidates(cfg, onnx_opset(cfg))
             ]
-        except (cache.Uncacheable, OSError):
+        except OSError:
             models.append(dataclasses.replace(m, export_key="", fingerprint=""))
             continue
         export_key = _digest(keys)
@@ -61,14 +64,49 @@ def fingerprinted(plan: Plan, configs: Sequence[Config], exclude: Sequence[Path]
     return dataclasses.replace(plan, models=tuple(models))
 
 
-def unchanged(plan: Plan, base: Baseline) -> Plan:
-    """``plan`` with the models whose fingerprint ``base``'s plan holds too, and whose every
-    target has a result there, marked unchanged since the base commit."""
+def unchanged(plan: Plan, base: Baseline, configs: Sequence[Config]) -> Plan:
+    """``plan`` with the models whose fingerprint ``base``'s plan holds too, whose every target has
+    a result there, and whose every base export's record of what it read still holds (each file
+    hashes the same, each version is the same), marked unchanged since the base commit; each model
+    says why it is or is not (``PlannedModel.reuse``)."""
+    roots = {c.model.id: record.repository_of(c.root) for c in configs}
     models = []
     for m in plan.models:
         ids = [t.id for t in plan.targets if t.model == m.id and not t.expected_skip]
-        same = bool(m.fingerprint) and base.fingerprints.get(m.id) == m.fingerprint
-        if same and ids and all(i in base.results for i in ids):
-            m = dataclasses.replace(m, unchanged_since=base.commit or "the baseline")
+        why = _why_not(m, ids, base, roots.get(m.id))
+        if not why:
+            since = base.commit or "the baseline"
+            m = dataclasses.replace(m, unchanged_since=since, reuse=_evidence(base.records[m.id]))
+        else:
+            m = dataclasses.replace(m, reuse=f"re-run: {why}")
         models.append(m)
     return dataclasses.replace(plan, models=tuple(models))
+
+
+def _why_not(m: PlannedModel, ids: Sequence[str], base: Baseline, root: Path | None) -> str:
+    """Why ``m`` cannot take the base's results: "" when it can."""
+    if not m.fingerprint:
+        return "its export key cannot be told"
+    if m.id not in base.fingerprints:
+        return "the base's plan does not hold it"
+    if base.fingerprints[m.id] != m.fingerprint:
+        return "its config, targets or tool versions differ from the base's"
+    if not ids or not all(i in base.results for i in ids):
+        return "the base holds no result for some of its targets"
+    records = base.records.get(m.id, ())
+    if not records or root is None:
+        return "the base results hold no record of what its export read"
+    for read in records:
+        reasons = record.changes(read, root)
+        if reasons:
+            return record.summary(reasons)
+    return ""
+
+
+def _evidence(records: Sequence[record.Record]) -> str:
+    files = {f for r in records for f in r.files}
+    dists = {d for r in records for d in r.distributions}
+    return (
+        f"nothing its export read changed: {len(files)} file(s) hash the same, "
+        f"{len(dists)} distribution version(s) are the same"
+    )

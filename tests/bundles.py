@@ -190,8 +190,11 @@ PARTLY_CPU_SPEC = BundleSpec(
 )
 
 
-def mlp_bundle(directory: Path, opset: int = 17, **kwargs: object) -> Path:
+def mlp_bundle(directory: Path, opset: int = 17, doc: str = "", **kwargs: object) -> Path:
+    """The MLP's bundle; ``doc``: a doc string that makes its model another file (as another commit's
+    export would be), which the verify stage times beside the head's rather than taking for it."""
     model = mlp(opset=opset, ir_version=8 if opset <= 17 else 10)
+    model.doc_string = doc
     return write_bundle(directory, model, MLP_SPEC, random_sets(MLP_SPEC.inputs, 16, samples=5), **kwargs)  # type: ignore[arg-type]
 
 

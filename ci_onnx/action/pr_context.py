@@ -20,20 +20,26 @@ from ci_onnx.errors import UsageError
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
-def event(number: int, head_sha: str, original: dict[str, object]) -> dict[str, object]:
-    """A minimal ``pull_request`` event payload: the number, the head commit, the repository."""
-    payload: dict[str, object] = {
-        "action": "synchronize",
-        "number": number,
-        "pull_request": {"number": number, "head": {"sha": head_sha}},
-    }
+def event(
+    number: int, head_sha: str, original: dict[str, object], base: dict[str, object] | None = None
+) -> dict[str, object]:
+    """A minimal ``pull_request`` event payload: the number, the head commit, the repository, and
+    the base commit and branch as GitHub answered them (the report reads the base's baseline, whose
+    plan is the policy that judges the pull request: never the fork's own)."""
+    pull: dict[str, object] = {"number": number, "head": {"sha": head_sha}}
+    if base:
+        pull["base"] = base
+    payload: dict[str, object] = {"action": "synchronize", "number": number, "pull_request": pull}
     if "repository" in original:
         payload["repository"] = original["repository"]
     return payload
 
 
-def check_head(number: int, head_sha: str, token: str, environ: MutableMapping[str, str]) -> None:
-    """Raise UsageError unless pull request ``number`` of this repository is at ``head_sha``."""
+def check_head(
+    number: int, head_sha: str, token: str, environ: MutableMapping[str, str]
+) -> dict[str, object]:
+    """Raise UsageError unless pull request ``number`` of this repository is at ``head_sha``; its
+    base (commit and branch), as GitHub says."""
     from ci_onnx.github.client import Client, GitHubError
 
     repo = environ.get("GITHUB_REPOSITORY", "")
@@ -51,6 +57,10 @@ def check_head(number: int, head_sha: str, token: str, environ: MutableMapping[s
             f"input pull-request: pull request {number} is at {shown}, not at the run's head {head_sha}; "
             "the artifact names another pull request, so nothing is posted"
         )
+    base = found.get("base") if isinstance(found, dict) else None
+    if not isinstance(base, dict) or not _SHA.match(str(base.get("sha", ""))):
+        return {}
+    return {"sha": str(base["sha"]), "ref": str(base.get("ref", ""))}
 
 
 def apply(pull_request: str, head_sha: str, environ: MutableMapping[str, str], token: str = "") -> None:
@@ -62,8 +72,7 @@ def apply(pull_request: str, head_sha: str, environ: MutableMapping[str, str], t
         raise UsageError(f"input pull-request: {pull_request!r} is not a pull request number")
     if not _SHA.match(head_sha):
         raise UsageError(f"input head-sha: {head_sha!r} is not a full 40-character commit sha")
-    if token:
-        check_head(int(pull_request), head_sha, token, environ)
+    base = check_head(int(pull_request), head_sha, token, environ) if token else {}
     original: dict[str, object] = {}
     if environ.get("GITHUB_EVENT_PATH"):
         try:
@@ -73,7 +82,7 @@ def apply(pull_request: str, head_sha: str, environ: MutableMapping[str, str], t
             original = {}
     folder = Path(tempfile.mkdtemp(prefix="onnx-gate-event-", dir=environ.get("RUNNER_TEMP") or None))
     path = folder / "event.json"
-    path.write_text(json.dumps(event(int(pull_request), head_sha, original)))
+    path.write_text(json.dumps(event(int(pull_request), head_sha, original, base)))
     environ["GITHUB_EVENT_NAME"] = "pull_request"
     environ["GITHUB_EVENT_PATH"] = str(path)
     environ["GITHUB_SHA"] = head_sha

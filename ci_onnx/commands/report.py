@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -10,12 +11,14 @@ from typing import TYPE_CHECKING
 import click
 
 from ci_onnx.commands.options import out_dir_option, plan_option, results_option
-from ci_onnx.errors import EXIT_FAIL
+from ci_onnx.errors import EXIT_FAIL, GateError
 from ci_onnx.report import CHECK_NAME
 
 if TYPE_CHECKING:
     from ci_onnx.github.context import GitHubContext
+    from ci_onnx.plan import Plan
     from ci_onnx.report.baseline import Baseline
+    from ci_onnx.report.policy import Policy
 
 
 GITHUB = "github"
@@ -44,7 +47,10 @@ def _from_github(ctx: GitHubContext, dest: Path, info: Callable[[str], None]) ->
     if found.directory is None:
         return None, found.note
     info(f"baseline: {found.source}, commit {found.commit[:7]}" + (f" ({found.note})" if found.note else ""))
-    return baseline.load(found.directory, source=found.source, commit=found.commit, note=found.note), ""
+    try:
+        return baseline.load(found.directory, source=found.source, commit=found.commit, note=found.note), ""
+    except GateError as exc:  # another schema, no results (its verify jobs died): one line, never exit 2
+        return None, f"no baseline: {found.source} cannot be read ({exc.message}), so every failure blocks"
 
 
 def load_baseline(value: str, dest: Path, github_token: str = "", source: str = "") -> Baseline | None:
@@ -61,6 +67,67 @@ def load_baseline(value: str, dest: Path, github_token: str = "", source: str = 
     if found is None and why:
         click.echo(f"onnx-gate: {why}")
     return found
+
+
+def _approved(
+    judged_by: Policy,
+    base: Baseline | None,
+    head: Plan | None,
+    ctx: GitHubContext,
+    info: Callable[[str], None],
+) -> Policy:
+    """``judged_by``, or the head's own policy where its loosenings were approved by the label the
+    base's config names (ci_onnx/github/approval.py); why a label did not count is said."""
+    label = base.plan.gate.approval_label if base is not None and base.plan is not None else ""
+    if not (label and judged_by.loosens and ctx.pr_number is not None and ctx.can_publish and ctx.repo):
+        return judged_by
+    from ci_onnx.github.approval import approval
+    from ci_onnx.github.client import Client, GitHubError
+    from ci_onnx.report import policy
+
+    try:
+        found = approval(Client(ctx.token, ctx.api_url, log=info), ctx.repo, ctx.pr_number, label)
+    except GitHubError as exc:
+        return dataclasses.replace(
+            judged_by, source=f"{judged_by.source}; the approval cannot be read: {exc.message}"
+        )
+    if found.by:
+        assert base is not None
+        info(f"the policy changes of this pull request were approved by @{found.by} (label {label!r})")
+        return policy.between(
+            base.plan, head, pull_request=True, base_commit=base.commit, approved_by=found.by
+        )
+    if found.why_not:
+        return dataclasses.replace(judged_by, source=f"{judged_by.source}; {found.why_not}")
+    return judged_by
+
+
+def _baseline_dest(out: Path, results_dirs: Sequence[Path]) -> Path:
+    """Where the base's artifact is unpacked: beside the report, unless that lies among the head's
+    results (a results folder that holds the whole --out), where a base result would stand in for a
+    missing head one; then a folder of its own."""
+    dest = out / "baseline"
+    if any(dest.resolve().is_relative_to(r.resolve()) for r in results_dirs):
+        import tempfile
+
+        return Path(tempfile.mkdtemp(prefix="onnx-gate-baseline-"))
+    return dest
+
+
+def _refuse_own_output(directory: Path, out: Path, results_dirs: Sequence[Path]) -> None:
+    """A baseline must be another run's: the head's own --out would make every failure "known", and
+    one inside --results would fill a missing head target with the base's result."""
+    from ci_onnx.errors import UsageError
+
+    where = directory.resolve()
+    if where == out.resolve():
+        raise UsageError(f"--baseline {directory}: that is this report's own --out; give the base commit's")
+    for r in results_dirs:
+        if where.is_relative_to(r.resolve()) or r.resolve().is_relative_to(where):
+            raise UsageError(
+                f"--baseline {directory} and --results {r}: one holds the other; keep the base's results "
+                "apart from the head's"
+            )
 
 
 @click.command()
@@ -119,7 +186,7 @@ def report(
     from ci_onnx.github import workflow
     from ci_onnx.github.context import from_env
     from ci_onnx.plan import read_plan
-    from ci_onnx.report import baseline, charts, gate, junit_reader, limits, render, view
+    from ci_onnx.report import baseline, charts, gate, junit_reader, limits, policy, render, view
     from ci_onnx.report.collect import collect
 
     ctx = from_env(os.environ, token=github_token, pr_number=pr_number)
@@ -131,14 +198,24 @@ def report(
         click.echo(f"onnx-gate: {msg}")
 
     missing = ""
+    if baseline_dir is not None and baseline_dir != GITHUB:
+        _refuse_own_output(Path(baseline_dir), out, results_dirs)
     if baseline_dir == GITHUB:
-        base, missing = _from_github(ctx, out / "baseline", info)
+        base, missing = _from_github(ctx, _baseline_dest(out, results_dirs), info)
     else:
         base = baseline.load(Path(baseline_dir), source=baseline_source) if baseline_dir else None
     # a model unchanged since the base was not run: its results are the base's (ci_onnx/reuse.py)
     collection = collect(results_dirs, the_plan, base.results if base is not None else None)
+    # the base's policy judges a pull request (or any comparison with a base), never the head's own
+    judged_by = policy.between(
+        base.plan if base is not None else None,
+        the_plan,
+        pull_request=ctx.pr_number is not None or base is not None,
+        base_commit=base.commit if base is not None else "",
+    )
+    judged_by = _approved(judged_by, base, the_plan, ctx, info)
     mode, why = gate.choose(
-        the_plan.gate.mode if the_plan else "",
+        judged_by.settings.mode,
         baseline=base is not None,
         pull_request=ctx.pr_number is not None,
     )
@@ -150,6 +227,7 @@ def report(
         mode=mode,
         why=why,
         junit_failed=junit.failed + junit.errors if junit else 0,
+        judged_by=judged_by,
     )
     the_view = view.build(
         collection,
@@ -178,7 +256,8 @@ def report(
 
     if ctx.in_actions:
         for f in the_view.failures[:10]:  # GitHub shows at most 10 error annotations per step
-            click.echo(workflow.annotation("error", f.reason, title=f"{f.target} {f.outcome}"))
+            said = f"{f.reason} (what this means: {f.url})" if f.url else f.reason
+            click.echo(workflow.annotation("error", said, title=f"{f.target} {f.outcome}"))
     if publish and ctx.can_publish:
         # requests and the publishing code only when something is sent (about 0.1 s of start-up)
         from ci_onnx.github.client import Client, GitHubError
@@ -215,6 +294,8 @@ def report(
         click.echo("  💥 " + escape.line(problem))
     for f in the_view.failures[:20]:
         click.echo("  " + escape.line(f"{f.icon} {f.target}: {f.reason}"))
+        if f.url:
+            click.echo("     what this means: " + escape.line(f.url))
     if len(the_view.failures) > 20:
         click.echo(f"  … and {len(the_view.failures) - 20} more")
     for line in the_view.ledger[:20]:

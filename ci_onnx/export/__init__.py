@@ -17,5 +17,6 @@ CHECKS = (
     "outputs",
     "graph",
     "reference-parity",
+    "stateful",
 )
 """Every export finding, in the order they appear in the manifest and in JUnit."""

@@ -1,7 +1,9 @@
 """Cached exports for ``onnx-gate run``: a bundle is reused when nothing that determines it changed.
 
-What determines the bundles of one export job is its key (ci_onnx.export.cache_key); this module is
-the store of entries by key.
+What determines the bundles of one export job is its key (ci_onnx.export.cache_key: the config, the
+declared inputs, the tool versions) and what the export read (ci_onnx.export.record, observed by the
+export child and stored in the entry); this module is the store of entries by key. An entry is
+reused only when every file its record names hashes the same and every version is the same.
 
 An entry is a directory ``<cache>/exports/<key>/`` holding the job's bundle directories and
 ``entry.json`` (the key's material, each bundle's manifest sha256), moved into place complete in one
@@ -26,7 +28,8 @@ from pathlib import Path
 from ci_onnx.bundle import MANIFEST, Manifest, read_manifest, sha256_of, write_manifest
 from ci_onnx.config import Config
 from ci_onnx.errors import BundleError
-from ci_onnx.export.cache_key import FORMAT, Key, Uncacheable, bundle_keys, key_for
+from ci_onnx.export import record
+from ci_onnx.export.cache_key import FORMAT, Key, bundle_keys, key_for
 from ci_onnx.export.runner import Job, Outcome, binding_lines, export_all
 from ci_onnx.results import CheckResult
 
@@ -46,13 +49,23 @@ def entry_dir(cache_root: Path, key: Key) -> Path:
 
 
 def cacheable(outcomes: Sequence[Outcome]) -> bool:
-    """Whether the job's worker finished for every bundle: the parent writes a bundle's export finding
-    without figures when the export crashed or timed out, and that may not happen again."""
-    for o in outcomes:
-        export = next((f for f in o.manifest.findings if f.name == "export"), None)
-        if export is None or (not export.figures and o.job.exporter != "onnx"):
-            return False
-    return bool(outcomes)
+    """Whether the job's worker finished for every bundle and recorded what it read: the parent
+    writes a bundle's export finding without figures when the export crashed or timed out, and that
+    may not happen again; without a record nothing could prove a later reuse sound."""
+    return bool(outcomes) and all(record.of_findings(o.manifest.findings) is not None for o in outcomes)
+
+
+def stale(cache_root: Path, key: Key, root: Path) -> str:
+    """Why the entry of ``key`` may not be reused: the first input its export read that changed
+    (``src/mylib/layers.py changed``), or that it holds no record; "" when everything is the same."""
+    try:
+        meta = json.loads((entry_dir(cache_root, key) / ENTRY).read_text())
+    except (OSError, ValueError):
+        return ""  # a damaged entry: restore says so, with a warning, and it is exported again
+    read = record.Record.from_json(meta.get("record")) if isinstance(meta, dict) else None
+    if read is None:
+        return "the cached export holds no record of what it read"
+    return record.summary(record.changes(read, root))
 
 
 def store(cache_root: Path, key: Key, outcomes: Sequence[Outcome]) -> Path | None:
@@ -62,6 +75,7 @@ def store(cache_root: Path, key: Key, outcomes: Sequence[Outcome]) -> Path | Non
     staging = Path(tempfile.mkdtemp(prefix=f".{key.short}-", dir=final.parent))
     try:
         manifests = {}
+        read = record.of_findings(outcomes[0].manifest.findings) if outcomes else None
         for o in outcomes:
             shutil.copytree(o.directory, staging / o.directory.name)
             manifests[o.directory.name] = sha256_of(staging / o.directory.name / MANIFEST)
@@ -71,6 +85,7 @@ def store(cache_root: Path, key: Key, outcomes: Sequence[Outcome]) -> Path | Non
             "created": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
             "bundles": manifests,
             "material": key.material,
+            "record": read.to_json() if read is not None else None,
         }
         (staging / ENTRY).write_text(json.dumps(entry, indent=1, sort_keys=True))
         if final.exists():
@@ -133,13 +148,27 @@ def restore(cache_root: Path, key: Key, cfg: Config, job: Job, out: Path) -> lis
 
 def mark_reused(manifest: Manifest, key: Key, created: str) -> Manifest:
     """The export finding says the bundle came from the cache, so the report and junit say so too."""
-    note = f"reused from cache {key.short} (exported {created}; nothing exported in this run)"
+    read = record.of_findings(manifest.findings)
+    evidence = (
+        f"; nothing it read changed: {len(read.files)} file(s) hash the same, "
+        f"{len(read.distributions)} distribution version(s) are the same"
+        if read is not None
+        else ""
+    )
+    note = f"reused from cache {key.short} (exported {created}; nothing exported in this run{evidence})"
+    return _noted(manifest, note, {"cache": "reused", "cache_key": key.short, "exported_at": created})
 
+
+def mark_reexported(manifest: Manifest, why: str) -> Manifest:
+    """The export finding says why the cached export was not reused ("src/mylib/layers.py changed")."""
+    return _noted(manifest, f"re-exported: {why}", {"cache": "re-exported", "changed": why})
+
+
+def _noted(manifest: Manifest, note: str, figures: dict[str, str]) -> Manifest:
     def mark(f: CheckResult) -> CheckResult:
         if f.name != "export":
             return f
-        figures = {**f.figures, "cache": "reused", "cache_key": key.short, "exported_at": created}
-        return dataclasses.replace(f, message=f"{f.message}; {note}", figures=figures)
+        return dataclasses.replace(f, message=f"{f.message}; {note}", figures={**f.figures, **figures})
 
     return dataclasses.replace(manifest, findings=tuple(mark(f) for f in manifest.findings))
 
@@ -187,10 +216,11 @@ def export_cached(
     keys: dict[Job, Key | None] = {}
     outcomes: list[Outcome] = []
     misses: list[Job] = []
+    changed: dict[Job, str] = {}
     for job in jobs:
         try:
             key = key_for(cfg, job, exclude=exclude)
-        except (Uncacheable, OSError) as exc:
+        except OSError as exc:
             log(f"{job.key}: not cached: {exc}")
             keys[job] = None
             misses.append(job)
@@ -198,6 +228,13 @@ def export_cached(
         keys[job] = key
         entry = entry_dir(cache_root, key)
         if not entry.exists():
+            misses.append(job)
+            continue
+        why = stale(cache_root, key, record.repository_of(cfg.root))
+        if why:
+            log(f"{job.key}: re-exporting: {why}")
+            _discard(entry)
+            changed[job] = why
             misses.append(job)
             continue
         try:
@@ -214,13 +251,22 @@ def export_cached(
         log("nothing exported: every bundle came from the cache (--no-cache exports them again)")
     else:
         fresh = export(cfg, misses, out, log)
-        outcomes.extend(fresh)
         for job in misses:
             job_key = keys[job]
             mine = [o for o in fresh if o.job == job]
             if job_key is not None and cacheable(mine) and store(cache_root, job_key, mine) is None:
                 log(f"{job.key}: warning: could not store the export in {cache_root}")
+        outcomes.extend(_said(o, changed.get(o.job, "")) for o in fresh)  # stored as exported
     return outcomes
+
+
+def _said(outcome: Outcome, why: str) -> Outcome:
+    """``outcome`` whose bundle says why it was exported again, where a stale entry was the cause."""
+    if not why:
+        return outcome
+    manifest = mark_reexported(outcome.manifest, why)
+    write_manifest(outcome.directory, manifest)
+    return dataclasses.replace(outcome, manifest=manifest)
 
 
 def entries(cache_root: Path) -> Iterator[Path]:

@@ -7,13 +7,17 @@ What goes into it:
   lists (the job names its own) and the timeout, ``verify`` but its run settings (timeout, latency
   runs, strict fallback); ``targets`` and ``budgets`` do not reach a bundle;
 - the job's opset, exporter and precisions;
-- the sha256 of the files the export reads: the factory's source and weights (every source or
-  weights file below the factory's directory, or an installed package's name and version), the
-  samples, the calibration set, an ONNX-only model and its test data;
+- the sha256 of the files the config names: the samples, the calibration set, an ONNX-only model
+  and its test data, and what the export reads unseen (``model.depends_on``'s globs);
+- the sha256 of the value of each variable ``model.env`` names (the factory reads them; a value is
+  never stored);
 - the torch, onnx, onnxscript and onnxruntime versions of the export interpreter, its Python, and
   onnx-gate's own version.
 
-The store of entries by key is ci_onnx.export.cache. Imports neither torch nor onnx: the versions
+What the factory reads (its sources wherever they live, its weights, a settings file, the versions
+of the packages it imports) is no guess here: the export child records it (ci_onnx.export.record),
+the entry stores the record, and an entry is reused only when the record still holds. The store of
+entries by key is ci_onnx.export.cache. Imports neither torch nor onnx: the versions
 come from package metadata.
 """
 
@@ -21,23 +25,22 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib.machinery
 import importlib.metadata
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ci_onnx import __version__, serde
 from ci_onnx.bundle import sha256_of
-from ci_onnx.config import Config
-from ci_onnx.export.files import Uncacheable
+from ci_onnx.config import Config, key_location
+from ci_onnx.errors import ConfigError
 from ci_onnx.export.files import name_of as _name
-from ci_onnx.export.files import tree as _tree
 from ci_onnx.export.runner import Job
 
-FORMAT = 1
+FORMAT = 2
 """Bumped when what goes into a key, or an entry's layout, changes."""
 VERSIONED = ("torch", "onnx", "onnxscript", "onnxruntime")
 
@@ -57,8 +60,11 @@ def bundle_keys(cfg: Config, job: Job) -> list[str]:
     return [job.key, *(f"{job.key}-{p}" for p in cfg.export.precisions if p != "fp32")]
 
 
-def key_for(cfg: Config, job: Job, *, exclude: Sequence[Path] = ()) -> Key:
-    """The cache key of ``job``; ``exclude`` are directories never hashed (the run's output, the cache)."""
+def key_for(
+    cfg: Config, job: Job, *, exclude: Sequence[Path] = (), environ: Mapping[str, str] | None = None
+) -> Key:
+    """The cache key of ``job``; ``exclude`` are directories never hashed (the run's output, the
+    cache); ``environ``: where ``model.env``'s variables are read (default: this process's)."""
     section = serde.to_json
     model = {k: v for k, v in section(cfg.model).items() if k != "id" or v}  # as keys were before ids
     export = {
@@ -79,6 +85,7 @@ def key_for(cfg: Config, job: Job, *, exclude: Sequence[Path] = ()) -> Key:
         "export": export,
         "verify": verify,
         "files": input_files(cfg, [p.resolve() for p in exclude]),
+        "env": declared_env(cfg, environ if environ is not None else os.environ),
     }
     text = json.dumps(material, sort_keys=True, separators=(",", ":"))
     return Key(hashlib.sha256(text.encode()).hexdigest(), material)
@@ -90,9 +97,17 @@ def combined_key(cfg: Config, jobs: Sequence[Job], *, cache_root: Path | None, o
     exclude = [p for p in (cache_root, out) if p is not None]
     try:
         digests = [key_for(cfg, job, exclude=exclude).digest for job in jobs]
-    except (Uncacheable, OSError):
+    except OSError:
         return "uncacheable"
     return hashlib.sha256(",".join(digests).encode()).hexdigest()[:32]
+
+
+def slot(key: str, commit: str) -> str:
+    """The actions/cache key of a commit's export cache: ``key`` and the commit. An entry's reuse is
+    decided by its record, not by this key, so a commit whose recorded inputs changed (the same
+    ``key``) must still save its fresh entry: under its own slot, restored by the next commit
+    through the key's prefix. ``off`` and ``uncacheable`` stay as they are."""
+    return f"{key}-{commit[:12]}" if commit and key not in ("off", "uncacheable") else key
 
 
 def input_files(cfg: Config, exclude: Sequence[Path] = ()) -> dict[str, str]:
@@ -104,43 +119,35 @@ def input_files(cfg: Config, exclude: Sequence[Path] = ()) -> dict[str, str]:
     for rel in filter(None, named):
         path = cfg.resolve(rel)
         if path.is_file():
-            out[_name(path, cfg.root)] = sha256_of(path)
-            data = path.with_name(path.name + ".data")  # external data of an ONNX-only model
-            if data.is_file():
-                out[_name(data, cfg.root)] = sha256_of(data)
+            out[_name(path, cfg.root)] = sha256_of(path)  # its external data: in the record
         else:
             out[rel] = "missing"  # the export reports it; the key still differs from when it existed
+    for pattern in m.depends_on:
+        found = sorted(p for p in cfg.root.glob(pattern) if p.is_file() and not _below(p, exclude))
+        if not found:
+            raise ConfigError(
+                f"{key_location(cfg, 'model', 'depends_on')}: {pattern!r} matches no file below {cfg.root}; "
+                "fix the glob (relative to the config) or remove it"
+            )
+        out.update({_name(p, cfg.root): sha256_of(p) for p in found})
     if m.test_data:
         root = cfg.resolve(m.test_data)
         for path in sorted(root.rglob("*.pb")) if root.is_dir() else ():
             out[_name(path, cfg.root)] = sha256_of(path)
-    if m.factory:
-        configs = [p.resolve() for p in (cfg.model_file,) if p is not None]  # keyed by their values
-        out.update(_factory_files(m.factory, cfg.root, cfg.path.resolve(), [*exclude, *configs]))
     return out
 
 
-def _factory_files(spec: str, root: Path, config_file: Path, exclude: Sequence[Path]) -> dict[str, str]:
-    target = spec.rpartition(":")[0]
-    if target.endswith(".py") or "/" in target:
-        path = (root / target).resolve()
-        if not path.is_file():
-            return {target: "missing"}
-        return {_name(p, root): sha256_of(p) for p in _tree(path.parent, {config_file, *exclude}, root)} | {
-            _name(path, root): sha256_of(path)
-        }
-    top = target.split(".")[0]
-    found = importlib.machinery.PathFinder.find_spec(top, [str(root), *sys.path])  # finds, imports nothing
-    if found is None or (not found.origin and not found.submodule_search_locations):
-        raise Uncacheable(f"model.factory {spec!r}: module {top!r} is not found on the path")
-    dist = importlib.metadata.packages_distributions().get(top, [])
-    location = Path(found.origin or next(iter(found.submodule_search_locations or []))).resolve()
-    if dist and any(part in ("site-packages", "dist-packages") for part in location.parts):
-        return {f"{name}=={_version(name)}": "installed" for name in sorted(dist)}
-    if found.submodule_search_locations:
-        base = Path(next(iter(found.submodule_search_locations))).resolve()
-        return {_name(p, root): sha256_of(p) for p in _tree(base, {config_file, *exclude}, root)}
-    return {_name(location, root): sha256_of(location)}
+def declared_env(cfg: Config, environ: Mapping[str, str]) -> dict[str, str]:
+    """``model.env``: each variable's sha256 (its value is never stored), or "unset"."""
+    return {
+        name: hashlib.sha256(environ[name].encode()).hexdigest() if name in environ else "unset"
+        for name in cfg.model.env
+    }
+
+
+def _below(path: Path, directories: Sequence[Path]) -> bool:
+    resolved = path.resolve()
+    return any(resolved.is_relative_to(d) for d in directories)
 
 
 def _version(package: str) -> str:

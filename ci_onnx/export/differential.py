@@ -135,7 +135,7 @@ class Other:
         if self._session is None:
             m = self.cfg.model
             done = torch_export.export(
-                self.torch_run.model,
+                self.torch_run.fresh(),
                 [torch.tensor(self.example[s.name]) for s in m.inputs],
                 self.path,
                 exporter="dynamo",

@@ -1,8 +1,8 @@
-"""Which files the export reads below a model's directory, and how large its weights are.
+"""How large a model's weights are, from the weight files below its factory's directory.
 
-The export cache keys a bundle on these files (ci_onnx/export/cache.py); the plan estimates a
-verify job's work from the weights' size (ci_onnx/cijobs.py). Standard library only: the plan
-imports this, and must stay light.
+The plan estimates an export's and a verify job's work from it (ci_onnx/cijobs.py, the export
+workers); what an export reads is recorded, not looked for here (ci_onnx/export/record.py).
+Standard library only: the plan imports this, and must stay light.
 """
 
 from __future__ import annotations
@@ -17,12 +17,9 @@ from ci_onnx.bundle import MANIFEST
 if TYPE_CHECKING:
     from ci_onnx.config import Config
 
-SOURCE_SUFFIXES = frozenset({".py", ".pyi"})
 WEIGHT_SUFFIXES = frozenset(
     {".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".pkl", ".pickle", ".npz", ".npy", ".h5", ".msgpack"}
 )
-DATA_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".txt", ".model", ".vocab", ".cfg", ".toml"})
-"""Besides source and weights: model configs and tokenizer files a factory may read."""
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "dist-packages"})
 RUN_MARK = "plan.json"
 """Found in the output directory of an ``onnx-gate run`` (results, junit, bundles): never hashed."""
@@ -31,7 +28,7 @@ MAX_DEPTH = 6
 
 
 class Uncacheable(Exception):
-    """What the export reads cannot be told from here; the job is exported, and not stored."""
+    """Too many files below a factory's directory to size its weights from."""
 
 
 def model_bytes(cfg: Config) -> int | None:
@@ -50,17 +47,16 @@ def model_bytes(cfg: Config) -> int | None:
             return None
         data = {cfg.resolve(rel) for rel in (m.samples, cfg.export.calibration) if rel}
         try:
-            found = tree(factory.parent, {cfg.path.resolve(), *data}, cfg.root)
+            files = weights(factory.parent, {cfg.path.resolve(), *data}, cfg.root)
         except Uncacheable:
             return None
-        files = [p for p in found if p.suffix.lower() in WEIGHT_SUFFIXES]
     size = sum(p.stat().st_size for p in files)
     return size or None
 
 
-def tree(base: Path, exclude: Iterable[Path], root: Path) -> list[Path]:
-    """The source, weights and model-data files below ``base``: not hidden ones, not virtual
-    environments, caches, bundles or an earlier run's output, not the config itself."""
+def weights(base: Path, exclude: Iterable[Path], root: Path) -> list[Path]:
+    """The weight files below ``base``: not hidden ones, not in virtual environments, caches,
+    bundles or an earlier run's output."""
     skip = set(exclude)
     found: list[Path] = []
     for directory, dirs, files in os.walk(base):
@@ -82,13 +78,10 @@ def tree(base: Path, exclude: Iterable[Path], root: Path) -> list[Path]:
             suffix = path.suffix.lower()
             if name.startswith(".") or path.resolve() in skip:
                 continue
-            if suffix in SOURCE_SUFFIXES or suffix in WEIGHT_SUFFIXES or suffix in DATA_SUFFIXES:
+            if suffix in WEIGHT_SUFFIXES:
                 found.append(path)
         if len(found) > MAX_FILES:
-            raise Uncacheable(
-                f"more than {MAX_FILES} source and weights files below {name_of(base, root)}; "
-                "set export.cache: false, or keep the model's files in a directory of their own"
-            )
+            raise Uncacheable(f"more than {MAX_FILES} weight files below {name_of(base, root)}")
     return found
 
 

@@ -20,6 +20,7 @@ from ci_onnx.export import (
     parity,
     reference,
     signature,
+    state,
     sweep,
     sweep_sets,
     torch_export,
@@ -42,6 +43,7 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
     labels = inputs.labels_of(cfg, samples)
     model = factory.build_model(m.factory, cfg.root)
     binding = signature.bind(model.forward, [s.name for s in specs])
+    snapshot = state.Snapshot.take(model)  # before the exporter's own calls of forward
     writer.fresh_dir(bundle_dir)
     batch_dynamic = any("0" in m.dynamic_axes.get(s.name, {}) for s in specs if inputs.batch_axis(s))
     example_batch = inputs.EXAMPLE_BATCH if batch_dynamic else min(cfg.verify.batch_sizes)
@@ -82,7 +84,16 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
         checks.graph(proto, files, modules),
     ]
 
-    torch_run = reference.Torch(model, binding, specs, m.outputs)
+    torch_run = reference.Torch(model, binding, specs, m.outputs, snapshot)
+    findings.append(
+        state.stateful(
+            model,
+            snapshot,
+            lambda: torch_run.call(example).outputs,
+            cfg.verify.tolerance,
+            cfg.verify.tolerance_per_output,
+        )
+    )
     random = inputs.random_inputs(specs, cfg.verify.random_inputs, cfg.verify.seed, m.dim_sizes)
     data: list[tuple[str, TestDataSet, dict[str, Any], dict[str, Any]]] = []
     torch_failed = ""

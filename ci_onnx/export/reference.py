@@ -9,6 +9,9 @@ name is one of them, by position otherwise.
 The same module gives torch's view of itself on a probe (:func:`self_check`): the model in float64 on
 the same inputs, or, where it cannot run in float64, a second float32 run. What torch shows against
 itself there is the floor under which a difference between torch and the exported graph proves nothing.
+Every run, the float64 copy's included, starts from one snapshot of the model's state
+(:mod:`ci_onnx.export.state`): a forward that counts its calls or caches must not make one run differ
+from the next, nor the copy from the model it checks.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy.typing as npt
 
 from ci_onnx.bundle import TensorSpec
 from ci_onnx.export import signature
+from ci_onnx.export.state import Snapshot
 
 Arrays = Mapping[str, npt.NDArray[np.generic]]
 
@@ -41,20 +45,40 @@ class Torch:
     """Runs ``model`` (eval mode, no grad) as the exporters saw it: ``binding`` places the declared inputs."""
 
     def __init__(
-        self, model: Any, binding: signature.Binding, specs: Sequence[TensorSpec], names: Sequence[str]
+        self,
+        model: Any,
+        binding: signature.Binding,
+        specs: Sequence[TensorSpec],
+        names: Sequence[str],
+        snapshot: Snapshot | None = None,
     ):
+        """``snapshot``: the state every run starts from (taken here where not given)."""
         self.model = model
+        self.snapshot = snapshot or Snapshot.take(model)
         self.binding = binding
         self.specs = tuple(specs)
         self.names = tuple(names)
         self.mutated: dict[str, None] = {}
         """Every input any run so far found changed in place, in the order first seen."""
         self._double: Any = None
+        self._double_state: Snapshot | None = None
+
+    def fresh(self) -> Any:
+        """The model, put back to the snapshot."""
+        self.snapshot.restore(self.model)
+        return self.model
 
     def __call__(self, feeds: Arrays) -> dict[str, npt.NDArray[np.generic]]:
         return self.run(feeds).outputs
 
     def run(self, feeds: Arrays) -> Run:
+        """The model on copies of ``feeds``, from the snapshot."""
+        self.fresh()
+        return self.call(feeds)
+
+    def call(self, feeds: Arrays) -> Run:
+        """The model on copies of ``feeds`` from whatever state it is in now (``stateful`` calls it
+        several times in a row)."""
         import torch
 
         originals = {s.name: np.asarray(feeds[s.name]) for s in self.specs}
@@ -75,7 +99,10 @@ class Torch:
 
         try:
             if self._double is None:
-                self._double = copy.deepcopy(self.model).double().eval()
+                self._double = copy.deepcopy(self.fresh()).double().eval()
+                self._double_state = Snapshot.take(self._double)
+            assert self._double_state is not None
+            self._double_state.restore(self._double)
             leaves = {s.name: torch.tensor(_widened(np.asarray(feeds[s.name]))) for s in self.specs}
             with torch.no_grad():
                 result = self.binding.call(self._double, leaves)

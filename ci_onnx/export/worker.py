@@ -2,6 +2,7 @@
 
 ``python -m ci_onnx.export.worker --config … --opset 17 --exporter dynamo --bundle-dir …``
 
+It records what the export read (ci_onnx/export/record.py) into the bundle's export finding.
 Exit 0 when the bundle is written (whatever its findings say), the GateError's exit code with one line
 on stderr when the input is wrong. A crash or a hang is the parent's to record.
 """
@@ -13,7 +14,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ci_onnx.bundle import write_manifest
 from ci_onnx.errors import EXIT_PASS, GateError
+from ci_onnx.export import record
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -28,14 +31,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ci_onnx import cascade
 
         cfg = cascade.load_one(args.config, args.model)
+        recorder = record.Recorder().start()  # the config is keyed by its values, not recorded
         if args.exporter == "onnx":
             from ci_onnx.export import onnx_only
 
-            onnx_only.make_bundle(cfg, args.bundle_dir)
+            manifest = onnx_only.make_bundle(cfg, args.bundle_dir)
+            recorder.add([cfg.resolve(cfg.model.onnx), *record.external_data(cfg.resolve(cfg.model.onnx))])
         else:
             from ci_onnx.export import pipeline
 
-            pipeline.export_bundle(cfg, args.opset, args.exporter, args.bundle_dir)
+            manifest = pipeline.export_bundle(cfg, args.opset, args.exporter, args.bundle_dir)
+        read = recorder.record(record.repository_of(cfg.root), exclude=[args.bundle_dir])
+        write_manifest(args.bundle_dir, record.attach(manifest, read))
     except GateError as exc:
         print(f"onnx-gate: error: {exc.message}", file=sys.stderr)
         return exc.exit_code

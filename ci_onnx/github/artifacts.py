@@ -26,6 +26,8 @@ from ci_onnx.github.context import Repo
 ARTIFACT = "onnx-gate-baseline"
 MAX_ZIP_BYTES = 256 << 20
 MAX_FILES = 20_000
+MAX_UNPACKED_BYTES = 2 << 30
+"""What an artifact may unpack to: a small zip of a huge member is refused before it is read."""
 BASELINE_EVENTS = ("push",)
 """The events whose runs may be a baseline: the gate's runs on the default branch."""
 
@@ -76,20 +78,44 @@ def unpack(data: bytes, dest: Path) -> Path:
             members = zf.infolist()
             if len(members) > MAX_FILES:
                 raise GitHubError(f"the {ARTIFACT} artifact holds {len(members)} files; not unpacked")
+            total = sum(m.file_size for m in members)
+            if total > MAX_UNPACKED_BYTES:
+                raise GitHubError(
+                    f"the {ARTIFACT} artifact unpacks to {total} bytes, over {MAX_UNPACKED_BYTES}; "
+                    "not unpacked"
+                )
+            seen: set[Path] = set()
             for m in members:
                 name = PurePosixPath(m.filename)
                 target = (root / name).resolve()
-                if name.is_absolute() or ".." in name.parts or not target.is_relative_to(root):
+                if (
+                    not m.filename.strip("/.")
+                    or name.is_absolute()
+                    or ".." in name.parts
+                    or not target.is_relative_to(root)
+                    or target == root
+                ):
                     raise GitHubError(
                         f"the {ARTIFACT} artifact holds {m.filename!r}, outside it; not unpacked"
                     )
                 if m.is_dir():
                     target.mkdir(parents=True, exist_ok=True)
                     continue
+                if target in seen or target.is_dir():
+                    raise GitHubError(f"the {ARTIFACT} artifact holds {m.filename!r} twice; not unpacked")
+                seen.add(target)
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(zf.read(m))
-    except zipfile.BadZipFile:
-        raise GitHubError(f"the {ARTIFACT} artifact is not a zip archive") from None
+                with zf.open(m) as src, target.open("wb") as dst:  # never more than the size it declared
+                    left = m.file_size
+                    while chunk := src.read(min(1 << 20, left + 1)):
+                        left -= len(chunk)
+                        if left < 0:
+                            raise GitHubError(
+                                f"the {ARTIFACT} artifact's {m.filename!r} is larger than it says"
+                            )
+                        dst.write(chunk)
+    except (zipfile.BadZipFile, NotADirectoryError, IsADirectoryError, FileExistsError) as exc:
+        raise GitHubError(f"the {ARTIFACT} artifact cannot be unpacked ({exc})") from None
     return dest
 
 
@@ -116,6 +142,9 @@ def find(
         info(f"no run of the base commit {short} left an {name} artifact; trying the newest on {base_ref}")
         latest = _paginated_runs(client, repo, {"branch": base_ref, "event": "push", "status": "success"})
         for run in [r for r in latest if _ours(r, repo)][:10]:
+            if not on_branch(client, repo, base_ref, str(run.get("head_sha", ""))):
+                info(f"run {run.get('id')} is of a commit not on {base_ref}'s history (a tag of that name?)")
+                continue
             artifact = _artifact(client, repo, int(run["id"]), name)
             if artifact is not None:
                 other = str(run.get("head_sha", ""))
@@ -137,6 +166,16 @@ def find(
         note=f"no baseline: no run of the base commit {short} and no successful push run on {base_ref} left "
         f"an {name} artifact (the gate's runs on pushes to {base_ref} upload it)",
     )
+
+
+def on_branch(client: Client, repo: Repo, branch: str, sha: str) -> bool:
+    """Whether ``sha`` is on ``branch``'s history (GitHub's compare: the branch is at it or past it):
+    a push run whose ``head_branch`` is the branch's name may be a tag's. Unknown: not."""
+    try:
+        found = client.request("GET", f"{repo.path}/compare/{branch}...{sha}").data
+    except GitHubError:
+        return False
+    return isinstance(found, dict) and found.get("status") in ("behind", "identical")
 
 
 def _fetch(

@@ -9,4 +9,4 @@ with jinja2 templates within GitHub's size limits. Publishing lives in ``ci_onnx
 
 CHECK_NAME = "onnx-gate"
 """The check run the report creates, its conclusion computed from the results: the one check to
-require. README, ``onnx-gate init`` and the workflows name it from here."""
+require. The docs, ``onnx-gate init`` and the workflows name it from here."""

@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ci_onnx import serde
 from ci_onnx.errors import UsageError
+from ci_onnx.export import record
+from ci_onnx.export.record import Record
 from ci_onnx.results import TargetResult
 
 if TYPE_CHECKING:
+    from ci_onnx.plan import Plan
     from ci_onnx.report.collect import Collection
 
 META = "baseline.json"
@@ -35,6 +39,8 @@ class Meta:
     """The commit the results are of ("" when the run was not in a git checkout)."""
     bundles: dict[str, str] = dataclasses.field(default_factory=dict)
     """Bundle key → sha256 of its model file: which bundles a later run can compare or reuse."""
+    onnx_gate: str = ""
+    """The onnx-gate that wrote it: a reader that cannot read it says which wrote it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +63,12 @@ class Baseline:
     """Base result files that could not be read (shown; they do not block the head)."""
     fingerprints: dict[str, str] = dataclasses.field(default_factory=dict)
     """Model id → its fingerprint in the base plan (ci_onnx/reuse.py): which models are unchanged."""
+    plan: Plan | None = dataclasses.field(default=None, repr=False, compare=False)
+    """The base's plan: its policy judges the head (ci_onnx/report/policy.py); None where the
+    baseline holds none."""
+    records: dict[str, tuple[Record, ...]] = dataclasses.field(default_factory=dict)
+    """Model id → what its base exports read (ci_onnx/export/record.py), from the base results'
+    export findings: a model is unchanged only while every one of them still holds."""
 
     @property
     def short(self) -> str:
@@ -74,7 +86,9 @@ def bundles_of(collection: Collection) -> dict[str, str]:
 
 def write_meta(out: Path, commit: str, bundles: dict[str, str]) -> Path:
     path = out / META
-    path.write_text(serde.dumps(Meta(SCHEMA_VERSION, commit, dict(sorted(bundles.items())))))
+    from ci_onnx import __version__
+
+    path.write_text(serde.dumps(Meta(SCHEMA_VERSION, commit, dict(sorted(bundles.items())), __version__)))
     return path
 
 
@@ -123,4 +137,22 @@ def load(directory: Path, *, source: str = "", commit: str = "", note: str = "")
         note=note,
         problems=collection.problems,
         fingerprints={m.id: m.fingerprint for m in plan.models if m.fingerprint} if plan else {},
+        plan=plan,
+        records=records_of(e.result for e in collection.entries if e.result is not None),
     )
+
+
+def records_of(results: Iterable[TargetResult]) -> dict[str, tuple[Record, ...]]:
+    """Model id → the distinct records of what its exports read, as its results carry them; none
+    for a model one of whose results carries no record (an export that crashed, an older
+    onnx-gate): what that export read cannot be checked."""
+    found: dict[str, list[Record]] = {}
+    unknown: set[str] = set()
+    for r in results:
+        read = record.of_findings(r.checks)
+        mine = found.setdefault(r.target.model, [])
+        if read is None:
+            unknown.add(r.target.model)
+        elif read not in mine:
+            mine.append(read)
+    return {model: () if model in unknown else tuple(records) for model, records in found.items()}

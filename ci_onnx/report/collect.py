@@ -33,6 +33,8 @@ class Entry:
     """Why it failed, errored, was skipped or is missing (one line)."""
     unchanged_since: str = ""
     """The base commit whose result this is: the target's model did not change since (not re-run)."""
+    reuse: str = ""
+    """Against a baseline, why its model was reused or re-run (``PlannedModel.reuse``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,6 +226,8 @@ def merge(
         else:
             entries.append(_entry(result, target))
     entries.extend(_entry(r, None) for r in by_id.values())  # results of targets the plan lacks
+    reasons = {m.id: m.reuse for m in plan.models if m.reuse}
+    entries = [dataclasses.replace(e, reuse=reasons.get(e.target.model, "")) for e in entries]
     return Collection(tuple(sorted(entries, key=_order)), tuple(problems), plan.config)
 
 

@@ -19,6 +19,13 @@ from ci_onnx.report import noise
 from ci_onnx.results import LatencyStat, TargetResult
 
 SERVING = "serving"
+NOT_COMPARED = "serving not compared"
+"""The head's model, runtime and providers are the base's, byte for byte: its serving figures are
+shown, never judged against the base (a difference could only be the machine's noise)."""
+IDENTICAL = (
+    "identical model bytes, runtime and providers as the base's: the serving figures cannot have "
+    "regressed through the model, so they are shown, not compared"
+)
 DRIFT = "parity drift"
 PLACEMENT = "placement"
 CPU_EP = "CPUExecutionProvider"
@@ -58,11 +65,32 @@ class Finding:
 
 
 def compare(head: TargetResult, base: TargetResult, settings: GateSettings) -> list[Finding]:
-    return [
-        *_drift(head, base, settings.parity_drift),
-        *_placement(head, base),
-        *_serving(head, base, settings.serving, block_stored=settings.stored_figures == "block"),
-    ]
+    found = [*_drift(head, base, settings.parity_drift), *_placement(head, base)]
+    if identical(head, base):
+        return [*found, Finding(head.target.id, NOT_COMPARED, "serving figures", "", "", "", IDENTICAL)]
+    return [*found, *serving(head, base, settings)]
+
+
+def serving(head: TargetResult, base: TargetResult, settings: GateSettings) -> list[Finding]:
+    """The serving figures judged by their noise rules, whatever the bytes (``compare`` asks this
+    only where the model differs; bench/bench_noise.py measures the rules on no-op copies)."""
+    return list(_serving(head, base, settings.serving, block_stored=settings.stored_figures == "block"))
+
+
+def identical(head: TargetResult, base: TargetResult) -> bool:
+    """Whether the head timed the very model the base did, on the same runtime release with the same
+    providers registered (the cell's id, its session options included, is the same by lookup): the
+    model's sha256 fixes its graph, weights and input specs, from which the timed feeds are drawn."""
+    h, b = head.environment, base.environment
+    return (
+        bool(head.bundle)
+        and head.bundle == base.bundle
+        and head.target.id == base.target.id
+        and h is not None
+        and b is not None
+        and (h.runtime_version, h.providers_registered, h.runner)
+        == (b.runtime_version, b.providers_registered, b.runner)
+    )
 
 
 def _drift(head: TargetResult, base: TargetResult, threshold: float) -> Iterator[Finding]:

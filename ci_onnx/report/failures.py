@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from ci_onnx import docs_links
 from ci_onnx.report.collect import Entry
 from ci_onnx.report.gate import ABSOLUTE_WHY, Cell, Gate
 from ci_onnx.report.model import FailedCheck, Failure
@@ -62,15 +63,22 @@ def figures_text(figures: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _failure(entry: Entry, cell: Cell, config_path: str) -> Failure:
+def _failure(entry: Entry, cell: Cell, config_path: str, docs_url: str) -> Failure:
     r = entry.result
     checks: tuple[FailedCheck, ...] = ()
     if r is not None:
         checks = tuple(
-            FailedCheck(c.name, c.status.value, c.message, figures_text(c.figures))
+            FailedCheck(
+                c.name,
+                c.status.value,
+                c.message,
+                figures_text(c.figures),
+                docs_links.page_url(c.name, docs_url),
+            )
             for c in r.checks
             if c.status.failing
         )
+    first = checks[0].url if checks else ""
     return Failure(
         target=entry.target.id,
         icon=ICON[entry.outcome],
@@ -79,6 +87,7 @@ def _failure(entry: Entry, cell: Cell, config_path: str) -> Failure:
         checks=checks,
         reproduce=default_reproduce(entry, config_path),
         standing=_standing(cell),
+        url=first or (docs_links.page_url("missing", docs_url) if entry.outcome == Status.MISSING else ""),
     )
 
 
@@ -87,7 +96,7 @@ def _standing(cell: Cell) -> str:
     return "" if cell.why == ABSOLUTE_WHY else cell.why
 
 
-def _bundle_failure(group: Sequence[tuple[Entry, Cell]], config_path: str) -> Failure:
+def _bundle_failure(group: Sequence[tuple[Entry, Cell]], config_path: str, docs_url: str) -> Failure:
     first, cell = group[0]
     r = first.result
     assert r is not None
@@ -98,10 +107,11 @@ def _bundle_failure(group: Sequence[tuple[Entry, Cell]], config_path: str) -> Fa
         icon=ICON[first.outcome],
         outcome="export failed",
         reason=r.summary.removeprefix("export failed upstream: "),
-        checks=_failure(first, cell, config_path).checks,
+        checks=(shown := _failure(first, cell, config_path, docs_url)).checks,
         reproduce=f"{export} --only '*-{arg(key, 'BUNDLE')}'",
         affects=tuple(e.target.id for e, _ in group),
         standing=_standing(cell),
+        url=shown.url,
     )
 
 
@@ -122,5 +132,7 @@ def failures(
                 out.append(by_bundle[e.target.bundle_key])
             by_bundle[e.target.bundle_key].append((e, cell))
         else:
-            out.append(_failure(e, cell, config_path))
-    return tuple(f if isinstance(f, Failure) else _bundle_failure(f, config_path) for f in out)
+            out.append(_failure(e, cell, config_path, gate.settings.docs_url))
+    return tuple(
+        f if isinstance(f, Failure) else _bundle_failure(f, config_path, gate.settings.docs_url) for f in out
+    )

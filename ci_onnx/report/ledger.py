@@ -1,7 +1,10 @@
 """The expected-failure ledger: which failures are known, explained and dated (``expected_failures``).
 
 A failing check of a target is *covered* by the first entry whose ``select`` glob matches the target
-id and whose ``check`` glob matches the check's name. A target whose every failing check is covered
+id and whose ``check`` glob matches the check's name. A target that is *missing* or ended in an
+*error* is covered only by an entry that names it and that check exactly, never by a glob: a ledger
+written for known numeric failures must not turn a died job or a crashed runtime into a pass.
+A target whose every failing check is covered
 by an entry still in date is an expected failure: shown with its reason, not blocking. Past its
 ``until`` an entry covers nothing: the failure blocks and says the entry expired. An entry that
 covers no failure of the run is stale, and the report says to remove it.
@@ -45,17 +48,26 @@ def matches(pattern: str, text: str) -> bool:
     return _glob(pattern).fullmatch(text) is not None
 
 
-def _matches(entry: ExpectedFailure, target_id: str, check: str) -> bool:
+def _matches(entry: ExpectedFailure, target_id: str, check: str, exact: bool) -> bool:
+    if exact:
+        return entry.select == target_id and entry.check == check
     return matches(entry.select, target_id) and matches(entry.check, check)
 
 
 def cover(
-    ledger: Sequence[ExpectedFailure], target_id: str, failing: Iterable[str], today: datetime.date
+    ledger: Sequence[ExpectedFailure],
+    target_id: str,
+    failing: Iterable[str],
+    today: datetime.date,
+    *,
+    exact: bool = False,
 ) -> Cover:
+    """What ``ledger`` says of ``target_id``'s failing checks; ``exact``: only entries that name the
+    target and the check as they are (a missing or errored target)."""
     entries: list[ExpectedFailure] = []
     uncovered: list[str] = []
     for check in failing:
-        entry = next((e for e in ledger if _matches(e, target_id, check)), None)
+        entry = next((e for e in ledger if _matches(e, target_id, check, exact)), None)
         if entry is None:
             uncovered.append(check)
         elif entry not in entries:

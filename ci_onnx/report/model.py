@@ -135,6 +135,8 @@ class FailedCheck:
     status: str
     message: str
     figures: str
+    url: str = ""
+    """The check's page on the documentation site: what it compares and what to change."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,6 +151,9 @@ class Failure:
     """For a bundle whose export failed: the targets it fails, shown once under the bundle."""
     standing: str = ""
     """The gate's word on it: why it blocks, or why not (known on the base, expected until …)."""
+    url: str = ""
+    """The page of the first failing check (of ``missing`` for a target that never reported): where
+    a reader starts."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -221,6 +226,10 @@ class Comparison:
     drift: tuple[DiffRow, ...]
     tests: tuple[str, ...]
     """How the serving figures were compared (side by side, or against stored figures)."""
+    not_compared: tuple[str, ...] = ()
+    """Targets whose serving figures were not judged against the base: the same model bytes,
+    runtime and providers (ci_onnx/report/diff.py ``identical``)."""
+    not_compared_why: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -278,6 +287,8 @@ class ReportView:
     judged_by: str = ""
     """The mode and the baseline, in one line: "regression mode (a pull request with a baseline),
     compared with 4f1d2c3 (the artifact of run 7001 on main)"."""
+    policy: tuple[str, ...] = ()
+    """The policy changes of the pull request, one line each (ci_onnx/report/policy.py)."""
     ledger: tuple[str, ...] = ()
     """Expired and stale expected_failures entries, and base result files that could not be read
     (they do not block the head), one line each."""

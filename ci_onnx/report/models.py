@@ -40,11 +40,13 @@ def sections(
         )
         blocks = bool(sub.blocking) or any(f.blocks for f in sub.findings)
         since = next((e.unchanged_since for e in mine if e.unchanged_since), "")
+        why = next((e.reuse for e in mine if e.reuse), "")
         if since:  # its results are the base's: what they say, not what changed (nothing did)
             there = headline(dataclasses.replace(sub, baseline=None))
-            line = f"unchanged since {since[:7]}, not re-run; {there}"
+            because = f" ({why})" if why else ""
+            line = f"unchanged since {since[:7]}, not re-run{because}; {there}"
         else:
-            line = headline(sub)
+            line = f"{headline(sub)} ({why})" if why else headline(sub)
         failing = any(c.is_failure for c in sub.cells)
         out.append(
             ModelSection(

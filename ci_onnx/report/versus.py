@@ -52,8 +52,10 @@ def judged_by(gate: Gate) -> str:
     )
     b = gate.baseline
     if b is None:
-        return text
+        return text + (f"; policy: {gate.policy_source}" if gate.policy_source.startswith("no base") else "")
     text += f"; compared with `{b.short}` ({b.source})"
+    if gate.policy_source:
+        text += f"; judged by the policy of {gate.policy_source}"
     if b.note:
         text += f"; {b.note}"
     return text
@@ -96,6 +98,8 @@ def _serving_delta(gate: Gate, target: str, latency: bool) -> str:
         if f.target == target and f.kind == diff.SERVING and ("latency" in f.what) == latency
     ]
     if not found:
+        if any(f.target == target and f.kind == diff.NOT_COMPARED for f in gate.findings):
+            return "identical model: not compared"
         return "new cell" if (c := gate.cell(target)) and c.change is Change.NEW else "—"
     moved = [f for f in found if f.regression or f.improved]
     if not moved:
@@ -243,4 +247,6 @@ def comparison(gate: Gate) -> Comparison | None:
         serving_unchanged=sum(1 for f in serving if not (f.regression or f.improved or f.warning)),
         drift=tuple(_row(f) for f in gate.findings if f.kind == diff.DRIFT),
         tests=tuple(tests),
+        not_compared=tuple(f.target for f in gate.findings if f.kind == diff.NOT_COMPARED),
+        not_compared_why=diff.IDENTICAL,
     )

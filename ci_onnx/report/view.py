@@ -311,6 +311,7 @@ def build(
         accuracy=accuracy.rows(entries),
         known=failures.failures(entries, gate, collection.config_path, blocking=False),
         judged_by=versus.judged_by(gate),
+        policy=gate.policy_changes,
         ledger=(
             *(f"⏰ {c.target.id}: {c.why}" for c in gate.cells if c.expired),
             *gate.stale,
@@ -324,7 +325,12 @@ def build(
     )
     sections = models.sections(the_view, entries, gate, lambda g: headline(g, failing_kinds(g)))
     since = next((e.unchanged_since for e in entries if e.unchanged_since), "")
+    why = next((e.reuse for e in entries if e.reuse), "")
     if since and not sections:  # one model: its line is the report's
-        note = f"♻️ unchanged since {since[:7]}, not re-run: its results are the base's"
+        note = f"♻️ unchanged since {since[:7]}, not re-run: its results are the base's" + (
+            f" ({why})" if why else ""
+        )
         return dataclasses.replace(the_view, ledger=(note, *the_view.ledger))
+    if why and not sections:  # one model, run again against a baseline: which input changed
+        return dataclasses.replace(the_view, ledger=(f"🔁 {why}", *the_view.ledger))
     return dataclasses.replace(the_view, models=sections)

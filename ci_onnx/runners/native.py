@@ -208,7 +208,7 @@ def library(release: str, how: Provisioning) -> Path:
     if not sys.platform.startswith("linux"):
         raise EnvironmentProblem(
             f"the native runner runs on Linux here, not {sys.platform}; macOS and Windows are designed "
-            "(see the README's native runner section), not built"
+            "(see the docs' runners guide, native runner), not built"
         )
     arch = _arch()
     if matrix.version_key(release) < matrix.version_key(f"1.{API_VERSION}"):

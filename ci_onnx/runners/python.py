@@ -162,9 +162,19 @@ def observer_args(x: Launch, env_path: Path) -> list[str]:
     if not options.serving_figures:  # verify.serving_figures: false; the checks say why they are skipped
         args += ["--no-cold-start", "--no-opt-cache"]
     paired = Path(options.paired_bundles) / x.target.bundle_key if options.paired_bundles else None
-    if paired is not None and (paired / "manifest.json").is_file():
+    if paired is not None and (paired / "manifest.json").is_file() and not same_files(x.bundle, paired):
         args += ["--paired-bundle", str(paired.resolve())]
     return args
+
+
+def same_files(head: Path, base: Path) -> bool:
+    """Whether two bundles hold the same files byte for byte (their manifests' sha256 of each): the
+    same model and inputs need no side-by-side timing, the report does not compare them."""
+    try:
+        files = [json.loads((d / "manifest.json").read_text())["files"] for d in (head, base)]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return bool(files[0]) and files[0] == files[1]
 
 
 @contextlib.contextmanager

@@ -1,5 +1,5 @@
 """Triage of a failing parity or decision cell: where it first diverges, whose fault it is, and a
-minimal reproduction (README.md, "Triage").
+minimal reproduction (docs/guides/triage.md).
 
 ``attach`` (which check, the bounded child) → ``run`` (one triage) → ``sample`` (the worst sample) →
 ``observers`` (the target's runtime in its own environment: ``observe`` for the python kind, every

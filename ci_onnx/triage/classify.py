@@ -41,6 +41,8 @@ def classify(s: Sample) -> Finding:
     off_errs = walk.errors(s.off, ref, s.atol, s.rtol) if s.off is not None else {}
     opt_errs = walk.errors(s.optimized[1], ref, s.atol, s.rtol) if s.optimized is not None else {}
     torch_errs = walk.errors(ref, s.torch, s.atol, s.rtol) if s.torch else {}
+    if torch_errs and out not in torch_errs:  # the failing output is PyTorch's own: compared too
+        torch_errs[out] = ref_vs_torch
     graph_says = "the target with optimizations off" if s.stand_in else "onnx's reference"
     facts = [
         f"the target as it ran differs from {s.source} by {fmt(final_torch)} at {out}",
@@ -50,7 +52,7 @@ def classify(s: Sample) -> Finding:
     if _rounding_or_few(final_torch) and all(map(_rounding_or_few, every)) and (off_errs or opt_errs):
         return _tolerance(s, final_torch, off_errs or opt_errs, torch_errs, every, within, facts)
     if ref_vs_torch.out:
-        found = faults.export(*_with_output(s, ref), within, facts)
+        found = faults.export(s, torch_errs, within, facts)
         if not s.stand_in:
             return found
         where = f" at {name(found.node)}" if found.node is not None else ""
@@ -85,17 +87,6 @@ def classify(s: Sample) -> Finding:
     return Finding(
         None, None, "", tuple(facts), stopped="no reference isolates the divergence on this sample"
     )
-
-
-def _with_output(s: Sample, ref: Mapping[str, np.ndarray]) -> tuple[Sample, dict[str, walk.Error]]:
-    """``s`` with the model's own output among PyTorch's values (where it has module values at all):
-    the last value both sides really have, so a fault after the last module is bracketed too."""
-    known, names = dict(s.torch), dict(s.torch_modules)
-    if known and s.output not in known:
-        known[s.output] = s.torch_out
-        names[s.output] = f"the output {s.output}"
-    s = dataclasses.replace(s, torch=known, torch_modules=names)
-    return s, walk.errors(ref, known, s.atol, s.rtol) if known else {}
 
 
 def _suggest(got: np.ndarray, ref: np.ndarray, rtol: float) -> dict[str, float]:

@@ -7,17 +7,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ci_onnx.triage import walk
+from ci_onnx.triage import graph, walk
 from ci_onnx.triage.findings import Finding, Sample, boundary, downstream, fmt, name, region
-from ci_onnx.triage.graph import FX, Graph, Node
 from ci_onnx.triage_contract import FaultClass
 
 
 def export(s: Sample, torch_errs: Mapping[str, walk.Error], within: set[str], facts: list[str]) -> Finding:
-    """The first value with a PyTorch counterpart that differs from onnx's reference. Its node is
-    blamed only where the values feeding it have counterparts that match (the module's own nodes lie
-    between them); else the nodes between the nearest matching values and it are a bracket, named by
-    its first node that the diverging module does not own (a custom Function's symbolic, a fold)."""
     assert s.reference is not None
     node = walk.first_divergence(s.graph, torch_errs, within) if torch_errs else None
     if node is None:
@@ -32,45 +27,49 @@ def export(s: Sample, torch_errs: Mapping[str, walk.Error], within: set[str], fa
         return Finding(FaultClass.EXPORT, s.graph.producer().get(s.output), summary, tuple(facts), stopped="")
     value = next(o for o in node.outputs if o in torch_errs and torch_errs[o].out)
     group = region(s.graph, value, torch_errs)
-    owner = _counterpart(s, value)
-    foreign = [n for n in group if n.op_type != "Constant" and not _owns(owner, n)]
-    named = foreign[0] if foreign else node
-    rows = walk.path(s.graph, named, s.output, torch_errs)
+    rows = walk.path(s.graph, node, s.output, torch_errs)
     graph_says = "the graph as onnxruntime computes it" if s.stand_in else "onnx's reference"
     inputs = boundary(group, s.graph)
-    if foreign:
-        before = " and ".join(f"`{_counterpart(s, i)}`" for i in dict.fromkeys(inputs)) or "the inputs"
-        ops = ", ".join(dict.fromkeys(n.op_type for n in foreign))
-        where = f"between {before} and `{owner}`: {ops}"
-        said = (
-            f"a bracket, {where}: no PyTorch value lies between them; {', '.join(name(n) for n in foreign)} "
-            f"{'has' if len(foreign) == 1 else 'have'} no counterpart in {owner}, whose output differs from "
-            f"{graph_says} at {value} by {fmt(torch_errs[value])} while the values before it match"
-        )
-        summary = (
-            f"export fault {where} ({named.name}); {graph_says} differs from PyTorch by "
-            f"{torch_errs[value].max_abs:.2g} at {value}; fix what exports {named.name} "
-            f"({named.source or 'an op no module owns'}), not {owner}"
-        )
-    else:
-        said = (
-            f"PyTorch's output of {node.module or 'the module'} differs from {graph_says} at {value} "
+    label = s.torch_labels.get(value, node.module)
+    matched = [s.torch_labels.get(i, "") for i in inputs if i in torch_errs and not torch_errs[i].out]
+    # A node is blamed alone only where PyTorch has its output as a module's own output and every
+    # input it takes was compared and agrees; otherwise the ops between the nearest values PyTorch
+    # has (a custom Function's symbolic, an op no module owns) are the bracket, named as such.
+    # (for dynamo, the exported program's node the graph's node came from counts as its own too)
+    own = bool(label) and not label.endswith(graph.INPUT) and label in (node.module, graph.FX + node.fx)
+    compared_in = all(i in torch_errs for i in inputs)
+    if own and compared_in:
+        where = f"at {name(node)}"
+        whose = node.module or f"the exported program's {node.fx}"
+        told = (
+            f"PyTorch's output of {whose} differs from {graph_says} at {value} "
             f"by {fmt(torch_errs[value])} while its inputs match"
         )
-        summary = (
-            f"export fault at {name(node)}: onnx's reference differs from PyTorch by "
-            f"{torch_errs[value].max_abs:.2g} "
-            f"at {value} while its inputs match; fix the model or the export of {node.module or node.name}"
+        fix = f"fix the model or the export of {whose}" + (f" ({node.source})" if node.source else "")
+    else:
+        after = ", ".join(f"`{_shown(m)}`" for m in dict.fromkeys(matched) if m) or "the inputs"
+        before = f"`{_shown(label)}`" if label else "the output"
+        ops = ", ".join(dict.fromkeys(n.op_type for n in group if n.op_type != "Constant")) or node.op_type
+        where = f"between {after} and {before}: {ops}"
+        told = (
+            f"{graph_says} agrees with PyTorch at {after} and differs by {fmt(torch_errs[value])} at "
+            f"{value} ({'the input of ' + before if label.endswith(graph.INPUT) else before}); the ops "
+            f"between ({ops}) have no PyTorch module of their own, so they are the bracket"
         )
+        fix = "fix the op between them (a custom Function's symbolic, an export of an op no module owns)"
     evidence = [
         *facts,
-        said,
+        told,
         *(() if s.stand_in else (_runtime_there(s, value),)),
-        downstream(rows, named.name),
+        downstream(rows, node.name),
     ]
+    summary = (
+        f"export fault {where}: onnx's reference differs from PyTorch by "
+        f"{torch_errs[value].max_abs:.2g} at {value}; {fix}"
+    )
     return Finding(
         FaultClass.EXPORT,
-        named,
+        node,
         summary,
         tuple(evidence),
         tuple(rows),
@@ -78,25 +77,14 @@ def export(s: Sample, torch_errs: Mapping[str, walk.Error], within: set[str], fa
         repro_inputs=tuple(inputs),
         repro_outputs=(value,),
         repro_values=s.reference,
-        repro_expected={value: s.torch[value]},
+        repro_expected={value: s.torch.get(value, s.torch_out)},
         expected_from="PyTorch's module output",
     )
 
 
-def _counterpart(s: Sample, value: str) -> str:
-    """What PyTorch calls ``value``: the module whose output it is, the graph's input or output."""
-    if value in s.torch_modules:
-        return s.torch_modules[value].removeprefix(FX)
-    if value in s.graph.inputs:
-        return f"the input {value}"
-    made = s.graph.producer().get(value)
-    return made.module if made is not None and made.module else value
-
-
-def _owns(owner: str, n: Node) -> bool:
-    """Whether ``n`` is part of PyTorch's ``owner``: a module (or one inside it) or the exported
-    program's node."""
-    return bool(owner) and (n.module == owner or n.module.startswith(owner + ".") or n.fx == owner)
+def _shown(label: str) -> str:
+    """A PyTorch value's label as the report says it: ``b`` for ``b#input``, ``mul`` for ``fx:mul``."""
+    return label.removesuffix(graph.INPUT).removeprefix(graph.FX)
 
 
 def _runtime_there(s: Sample, value: str) -> str:
@@ -274,7 +262,7 @@ def precision(s: Sample, final: walk.Error) -> Finding:
     )
 
 
-def _as_read(g: Graph, values: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _as_read(g: graph.Graph, values: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """A QDQ graph's values as its consumers read them: a value quantized (QuantizeLinear, then
     DequantizeLinear) is what the DequantizeLinear hands on. The quantizer keeps the fp32 graph's name
     on the value before the QuantizeLinear, whose meaning may differ (a Conv's output where a ReLU was

@@ -36,8 +36,6 @@ class Sample:
     """The target with graph optimizations off, every value exposed."""
     torch: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
     """PyTorch module outputs, by the ONNX value each module hands on."""
-    torch_modules: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    """Which PyTorch value each of ``torch``'s is: the module path (``the output y`` for the model's)."""
     optimized: tuple[Graph, Mapping[str, np.ndarray]] | None = None
     """The graph the target optimized and ran, with its values (run as saved)."""
     fp32_graph: Graph | None = None
@@ -51,6 +49,9 @@ class Sample:
     everywhere: tuple[np.ndarray, np.ndarray] | None = None
     """The target's output as it ran and PyTorch's, over every test data set: what a tolerance must pass."""
     stand_in: bool = False
+    torch_labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """What each of ``torch``'s values is in PyTorch: ``a`` (a module's output), ``b#input`` (its
+    input), ``features.1`` for a module fused into another (ci_onnx.triage.graph.module_values)."""
     """``reference`` is the target with optimizations off (onnx's reference could not run the graph):
     an export fault and a runtime fault cannot be told apart."""
 

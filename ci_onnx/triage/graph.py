@@ -208,23 +208,43 @@ def save(model: Any, path: Path) -> Path:
     return path
 
 
-def counterparts(
+INPUT = "#input"
+"""A module's input among PyTorch's values (ci_onnx.triage.torchref.INPUT)."""
+
+
+def _shape(arr: Any) -> tuple[int, ...]:
+    return tuple(getattr(arr, "shape", ()))
+
+
+def module_values(
     graph: Graph,
     modules: Mapping[str, Any],
     shapes: Mapping[str, tuple[int, ...]],
-    fed_by: Mapping[str, str] | None = None,
-) -> dict[str, str]:
-    """The ONNX value each PyTorch module hands on (value → module path; ``fx:<node>`` for a node of
-    the exported program, the values no module hands on, by dynamo's metadata): of the values its nodes
-    make, the last (in topological order) that leaves the module or the graph and has the module
-    output's shape. A module that made no node of its own and was fed by another (``fed_by``, what
-    PyTorch's run saw: a BatchNorm folded into the Conv before it, a Dropout) takes that module's
-    value over, since the graph's value is then the output of both, folded."""
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """PyTorch's values (module path → its output; ``path#input`` → its input; ``fx:<node>`` → a node
+    of the exported program, by dynamo's metadata, where no module's value is there) by the ONNX value
+    that holds the same thing: a module's output at the last value its nodes hand on (out of the
+    module or the graph) with that shape; its input at the value its nodes take in from outside it
+    with that shape. A module with no node of its own whose input is another module's output was
+    fused into it by the export (a BatchNormalization folded into its Conv): the value that module
+    hands on holds the fused module's output, and is compared with that. ``labels`` is filled with
+    what each value is in PyTorch (``a``, ``b#input``)."""
+    import numpy as np
+
     consumers = graph.consumers()
+    made_by = graph.producer()
     outputs = set(graph.outputs)
-    found: dict[str, str] = {}
-    for path, arr in modules.items():
-        inside = [n for n in graph.nodes if n.module == path or n.module.startswith(path + ".")]
+    found: dict[str, Any] = {}
+    outs = {p: a for p, a in modules.items() if not p.endswith(INPUT) and not p.startswith(FX)}
+    ins = {p.removesuffix(INPUT): a for p, a in modules.items() if p.endswith(INPUT)}
+    inside_of = {
+        path: [n for n in graph.nodes if n.module == path or n.module.startswith(path + ".")] for path in outs
+    }
+    for path, arr in outs.items():
+        inside = inside_of[path]
+        if not inside:
+            continue
         names = {n.name for n in inside}
         handed_on = [
             o
@@ -232,13 +252,33 @@ def counterparts(
             for o in n.outputs
             if o and (o in outputs or any(c.name not in names for c in consumers.get(o, [])))
         ]
-        fitting = [o for o in handed_on if tuple(shapes.get(o, ())) == tuple(getattr(arr, "shape", ()))]
-        if fitting and fitting[-1] not in found:
-            found[fitting[-1]] = path
-        elif not inside and fed_by and fed_by.get(path):
-            folded_into = [v for v, m in found.items() if m == fed_by[path]]
-            if folded_into and tuple(shapes.get(folded_into[-1], ())) == tuple(getattr(arr, "shape", ())):
-                found[folded_into[-1]] = path
+        fitting = [o for o in handed_on if tuple(shapes.get(o, ())) == _shape(arr)]
+        if not fitting or fitting[-1] in found:
+            continue
+        fused = [
+            q
+            for q, later in outs.items()
+            if not inside_of[q]
+            and q in ins
+            and _shape(ins[q]) == _shape(arr)
+            and _shape(later) == _shape(arr)
+            and np.array_equal(ins[q], arr)
+        ]
+        found[fitting[-1]] = outs[fused[-1]] if fused else arr
+        said = {fitting[-1]: fused[-1] if fused else path}
+        taken_in = [
+            i
+            for n in inside
+            for i in n.inputs
+            if i and i not in graph.initializers and (made_by.get(i) is None or made_by[i].name not in names)
+        ]
+        if path in ins:
+            fits = [i for i in taken_in if tuple(shapes.get(i, ())) == _shape(ins[path])]
+            if fits and fits[0] not in found:
+                found[fits[0]] = ins[path]
+                said[fits[0]] = path + INPUT
+        if labels is not None:
+            labels.update(said)
     by_fx: dict[str, list[Node]] = {}
     for n in graph.nodes:
         if n.fx:
@@ -246,15 +286,15 @@ def counterparts(
     for key, arr in modules.items():  # the exported program's nodes: values no module hands on
         if not key.startswith(FX):
             continue
-        name = key[len(FX) :]
         made = [
-            o
-            for n in by_fx.get(name, [])
-            for o in n.outputs
-            if o and tuple(shapes.get(o, ())) == tuple(getattr(arr, "shape", ()))
+            o for n in by_fx.get(key[len(FX) :], []) for o in n.outputs if o and shapes.get(o) == _shape(arr)
         ]
-        if made and made[-1] not in found:
-            found[made[-1]] = key
+        # a module's input that this node makes is this node's output first: it is blamed alone
+        taken = made and made[-1] in found and not (labels or {}).get(made[-1], "").endswith(INPUT)
+        if made and not taken:
+            found[made[-1]] = arr
+            if labels is not None:
+                labels[made[-1]] = key
     return found
 
 

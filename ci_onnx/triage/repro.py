@@ -90,7 +90,9 @@ def write(
     for n, name in enumerate(o.name for o in sub.graph.output):
         tensorproto.save(out_dir / DATA / f"output_{n}.pb", np.asarray(expected[name]), name)
     template = resources.files("ci_onnx.triage").joinpath("reproduce.py.txt").read_text()
-    script = template.format(  # names are data (repr), never code: any node name makes valid Python
+    # every name is data (a repr), never spliced into code: a node named with a backslash or a
+    # quote still makes a script that runs
+    script = template.format(
         what=what,
         release=settings.release,
         expected=expected_from,

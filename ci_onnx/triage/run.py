@@ -23,7 +23,7 @@ import numpy as np
 
 from ci_onnx import proc
 from ci_onnx.bundle import MODEL, read_manifest
-from ci_onnx.triage import bisect, bounds, classify, graph, observe, observers, repro, sample, torchref
+from ci_onnx.triage import bisect, bounds, classify, graph, observe, observers, repro, sample
 from ci_onnx.triage.request import Budget, Request, Stop
 from ci_onnx.triage_contract import TRIAGE_VERSION, Triage
 
@@ -101,9 +101,9 @@ def _triage(req: Request, work: Path, budget: Budget, notes: list[str]) -> Triag
             notes.append("the target with optimizations off stands in for onnx's reference")
             ref_values = off
         shapes = {k: tuple(v.shape) for k, v in (ref_values or off or {}).items()}
-        modules, fed_by, torch_s = torch_run.result()
-    named = graph.counterparts(g, modules, shapes, fed_by) if modules else {}
-    torch_values = {value: modules[path] for value, path in named.items()}
+        modules, torch_s = torch_run.result()
+    torch_labels: dict[str, str] = {}
+    torch_values = graph.module_values(g, modules, shapes, torch_labels) if modules else {}
     if modules and not torch_values:
         notes.append("PyTorch: no module output could be matched to a value of the graph")
     if torch_values:
@@ -118,7 +118,6 @@ def _triage(req: Request, work: Path, budget: Budget, notes: list[str]) -> Triag
             ref_values,
             off,
             torch_values,
-            named,
             optimized,
             fp32_graph,
             req.release,
@@ -127,6 +126,7 @@ def _triage(req: Request, work: Path, budget: Budget, notes: list[str]) -> Triag
             "the bundle's expected outputs" if manifest.exporter == "onnx" else "PyTorch",
             picked.everywhere,
             stand_in,
+            torch_labels,
         )  # fmt: skip
     finding = classify.classify(said)
     if limit.exposed is not None and ref_all is not None and off is not None and fp32_graph is None:
@@ -204,24 +204,23 @@ def _torch_run(
     budget: Budget,
     notes: list[str],
     fx: list[str],
-) -> tuple[dict[str, np.ndarray], dict[str, str], float]:
-    """PyTorch's module outputs on the sample (module path → array), which module's output each read
-    (torchref.FED_BY) and the seconds it took, where the bundle came from a factory here and torch is
-    installed; nothing, with a note, otherwise. ``fx``: the exported program's nodes whose values
-    PyTorch records too (``fx:<node>``)."""
+) -> tuple[dict[str, np.ndarray], float]:
+    """PyTorch's module outputs and inputs on the sample (torchref's names → array) and the seconds
+    it took, where the bundle came from a factory here and torch is installed; nothing, with a note,
+    otherwise. ``fx``: the exported program's nodes whose values PyTorch records too (``fx:<node>``)."""
     if manifest.precision != "fp32":
-        return {}, {}, 0.0  # a derived precision is compared with its fp32 graph
+        return {}, 0.0  # a derived precision is compared with its fp32 graph
     if not req.torch_config:
         notes.append(
             "PyTorch: no model factory to run (ONNX-only, or no onnx-gate.yml given); "
             "compared with the bundle's outputs only"
         )
-        return {}, {}, 0.0
+        return {}, 0.0
     if importlib.util.find_spec("torch") is None:
         notes.append(
             "PyTorch: torch is not installed where the triage ran; compared with the bundle's outputs only"
         )
-        return {}, {}, 0.0
+        return {}, 0.0
     observe.write_values(work / "torch-inputs", inputs)
     out = work / "torch-values"
     argv = [sys.executable, "-m", "ci_onnx.triage.torchref", "--config", req.torch_config,
@@ -233,9 +232,8 @@ def _torch_run(
     done = proc.run(argv, timeout=budget.left(), env=req.base_env, what=f"{req.target.id} triage (PyTorch)")
     if not done.ok:
         notes.append(f"PyTorch: the model's forward could not run ({done.describe_failure()})")
-        return {}, {}, done.duration_s
-    fed_by = json.loads((out / torchref.FED_BY).read_text()) if (out / torchref.FED_BY).is_file() else {}
-    return observe.read_values(out), fed_by, done.duration_s
+        return {}, done.duration_s
+    return observe.read_values(out), done.duration_s
 
 
 def _reported(

@@ -4,9 +4,11 @@ the model's code, with the allow-listed environment).
 
 ``python -m ci_onnx.triage.torchref --config onnx-gate.yml --inputs DIR --out DIR``
 
-Writes each module's output (its first tensor) by module path, as ci_onnx.triage.observe writes
-values. The triage maps each module to the ONNX value its nodes hand on (dynamo's node metadata or
-TorchScript's scoped node names say which module made a node), so the two can be compared.
+Writes each module's output (its first tensor) by module path, and its input (its first tensor
+argument) by ``<path>`` + :data:`INPUT`, as ci_onnx.triage.observe writes values. The triage maps
+each module to the ONNX values its nodes take in and hand on (dynamo's node metadata or TorchScript's
+scoped node names say which module made a node), so the two can be compared on both sides of every
+module: a node is blamed only where its inputs are known to agree.
 """
 
 from __future__ import annotations
@@ -20,15 +22,15 @@ from typing import Any
 
 from ci_onnx.errors import EXIT_PASS, GateError
 
+INPUT = "#input"
+"""The suffix of a module's input among the values written (``b#input``)."""
 FX_PREFIX = "fx:"
-"""As ci_onnx.triage.graph.FX (this child imports nothing of the triage's graph)."""
-FED_BY = "fed_by.json"
-"""Beside the values: which module's output each module read first (module path → module path)."""
+"""The prefix of an exported program's node among them (as ci_onnx.triage.graph.FX)."""
 
 
 def module_outputs(
     cfg_path: Path, inputs: Path, model_id: str = "", fx: Sequence[str] = ()
-) -> tuple[dict[str, Any], dict[str, str]]:
+) -> dict[str, Any]:
     from ci_onnx import cascade
     from ci_onnx.export import factory, signature
     from ci_onnx.triage.observe import read_values
@@ -40,45 +42,43 @@ def module_outputs(
     names = [s.name for s in cfg.model.inputs]
     binding = signature.bind(model.forward, names)
     feeds = read_values(inputs)
-    seen, fed_by = record(model, lambda leaves: binding.call(model, leaves), {n: feeds[n] for n in names})
+    seen = record(model, lambda leaves: binding.call(model, leaves), {n: feeds[n] for n in names})
     if fx:
         from ci_onnx.export.torch_export import flat_call
 
         seen.update(program_values(flat_call(model, binding, names), [feeds[n] for n in names], fx))
-    return seen, fed_by
+    return seen
 
 
-def record(model: Any, call: Any, feeds: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
-    """Each submodule's output (its first tensor, its first call) by module path, in the order they
-    finished, and which module's output each read as its first tensor input: ``call(tensors)`` runs
-    the model's forward on ``feeds`` with a forward hook on every submodule."""
+def record(model: Any, call: Any, feeds: Mapping[str, Any]) -> dict[str, Any]:
+    """Each submodule's output and input (their first tensors, the module's first call) by module
+    path (``<path>`` + :data:`INPUT` for the input): ``call(tensors)`` runs the model's forward on
+    ``feeds`` with hooks on every submodule."""
     import numpy as np
     import torch
 
     from ci_onnx.export import signature
 
     seen: dict[str, Any] = {}
-    fed_by: dict[str, str] = {}
-    made_by: dict[int, str] = {}
-    kept: list[Any] = []  # the tensors whose ids made_by holds stay alive, so no id is reused
-
-    def first_tensor(value: Any) -> Any:
-        return next((t for t in signature.flatten(value) if isinstance(t, torch.Tensor)), None)
 
     def hook(name: str) -> Any:
-        def on_output(_module: Any, args: Any, output: Any) -> None:
-            first, given = first_tensor(output), first_tensor(args)
-            if given is not None and id(given) in made_by and name not in fed_by:
-                fed_by[name] = made_by[id(given)]
+        def on_output(_module: Any, _args: Any, output: Any) -> None:
+            first = next((t for t in signature.flatten(output) if isinstance(t, torch.Tensor)), None)
             if first is not None and name not in seen:  # a module called twice keeps its first call
                 seen[name] = first.detach().cpu().numpy().copy()
-            if first is not None:
-                made_by[id(first)] = name
-                kept.append(first)
 
         return on_output
 
+    def pre_hook(name: str) -> Any:
+        def on_input(_module: Any, args: Any) -> None:
+            first = next((t for t in signature.flatten(args) if isinstance(t, torch.Tensor)), None)
+            if first is not None and name + INPUT not in seen:
+                seen[name + INPUT] = first.detach().cpu().numpy().copy()
+
+        return on_input
+
     handles = [m.register_forward_hook(hook(n)) for n, m in model.named_modules() if n]
+    handles += [m.register_forward_pre_hook(pre_hook(n)) for n, m in model.named_modules() if n]
     leaves = {n: torch.from_numpy(np.asarray(v, order="C").copy()) for n, v in feeds.items()}
     try:
         with torch.no_grad():
@@ -86,7 +86,7 @@ def record(model: Any, call: Any, feeds: Mapping[str, Any]) -> tuple[dict[str, A
     finally:
         for h in handles:
             h.remove()
-    return seen, fed_by
+    return seen
 
 
 def program_values(flat: Any, leaves: Sequence[Any], wanted: Sequence[str]) -> dict[str, Any]:
@@ -127,9 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         fx = json.loads(args.fx.read_text()) if args.fx else []
-        values, fed_by = module_outputs(args.config, args.inputs, args.model, fx)
-        write_values(args.out, values)
-        (args.out / FED_BY).write_text(json.dumps(fed_by))
+        write_values(args.out, module_outputs(args.config, args.inputs, args.model, fx))
     except GateError as exc:
         print(f"onnx-gate: error: {exc.message}", file=sys.stderr)
         return exc.exit_code

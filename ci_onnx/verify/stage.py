@@ -96,25 +96,17 @@ def verify_many(
     """Verify several targets that share ``environment``: one runner child for all of them where the
     kind batches (base.launch_many: a crash or hang is its target's error, the rest still run), each
     judged as soon as its observation is in, while the child goes on. A target's own trouble (a bad
-    bundle, an unknown provider) is its slot's exception; ``on_written`` hears each slot when known,
-    and a failing cell's slot once more with its triage: every result and JUnit of the group is written
-    before the first triage starts, so a triage killed or out of time costs only itself."""
+    bundle, an unknown provider) is its slot's exception; ``on_written`` hears each slot when known."""
     slots: list[Written | Exception | None] = [None] * len(items)
     pending: list[_Prepared] = []
-    to_triage: list[tuple[_Prepared, Written]] = []
 
     def settle(i: int, value: Written | Exception) -> None:
         slots[i] = value
         if on_written is not None:
             on_written(i, value)
 
-    def written(p: _Prepared, result: TargetResult, launched_s: float = 0.0) -> None:
-        done = _write(p, result, out_dir, launched_s=launched_s)
-        settle(p.index, done)
-        if _wants_triage(p, result, options):
-            to_triage.append((p, done))
-
     runner = base.get(environment.kind)
+    known: list[tuple[_Prepared, Written]] = []  # verdicts known without running anything
     # The batch child starts now and pays its interpreter and imports while the bundles below are
     # read and hashed; it gets its jobs once they are known (and is ended unused if none are).
     with base.early_child(runner, environment, base_env=base_env, count=len(items)) as early:
@@ -122,17 +114,20 @@ def verify_many(
             try:
                 prepared = _prepare(i, bundle_dir, target, out_dir, run_config)
                 if prepared.result is not None:
-                    written(prepared, prepared.result)
+                    written = _write(prepared, prepared.result, out_dir)  # the verdict first
+                    known.append((prepared, written))
+                    settle(i, written)
                 else:
                     pending.append(prepared)
             except Exception as exc:  # the caller records it as that target's error
                 settle(i, exc)
-        if pending:
-            _launch_and_judge(runner, environment, pending, options, base_env, written, settle, early)
-    for p, done in to_triage:  # every verdict is on disk before the first triage starts
-        triaged = _triaged(p, done, environment, options, out_dir, base_env)
-        if triaged is not None:
-            settle(p.index, triaged)
+        try:
+            if pending:
+                _launch_and_judge(runner, environment, pending, options, out_dir, base_env, settle, early)
+        finally:  # their triages too wait until every verdict of the group is on disk
+            for p, written in known:
+                if _wants_triage(p, written.result, options):
+                    settle(p.index, _with_triage(p, written, environment, options, out_dir, base_env))
     return [s if s is not None else RuntimeError("not verified") for s in slots]
 
 
@@ -141,15 +136,20 @@ def _launch_and_judge(
     environment: base.RunnerEnv,
     pending: Sequence[_Prepared],
     options: VerifyOptions,
+    out_dir: Path,
     base_env: Mapping[str, str],
-    written: Callable[[_Prepared, TargetResult, float], None],
     settle: Callable[[int, Written | Exception], None],
     early: object,
 ) -> None:
-    """Observe the pending targets (in ``early``'s child where there is one) and judge and write each
-    as soon as its observation is in, while the child goes on with the next."""
+    """Observe the pending targets (in ``early``'s child where there is one) and judge each as soon
+    as its observation is in, while the child goes on with the next. Every verdict is written (its
+    result and JUnit) as soon as it is known; a failing cell is triaged only once the child is done
+    and every verdict is on disk, so that its triage never competes with the next target's timings
+    and a triage that is killed or runs out of time costs the triage alone. The triage is then
+    attached to the written result."""
     warm = threading.Thread(target=_import, args=(WARM,), daemon=True)
     warm.start()
+    later: list[tuple[_Prepared, Written]] = []
 
     def judged(j: int, done: proc.Completed) -> None:
         p = pending[j]
@@ -157,12 +157,21 @@ def _launch_and_judge(
         t = time.monotonic()
         try:
             result = _judge_launched(p, done, runner, options)
-            written(p, result, done.duration_s + time.monotonic() - t)
+            spent = done.duration_s + time.monotonic() - t
+            written = _write(p, result, out_dir, launched_s=spent)
+            if _wants_triage(p, result, options):
+                later.append((p, written))
+            else:
+                settle(p.index, written)
         except Exception as exc:
             settle(p.index, exc)
 
     launches = [base.Launch(p.bundle_dir, p.target, p.obs_dir, options, p.ep) for p in pending]
-    base.launch_many(runner, environment, launches, base_env=base_env, on_done=judged, early=early)
+    try:
+        base.launch_many(runner, environment, launches, base_env=base_env, on_done=judged, early=early)
+    finally:
+        for p, written in later:
+            settle(p.index, _with_triage(p, written, environment, options, out_dir, base_env))
 
 
 @dataclasses.dataclass
@@ -377,24 +386,36 @@ def _wants_triage(p: _Prepared, result: TargetResult, options: VerifyOptions) ->
 
 def _triaged(
     p: _Prepared,
-    done: Written,
+    result: TargetResult,
     environment: base.RunnerEnv,
     options: VerifyOptions,
     out_dir: Path,
     base_env: Mapping[str, str],
-) -> Written | None:
-    """The written result ``done`` again with the triage of its failing parity or decision check
-    (ci_onnx.triage) attached; None where the triage could not be attached (the verdict stands as
-    written). The verdict is on disk before this starts: a killed triage costs only the triage."""
+) -> TargetResult:
+    """``result`` with the triage of a failing parity or decision check (ci_onnx.triage)."""
     from ci_onnx.triage import attach
 
+    return attach.for_cell(result, p.manifest, p.bundle_dir, out_dir, environment, options, p.ep, base_env)
+
+
+def _with_triage(
+    p: _Prepared,
+    written: Written,
+    environment: base.RunnerEnv,
+    options: VerifyOptions,
+    out_dir: Path,
+    base_env: Mapping[str, str],
+) -> Written:
+    """The written verdict with its triage attached and written again; a triage that raises costs
+    the triage alone: the verdict stands as written, and the log says why it has no triage."""
     try:
-        found = attach.for_cell(
-            done.result, p.manifest, p.bundle_dir, out_dir, environment, options, p.ep, base_env
-        )
-        return write(found, out_dir)
-    except Exception:  # the triage's trouble is never the verdict's
-        return None
+        found = _triaged(p, written.result, environment, options, out_dir, base_env)
+    except Exception:  # a bug in triage must not turn a verdict into an error result
+        import logging
+
+        logging.getLogger(__name__).exception("triage of %s failed; its verdict stands", p.target.id)
+        return written
+    return written if found is written.result else write(found, out_dir)
 
 
 def _import(modules: tuple[str, ...]) -> None:

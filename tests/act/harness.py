@@ -47,6 +47,8 @@ GITHUB_ACTIONS = {
         "actions/setup-node",
         "actions/setup-python",
         "reactivecircus/android-emulator-runner",
+        "actions/upload-pages-artifact",
+        "actions/deploy-pages",
     )
 }
 """The actions the workflows use → the stand-in folder under tests/act/standins (the emulator
@@ -119,6 +121,16 @@ def action_copy(dest: Path) -> Path:
 
 def make_repo(root: Path, files: dict[str, str | bytes | Path]) -> str:
     """A git repository at ``root`` holding ``files`` (text, bytes, or a file to copy); returns HEAD."""
+    write_files(root, files)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "remote", "add", "origin", "https://github.com/acme/digits.git")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "the model")
+    return git(root, "rev-parse", "HEAD")
+
+
+def write_files(root: Path, files: dict[str, str | bytes | Path]) -> None:
+    """``files`` (path → text, bytes, or a file to copy) written below ``root``."""
     for rel, content in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -128,12 +140,6 @@ def make_repo(root: Path, files: dict[str, str | bytes | Path]) -> str:
             path.write_bytes(content)
         else:
             path.write_text(content)
-
-    git(root, "init", "-q", "-b", "main")
-    git(root, "remote", "add", "origin", "https://github.com/acme/digits.git")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "the model")
-    return git(root, "rev-parse", "HEAD")
 
 
 def git(root: Path, *args: str) -> str:

@@ -25,6 +25,21 @@ def run_export(config: Path, out: Path, *extra: str) -> Result:
     return CliRunner().invoke(cli, ["export", "--config", str(config), "--out", str(out), *extra])
 
 
+def export_factory(tmp_path: Path, factory: str, model: str, exporter: str, opset: int = 18) -> Manifest:
+    """The bundle of ``factory`` (``file.py:name``) exported at ``opset`` by ``exporter``; ``model``: the
+    rest of the model section, indented."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    cfg = write_config(
+        tmp_path,
+        f"model:\n  factory: {factory}\n{model}\n"
+        f"export: {{opsets: [{opset}], exporters: [{exporter}]}}\n"
+        "verify: {random_inputs: 4, batch_sizes: [1, 4]}\n",
+    )
+    out = tmp_path / "bundles"
+    run_export(cfg, out)
+    return manifest(out / f"op{opset}-{exporter}")
+
+
 def manifest(bundle: Path) -> Manifest:
     return read_manifest(bundle)
 

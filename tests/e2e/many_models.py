@@ -119,3 +119,16 @@ def touch_source(repo: Path, model: str) -> None:
         return
     path = repo / model / "model.py"
     path.write_text(path.read_text() + f"\n# {model}: a change in this pull request\n")
+
+
+def model_line(report: str, model: str) -> str:
+    """The report's summary line of ``model`` ("- ✅ **minilm**: unchanged since …")."""
+    return next((line for line in report.splitlines() if f" **{model}**: " in line), "")
+
+
+def says_unchanged(report: str, model: str, base: str, verdict: str) -> bool:
+    """Whether ``model``'s line says it is unchanged since ``base``, by the evidence of what its export
+    read, and ends with ``verdict`` (its results there)."""
+    line = model_line(report, model)
+    evidence = f": unchanged since {base[:7]}, not re-run (nothing its export read changed: "
+    return evidence in line and line.endswith(f"; {verdict}")

@@ -137,3 +137,42 @@ def test_the_head_is_judged_against_its_base_commit_run_in_a_worktree(
         == json.loads((out / "baseline" / "results" / f"{MORE_WORK}.json").read_text())["bundle"]
     )
     assert "onnx-gate-base-" not in git(repo, "worktree", "list"), "the temporary worktree is gone"
+
+
+SMALL = (
+    CONFIG.split("export:", 1)[0].replace("{", "{{").replace("}", "}}")
+    + """export: {{opsets: [18], exporters: [torchscript]}}
+verify: {{random_inputs: 4, batch_sizes: [1], latency_runs: 3}}
+targets: {{runtimes: ["{runtime}"], providers: [cpu]}}
+{ledger}"""
+)
+"""The head of CONFIG (the model) with a matrix of one cell, as a format string."""
+CATCH_ALL = 'expected_failures:\n  - {select: "*", check: "*", reason: "flaky", until: "2099-12-31"}\n'
+
+
+def test_a_commit_that_breaks_the_model_and_adds_a_catch_all_ledger_entry_is_blocked(
+    tmp_path: Path, env_cache: Path
+) -> None:
+    """The head writes its own policy: a catch-all ledger entry beside the break. The base's policy
+    judges it: the entry is a policy change named in the report, it covers nothing, and run exits 1."""
+    repo = tmp_path / "repo"
+    make_repo(
+        repo,
+        {
+            "model.py": MODEL.format(blocks=1, pool=HEAD_POOL, traced=""),
+            "onnx-gate.yml": SMALL.format(runtime=RUNTIME, ledger=""),
+        },
+    )
+    (repo / "model.py").write_text(MODEL.format(blocks=1, pool=HEAD_POOL, traced=TRACED))
+    (repo / "onnx-gate.yml").write_text(SMALL.format(runtime=RUNTIME, ledger=CATCH_ALL))
+    git(repo, "commit", "-q", "-am", "break the traced path, and call every failure known")
+    out = tmp_path / "out"
+    args = ["run", "--config", str(repo / "onnx-gate.yml"), "--out", str(out), "--cache-dir", str(env_cache)]
+    result = CliRunner().invoke(cli, [*args, "--baseline-ref", "HEAD~1"])
+    (tmp_path / "run.log").write_text(result.output)
+    assert result.exit_code == 1, result.output[-4000:]
+    report = (out / "report.md").read_text()
+    policy = report.split("### Policy changes in this pull request")[1].split("###")[0]
+    assert "expected_failures[0] (select '*', check '*', until 2099-12-31) added" in policy, policy
+    assert "(loosens: applies once merged)" in policy
+    assert "judged by the policy of the base's" in report

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from export_helpers import failed, manifest, run_export, write_config
+from export_helpers import export_factory, failed
 from onnx import numpy_helper
 
 from ci_onnx.bundle import Manifest
@@ -20,16 +20,7 @@ TRUTH = Path(__file__).parent / "pitfalls" / "truth.py"
 
 
 def _export(tmp_path: Path, factory: str, model: str, exporter: str, opset: int = 18) -> Manifest:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    cfg = write_config(
-        tmp_path,
-        f"model:\n  factory: {TRUTH}:{factory}\n{model}\n"
-        f"export: {{opsets: [{opset}], exporters: [{exporter}]}}\n"
-        "verify: {random_inputs: 4, batch_sizes: [1, 4]}\n",
-    )
-    out = tmp_path / "bundles"
-    run_export(cfg, out)
-    return manifest(out / f"op{opset}-{exporter}")
+    return export_factory(tmp_path, f"{TRUTH}:{factory}", model, exporter, opset)
 
 
 def _finding(m: Manifest, name: str) -> object:

@@ -101,6 +101,29 @@ class State:
         """Artifact id → its zip, served from the storage host a download redirects to."""
         self.actions_forbidden = False
         """The token has no ``actions: read``."""
+        self.history: dict[str, list[str]] = {}
+        """Branch → the commits on its history, oldest first (repos/compare-commits)."""
+        self.pull_bases: dict[int, tuple[str, str]] = {}
+        """Pull request number → its base (commit, branch), for pulls/get."""
+        self.pull_authors: dict[int, str] = {}
+        """Pull request number → its author's login (pulls/get's ``user``)."""
+        self.issue_events: dict[int, list[dict[str, Any]]] = {}
+        """Issue or pull request number → its events, oldest first: ``{"event": "labeled", "label":
+        "name", "actor": "login"}``."""
+        self.permissions: dict[str, str] = {}
+        """Login → its permission on the repository (admin, write, read, none)."""
+
+    def label(self, number: int, name: str, actor: str, *, removed: bool = False) -> None:
+        with self.lock:
+            self.next_id += 1
+            self.issue_events.setdefault(number, []).append(
+                {
+                    "id": self.next_id,
+                    "event": "unlabeled" if removed else "labeled",
+                    "label": name,
+                    "actor": actor,
+                }
+            )
 
     def add_run(
         self,
@@ -111,9 +134,13 @@ class State:
         conclusion: str = "success",
         head_repo: str = "acme/digits",
         artifacts: dict[str, bytes] | None = None,
+        on_branch: bool = True,
     ) -> int:
-        """A completed workflow run and the artifacts it uploaded (name → zip)."""
+        """A completed workflow run and the artifacts it uploaded (name → zip); ``on_branch``: its
+        commit is on ``branch``'s history (a tag named like the branch gives a run that is not)."""
         rid = self.new_id()
+        if on_branch and event == "push":
+            self.history.setdefault(branch, []).append(head_sha)
         self.workflow_runs.append(
             {"id": rid, "head_sha": head_sha, "head_branch": branch, "event": event,
              "conclusion": conclusion, "head_repo": head_repo}
@@ -290,7 +317,9 @@ class FakeGitHub(ThreadingHTTPServer):
             return 200, spec.example(self._schema(op, "200"), {"login": s.login}), {}
         if op.startswith("actions/"):
             return forbidden if s.actions_forbidden else self._actions(op, parts, query)
-        if s.read_only and op not in ("issues/list-comments", "issues/list-for-repo", "pulls/get"):
+        reads = ("issues/list-comments", "issues/list-for-repo", "pulls/get", "issues/list-events",
+                 "repos/get-collaborator-permission-level")  # fmt: skip
+        if s.read_only and op not in reads:
             return forbidden
         if op == "pulls/get":
             number = int(parts[4])
@@ -298,7 +327,21 @@ class FakeGitHub(ThreadingHTTPServer):
                 return 404, {"message": "Not Found"}, {}
             pull = spec.example(self._schema(op, "200"), {"number": number, "state": "open"})
             pull["head"]["sha"] = s.pull_heads[number]
+            pull["user"]["login"] = s.pull_authors.get(number, "author")
+            if number in s.pull_bases:
+                pull["base"]["sha"], pull["base"]["ref"] = s.pull_bases[number]
             return 200, pull, {}
+        if op == "repos/compare-commits":
+            return self._compare(parts[4])
+        if op == "issues/list-events":
+            return self._issue_events(int(parts[4]), query)
+        if op == "repos/get-collaborator-permission-level":
+            login = parts[4]
+            permission = s.permissions.get(login, "read")
+            found = spec.example(self._schema(op, "200"), {"permission": permission, "role_name": permission})
+            if isinstance(found.get("user"), dict):
+                found["user"]["login"] = login
+            return 200, found, {}
         if op == "issues/list-comments":
             return self._list_comments(int(parts[4]), query)
         if op.startswith("git/") or (op.startswith("repos/") and "release" in op):
@@ -541,13 +584,54 @@ class FakeGitHub(ThreadingHTTPServer):
                 for _, i in sorted(s.issues.items())
                 if (state == "all" or i["state"] == state) and (not label or label in i["labels"])
             ]
+        chunk, headers = self._page(found, query, f"/repos/{self.repo}/issues")
+        return 200, [self._issue(i) for i in chunk], headers
+
+    def _page(self, items: list[Any], query: dict[str, str], path: str) -> tuple[list[Any], dict[str, str]]:
+        """One page of ``items`` as ``query`` asks (per_page, page), with the Link to the next one."""
         per_page = min(int(query.get("per_page", 30)), 100)
         page = int(query.get("page", 1))
         headers = {}
-        if page * per_page < len(found):
+        if page * per_page < len(items):
             nxt = urlencode({**query, "per_page": per_page, "page": page + 1})
-            headers["Link"] = f'<{self.url}/repos/{self.repo}/issues?{nxt}>; rel="next"'
-        return 200, [self._issue(i) for i in found[(page - 1) * per_page : page * per_page]], headers
+            headers["Link"] = f'<{self.url}{path}?{nxt}>; rel="next"'
+        return items[(page - 1) * per_page : page * per_page], headers
+
+    def _compare(self, basehead: str) -> tuple[int, Any, dict[str, str]]:
+        """``BRANCH...SHA``: behind (or identical) where SHA is on BRANCH's history, else diverged."""
+        branch, _, sha = basehead.partition("...")
+        with self.state.lock:
+            history = list(self.state.history.get(branch, []))
+        if not history:
+            return 404, {"message": "Not Found"}, {}
+        if sha == history[-1]:
+            status, behind = "identical", 0
+        elif sha in history:
+            status, behind = "behind", len(history) - 1 - history.index(sha)
+        else:
+            status, behind = "diverged", len(history)
+        found = spec.example(
+            self._schema("repos/compare-commits", "200"),
+            {"status": status, "ahead_by": 1 if status == "diverged" else 0, "behind_by": behind,
+             "total_commits": 0, "commits": []},
+        )  # fmt: skip
+        return 200, found, {}
+
+    def _issue_events(self, number: int, query: dict[str, str]) -> tuple[int, Any, dict[str, str]]:
+        with self.state.lock:
+            events = list(self.state.issue_events.get(number, []))
+        chunk, headers = self._page(events, query, f"/repos/{self.repo}/issues/{number}/events")
+        # the description's first variant is the labeled (and unlabeled) issue event
+        labeled = self._schema("issues/list-events", "200")["items"]["anyOf"][0]
+        shaped = []
+        for e in chunk:
+            item = spec.example(
+                labeled, {"id": e["id"], "event": e["event"], "commit_id": None, "commit_url": None}
+            )
+            item["actor"]["login"] = e["actor"]
+            item["label"]["name"] = e["label"]
+            shaped.append(item)
+        return 200, shaped, headers
 
     def _list_comments(self, issue: int, query: dict[str, str]) -> tuple[int, Any, dict[str, str]]:
         s = self.state

@@ -42,6 +42,11 @@ OPERATIONS = (
     "actions/list-workflow-runs-for-repo",
     "actions/list-workflow-run-artifacts",
     "actions/download-artifact",
+    # a policy change approved by a label: who applied it, and whether they may write
+    "issues/list-events",
+    "repos/get-collaborator-permission-level",
+    # a fallback baseline must be of a commit on the base branch's history
+    "repos/compare-commits",
 )
 DROP = {"description", "examples", "example", "externalDocs", "x-github", "x-octokit", "summary", "title"}
 OUT = Path(__file__).parent.parent / "data" / "github-openapi-subset.json"

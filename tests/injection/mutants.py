@@ -11,7 +11,10 @@ model of tests/corpus/models/zoo.py and keeps its forward signature, so the same
   step per sample on the batch axis);
 - ``baked_<axis>``: that dim made a Python int (``int(y.shape[axis])``) and used to build a tensor;
 - ``random``: noise drawn in eval (``torch.randn_like``);
-- ``fp16``: constants beyond fp16's range (``y * 2e5 / 1e5``), harmless in fp32.
+- ``fp16``: constants beyond fp16's range (``y * 2e5 / 1e5``), harmless in fp32;
+- ``counter``: a call counter in a buffer that scales the output (an annealed temperature);
+- ``running``: a running mean of the output updated in ``forward`` in eval, and subtracted;
+- ``cache``: the first call's output mean kept in a plain Python attribute and subtracted later.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from torch import nn
 
 ZOO = Path(__file__).resolve().parents[1] / "corpus" / "models" / "zoo.py"
 
-MUTATIONS = ("inplace", "reorder", "loop", "baked", "random", "fp16")
+MUTATIONS = ("inplace", "reorder", "loop", "baked", "random", "fp16", "counter", "running", "cache")
 
 
 def _zoo() -> Any:
@@ -42,14 +45,17 @@ def wrap(
     inner: nn.Module,
     edit_inputs: Callable[[list[Any]], None] | None = None,
     edit_output: Callable[[Any], Any] | None = None,
+    keeper: nn.Module | None = None,
 ) -> nn.Module:
-    """``inner`` behind a forward of the same signature that applies the edits."""
+    """``inner`` behind a forward of the same signature that applies the edits; ``keeper``: a module
+    holding the state an edit keeps between calls, made part of the model."""
     signature = inspect.signature(inner.forward)
 
     class Mutant(nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.inner = inner
+            self.keeper = keeper
 
         def forward(self, *args: Any, **kwargs: Any) -> Any:
             if edit_inputs is not None:
@@ -135,6 +141,31 @@ def beyond_fp16(y: torch.Tensor) -> torch.Tensor:
     return y * 2e5 / 1e5  # fp16 holds neither: both become 65504, and the ratio 2 becomes 1
 
 
+class Keeper(nn.Module):
+    """What a stateful mutant keeps: a call count, a running mean (buffers) and a cached value (a
+    plain attribute)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("calls", torch.zeros(()))
+        self.register_buffer("mean", torch.zeros(()))
+        self.cached: torch.Tensor | None = None
+
+    def counter(self, y: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        return y * (1.0 + 0.1 * self.calls)
+
+    def running(self, y: torch.Tensor) -> torch.Tensor:
+        self.mean.lerp_(y.detach().float().mean(), 0.5)
+        return y - self.mean
+
+    def cache(self, y: torch.Tensor) -> torch.Tensor:
+        if self.cached is None:
+            self.cached = y.detach().float().mean() + 1.0
+            return y
+        return y - self.cached
+
+
 def build(model: str, mutation: str) -> nn.Module:
     """The healthy ``model`` of the zoo with ``mutation`` applied (``loop_1``: along axis 1)."""
     inner = getattr(_zoo(), model)()
@@ -144,6 +175,9 @@ def build(model: str, mutation: str) -> nn.Module:
         return wrap(inner)
     if kind == "inplace":
         return wrap(inner, edit_inputs=edit_in_place)
+    if kind in ("counter", "running", "cache"):
+        keeper = Keeper()
+        return wrap(inner, edit_output=lambda out: on_first(out, getattr(keeper, kind)), keeper=keeper)
     edits: dict[str, Callable[[Any], Any]] = {
         "reorder": reordered,
         "loop": lambda out: on_first(out, loop(axis)),

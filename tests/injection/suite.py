@@ -74,6 +74,9 @@ RIGHT_CHECK = {
     "baked": "dynamic-axes",
     "random": "train-mode",
     "fp16": "parity[{first}]",
+    "counter": "stateful",
+    "running": "stateful",
+    "cache": "stateful",
 }
 """The check that names each mutation's defect ({first}: the model's first declared output)."""
 
@@ -104,7 +107,16 @@ def mutations(model: Model) -> list[str]:
     out = ["none", "inplace"]
     if model.named_outputs:
         out.append("reorder")
-    return [*out, f"loop_{model.axis}", f"baked_{model.axis}", "random", "fp16"]
+    return [
+        *out,
+        f"loop_{model.axis}",
+        f"baked_{model.axis}",
+        "random",
+        "fp16",
+        "counter",
+        "running",
+        "cache",
+    ]
 
 
 def run_case(model: Model, mutation: str, work: Path, exporters: Sequence[str]) -> list[Row]:

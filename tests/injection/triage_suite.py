@@ -103,13 +103,14 @@ def classified(
     ref = reference.intermediates(m, feeds)
     with torch.no_grad():
         torch_out = model(x).numpy()
-    modules, fed_by = torchref.record(model, lambda leaves: model(leaves["x"]), feeds)
+    modules = torchref.record(model, lambda leaves: model(leaves["x"]), feeds)
     if exporter == "dynamo":
         modules.update(torchref.program_values(Wrapper(model).eval(), [feeds["x"]], graph.fx_wanted(g)))
-    named = graph.counterparts(g, modules, {k: tuple(v.shape) for k, v in ref.items()}, fed_by)
+    labels: dict[str, str] = {}
+    values = graph.module_values(g, modules, {k: tuple(v.shape) for k, v in ref.items()}, labels)
     sample = classify.Sample(
-        "y", atol, rtol, g, torch_out, as_run, ref, off, {v: modules[p] for v, p in named.items()}, named,
-        release=ort.__version__, everywhere=(as_run, torch_out),
+        "y", atol, rtol, g, torch_out, as_run, ref, off, values, release=ort.__version__,
+        everywhere=(as_run, torch_out), torch_labels=labels,
     )  # fmt: skip
     return classify.classify(sample)
 

@@ -184,7 +184,10 @@ def test_a_required_input_left_out_and_a_stale_image_are_found() -> None:
     )
 
 
-def test_the_readme_names_the_images_with_the_package_version() -> None:
-    readme = (ROOT / "README.md").read_text()
-    assert IMAGE.search(readme)
-    assert image_problems("README.md", readme) == []
+def test_the_readme_and_the_docs_name_the_images_with_the_package_version() -> None:
+    texts = {
+        p.relative_to(ROOT).as_posix(): p.read_text()
+        for p in [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]
+    }
+    assert any(IMAGE.search(text) for text in texts.values())
+    assert [p for name, text in texts.items() for p in image_problems(name, text)] == []

@@ -134,3 +134,15 @@ def test_a_new_kind_is_one_module_one_observer_and_one_row(
     assert checks["parity[logits]"].status == checks["decision"].status == Status.PASSED
     assert checks["optimized-cache"].message == "not measured: the echo runner has no optimized-model cache"
     assert checks["cold-start"].message == "not measured: the echo runner does not time a fresh process yet"
+
+
+def test_the_config_schemas_provider_and_runner_enums_are_the_matrix_tables() -> None:
+    """A provider or runner kind is one row of matrix/: the config schema's enums (what editors
+    complete and what validation accepts) must list exactly the table's keys, so a new row is not
+    refused by the schema, nor the schema left offering a removed one."""
+    from ci_onnx import matrix
+    from ci_onnx.config import schema
+
+    targets = schema()["properties"]["targets"]["properties"]
+    assert targets["providers"]["items"]["enum"] == list(matrix.providers()), "providers.toml"
+    assert targets["runners"]["items"]["enum"] == list(matrix.runners()), "runners.toml"

@@ -280,6 +280,10 @@ def test_the_plan_job_exports_behind_its_outputs_and_the_export_job_behind_its_o
     cache = next(s for s in steps if "actions/cache" in s.get("uses", ""))
     assert cache["with"]["restore-keys"] == "onnx-gate-export-plan-"
     assert jobs["export"]["if"] == "needs.plan.outputs.export-bundles != '[]'"
+    # a commit's export cache has a slot of its own (a stale record's fresh entry must be saved),
+    # restored from the newest of the same bundle
+    saved = next(s for s in jobs["export"]["steps"] if "actions/cache" in s.get("uses", ""))
+    assert saved["with"]["restore-keys"] == "onnx-gate-export-${{ matrix.bundle }}-"
     assert (
         jobs["export"]["strategy"]["matrix"]["bundle"] == "${{ fromJSON(needs.plan.outputs.export-bundles) }}"
     )

@@ -148,9 +148,9 @@ def test_onnx_only_model_needs_no_inputs() -> None:
     assert cfg.onnx_only and cfg.export.exporters == ("onnx",)
 
 
-def test_readme_config_reference_is_generated_from_the_schema() -> None:
+def test_the_configuration_page_is_generated_from_the_schema() -> None:
     from ci_onnx import config_reference
 
-    readme = (EXAMPLE_CONFIG.parents[2] / "README.md").read_text()
-    assert config_reference.render() in readme, "run `python -m ci_onnx.config_reference --write README.md`"
-    assert "`verify.tolerance.atol` | number | `0.0001`" in readme
+    page = (EXAMPLE_CONFIG.parents[2] / "docs" / "reference" / "configuration.md").read_text()
+    assert config_reference.render() in page, "run `python -m ci_onnx.docs_reference --write`"
+    assert "`verify.tolerance.atol` | number | `0.0001`" in page

@@ -12,7 +12,7 @@ import pytest
 from ci_onnx import config
 from ci_onnx.bundle import MANIFEST, MODEL, read_manifest
 from ci_onnx.config import Config
-from ci_onnx.export import cache, cache_key, writer
+from ci_onnx.export import cache, cache_key, record, writer
 from ci_onnx.export.runner import Job, Outcome
 from ci_onnx.results import CheckResult
 from ci_onnx.target import Status
@@ -87,29 +87,16 @@ def test_what_never_reaches_a_bundle_leaves_the_key_alone(project: Path, old: st
     assert key(project) == key(project, CONFIG.replace(old, new))
 
 
-def test_the_job_its_files_and_the_versions_are_in_the_key(
+def test_the_job_the_named_files_and_the_versions_are_in_the_key(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     base = key(project)
     assert key(project, job=Job(18, "dynamo")) != base
     assert key(project, job=Job(17, "torchscript")) != base
-    for name, content in [
-        ("model.py", "def build():\n    return 1\n"),
-        ("layers.py", "SCALE = 2\n"),  # a sibling module the factory imports
-        ("weights.pt", b"\x00weights-2"),
-        ("samples.npz", b"samples-2"),
-        ("sub/extra.safetensors", b"more weights"),
-    ]:
-        path = project / name
-        path.parent.mkdir(exist_ok=True)
-        before = path.read_bytes() if path.is_file() else None
-        path.write_bytes(content.encode() if isinstance(content, str) else content)
-        assert key(project) != base, name
-        if before is None:
-            path.unlink()
-        else:
-            path.write_bytes(before)
-        assert key(project) == base, name
+    (project / "samples.npz").write_bytes(b"samples-2")
+    assert key(project) != base
+    (project / "samples.npz").write_bytes(b"samples-1")
+    assert key(project) == base
     real = cache_key._version
     monkeypatch.setattr(cache_key, "_version", lambda p: "9.9" if p == "onnxscript" else real(p))
     assert key(project) != base
@@ -131,30 +118,33 @@ def test_outputs_hidden_dirs_and_bundles_next_to_the_factory_leave_the_key_alone
     assert key(project, exclude=[project / "out"]) == base
 
 
-def test_an_installed_package_factory_is_keyed_by_its_version(project: Path) -> None:
-    text = CONFIG.replace("factory: model.py:build", "factory: numpy.random:default_rng")
-    material = cache_key.key_for(load(project, text), JOB).material
-    assert any(name.startswith("numpy==") for name in material["files"]), material["files"]
-
-
 # -- entries: a fake export writes real bundles (manifest with hashes) without torch ----------------
 
 
+READ = ("model.py", "layers.py", "weights.pt")
+"""What the fake export reads, as the export child would record it."""
+
+
 class FakeExport:
-    def __init__(self, figures: dict[str, object] | None = None) -> None:
+    def __init__(self, figures: dict[str, object] | None = None, reads: Sequence[str] = READ) -> None:
         self.calls: list[list[str]] = []
         self.figures = {"seconds": 0.1} if figures is None else figures
         self.generation = 0
+        self.reads = reads
 
     def __call__(self, cfg: Config, jobs: Sequence[Job], out: Path, log: cache.Log) -> list[Outcome]:
         self.calls.append([j.key for j in jobs])
         self.generation += 1
         outcomes = []
+        figures = dict(self.figures)
+        if figures:  # a finished export records what it read; a crash records nothing
+            read = record.keyed([str(cfg.root / n) for n in self.reads], cfg.root)
+            figures[record.FIGURE] = read.to_json()
         for job in jobs:
             for name in cache_key.bundle_keys(cfg, job):
                 d = writer.fresh_dir(out / name)
                 (d / MODEL).write_bytes(f"{name} model, export {self.generation}".encode())
-                finding = CheckResult("export", Status.PASSED, "exported", dict(self.figures))
+                finding = CheckResult("export", Status.PASSED, "exported", dict(figures))
                 manifest = writer.write(
                     d, cfg, exporter=job.exporter, requested_opset=job.opset, findings=[finding]
                 )
@@ -187,13 +177,41 @@ def test_a_second_run_exports_nothing_and_says_so(project: Path) -> None:
         assert "reused from cache" in export.message and export.figures["cache"] == "reused"
 
 
-def test_a_changed_model_is_exported_again(project: Path) -> None:
+@pytest.mark.parametrize("name", READ)
+def test_an_edit_to_a_file_the_export_read_exports_again_and_names_it(project: Path, name: str) -> None:
     fake = FakeExport()
     run(load(project), project, fake, "out1")
-    (project / "weights.pt").write_bytes(b"retrained")
+    (project / name).write_bytes(b"edited")
     _, lines = run(load(project), project, fake, "out2")
     assert len(fake.calls) == 2
+    assert f"op17-dynamo: re-exporting: {name} changed" in lines, lines
     assert not any("reused" in line for line in lines)
+    export = read_manifest(project / "out2" / "op17-dynamo-fp16").findings[0]
+    assert export.message.endswith(f"re-exported: {name} changed"), "every result and the report say why"
+    _, third = run(load(project), project, fake, "out3")  # the fresh record replaced the stale one
+    assert len(fake.calls) == 2 and any("reused from cache" in line for line in third), third
+
+
+def test_a_file_the_export_did_not_read_leaves_the_entry_reused(project: Path) -> None:
+    fake = FakeExport()
+    run(load(project), project, fake, "out1")
+    (project / "README.md").write_text("edited")
+    (project / "tests").mkdir()
+    (project / "tests" / "test_model.py").write_text("edited")
+    _, lines = run(load(project), project, fake, "out2")
+    assert len(fake.calls) == 1 and any("reused from cache" in line for line in lines), lines
+
+
+def test_an_entry_without_a_record_is_exported_again(project: Path) -> None:
+    fake = FakeExport()
+    run(load(project), project, fake, "out1")
+    [entry] = list(cache.entries(project / "cache"))
+    meta = json.loads((entry / cache.ENTRY).read_text())
+    del meta["record"]
+    (entry / cache.ENTRY).write_text(json.dumps(meta))
+    _, lines = run(load(project), project, fake, "out2")
+    assert len(fake.calls) == 2
+    assert "op17-dynamo: re-exporting: the cached export holds no record of what it read" in lines
 
 
 def corrupt_file(entry: Path) -> None:
@@ -266,7 +284,7 @@ def test_the_least_recently_used_entries_beyond_the_limit_are_pruned(project: Pa
     fake = FakeExport()
     keys = []
     for n in range(3):
-        (project / "weights.pt").write_bytes(f"weights {n}".encode())
+        (project / "samples.npz").write_bytes(f"samples {n}".encode())  # a file the key names
         cfg = load(project)
         run(cfg, project, fake, "out")
         key = cache_key.key_for(cfg, JOB, exclude=[project / "out", project / "cache"])
@@ -299,3 +317,39 @@ def test_a_reused_derived_bundle_says_its_conversion_warnings_again() -> None:
         "op17-dynamo-int8-static: reused from cache abc123, nothing exported",
         "op17-dynamo-int8-static: warning: export.calibration looks sorted",
     ]
+
+
+def test_declared_inputs_enter_the_key(project: Path) -> None:
+    text = CONFIG.replace(
+        "  samples: samples.npz\n",
+        "  samples: samples.npz\n  depends_on: [tools/*.sh]\n  env: [MODEL_FLAVOUR]\n",
+    )
+    (project / "tools").mkdir()
+    (project / "tools" / "convert.sh").write_text("echo 1\n")
+    cfg = load(project, text)
+    base = cache_key.key_for(cfg, JOB, environ={"MODEL_FLAVOUR": "small"})
+    assert base.material["env"]["MODEL_FLAVOUR"] != "small", "a value is hashed, never stored"
+    assert cache_key.key_for(cfg, JOB, environ={"MODEL_FLAVOUR": "large"}).digest != base.digest
+    assert cache_key.key_for(cfg, JOB, environ={}).material["env"] == {"MODEL_FLAVOUR": "unset"}
+    assert cache_key.key_for(cfg, JOB, environ={"MODEL_FLAVOUR": "small", "OTHER": "x"}).digest == base.digest
+    (project / "tools" / "convert.sh").write_text("echo 2\n")
+    assert cache_key.key_for(cfg, JOB, environ={"MODEL_FLAVOUR": "small"}).digest != base.digest
+
+
+def test_a_declared_glob_that_matches_nothing_names_the_key(project: Path) -> None:
+    from ci_onnx.errors import ConfigError
+
+    cfg = load(
+        project,
+        CONFIG.replace("  samples: samples.npz\n", "  samples: samples.npz\n  depends_on: [tool/*.sh]\n"),
+    )
+    with pytest.raises(
+        ConfigError, match=r"onnx-gate.yml:\d+: model.depends_on: 'tool/\*.sh' matches no file"
+    ):
+        cache_key.key_for(cfg, JOB)
+
+
+def test_a_commit_s_cache_slot_is_the_key_and_the_commit() -> None:
+    assert cache_key.slot("ab" * 16, "0123456789abcdef" * 2) == f"{'ab' * 16}-0123456789ab"
+    assert cache_key.slot("ab" * 16, "") == "ab" * 16, "outside CI: the key alone"
+    assert [cache_key.slot(w, "0123") for w in ("off", "uncacheable")] == ["off", "uncacheable"]

@@ -129,7 +129,7 @@ def test_a_verify_job_fetches_the_base_commits_bundle_and_times_it_beside_its_ow
     from tests import bundles
 
     head = bundles.mlp_bundle(tmp_path / "head" / "op17-onnx")
-    base = bundles.mlp_bundle(tmp_path / "base" / "op17-onnx")
+    base = bundles.mlp_bundle(tmp_path / "base" / "op17-onnx", doc="the base's")
     gh.state.add_run(
         BASE,
         artifacts={
@@ -161,3 +161,56 @@ def test_a_verify_job_fetches_the_base_commits_bundle_and_times_it_beside_its_ow
         server.TOKEN
         not in (out / "observations" / "ort1.32.0-cpu-op17-onnx" / "observation.json").read_text()
     )
+
+
+@pytest.mark.parametrize(
+    ("files", "said"),
+    [
+        ([("a.json", b"1"), ("a.json", b"2")], "twice"),
+        ([("x/", b""), ("x", b"1")], "twice"),
+        ([(".", b"1")], "outside it"),
+        ([("./", b"")], "outside it"),
+    ],
+)
+def test_colliding_and_empty_members_are_refused(
+    tmp_path: Path, files: list[tuple[str, bytes]], said: str
+) -> None:
+    import warnings
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "Duplicate name": the point of the case
+        for name, data in files:
+            zf.writestr(name, data)
+    with pytest.raises(GitHubError, match=said):
+        artifacts.unpack(buf.getvalue(), tmp_path / "dest")
+
+
+def test_what_an_artifact_unpacks_to_is_bounded_not_only_its_download(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A member of 8 MiB of zeros is a few KiB zipped: the bound is on what it unpacks to."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("results/r.json", b"\0" * (8 << 20))
+    assert len(buf.getvalue()) < 64 << 10
+    monkeypatch.setattr(artifacts, "MAX_UNPACKED_BYTES", 4 << 20)
+    with pytest.raises(GitHubError, match="unpacks to 8388608 bytes"):
+        artifacts.unpack(buf.getvalue(), tmp_path / "dest")
+    assert not (tmp_path / "dest" / "results" / "r.json").exists()
+
+
+def test_a_fallback_run_whose_commit_is_not_on_the_base_branch_is_never_a_baseline(
+    gh: FakeGitHub, tmp_path: Path
+) -> None:
+    """A tag named like the base branch gives a push run with that head_branch: its commit is not on
+    the branch's history, and what it uploaded is not the base's."""
+    gh.state.add_run(TIP, artifacts={artifacts.ARTIFACT: BASELINE})  # on main: the honest fallback
+    tag = "d" * 40
+    gh.state.add_run(tag, artifacts={artifacts.ARTIFACT: BASELINE}, on_branch=False)  # newer, a tag's
+    found = find(gh, tmp_path)
+    assert found.directory is not None and found.commit == TIP, found
+    asked = [q.operation for q in gh.state.requests]
+    assert "repos/compare-commits" in asked
+    gh.state.history["main"].remove(TIP)  # now neither is on main's history
+    assert find(gh, tmp_path / "again").directory is None

@@ -107,3 +107,16 @@ def test_context_from_a_workflow_run_event(tmp_path: Path) -> None:
 def test_a_local_run_has_no_github() -> None:
     ctx = from_env({})
     assert not ctx.can_publish and ctx.pr_number is None and ctx.run_url == ""
+
+
+def test_a_create_that_github_performed_but_answered_502_makes_one_check_run(gh: FakeGitHub) -> None:
+    """The proxy lost GitHub's answer after the run was made: posting again would make a second run
+    that can never be deleted; the run is looked up by its external_id instead, and updated."""
+    from tests.fakegithub.server import Fault
+
+    gh.state.faults.append(Fault("POST", "/check-runs$", 502, after=True))
+    run = publish_check_run(
+        Client(server.TOKEN, gh.url), REPO, sha=SHA, name="onnx-gate", success=False, title="t", summary="s"
+    )
+    assert len(gh.state.check_runs) == 1
+    assert gh.state.check_runs[run.id]["conclusion"] == "failure"

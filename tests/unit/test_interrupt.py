@@ -54,12 +54,33 @@ SCENARIOS = {
         target, options = stage.settings(TARGET, None, None, timeout_s=None)
         stage.verify(Path(BUNDLE), target, Path(OUT), options, python=CHILD, base_env=dict(os.environ))
     """,
+    # the verify stage again, but the kernel hands the SIGINT to a thread that is not the main one
+    # (it may pick any thread that does not block it): the main thread, waiting on the worker that
+    # waits on its child, is never interrupted by it
+    "worker-thread": """
+        import os, signal, threading, time
+        from ci_onnx.verify import stage
+        from ci_onnx.verify_options import VerifyOptions
+
+        def ctrl_c_on_this_thread():
+            while not Path(PIDS + ".go").is_file():  # the outer test has seen the children
+                time.sleep(0.05)
+            signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+        threading.Thread(target=ctrl_c_on_this_thread, daemon=True).start()
+        target, options = stage.settings(TARGET, None, None, timeout_s=None)
+        stage.verify(Path(BUNDLE), target, Path(OUT), options, python=CHILD, base_env=dict(os.environ))
+    """,
     # act, as tests/act/harness.py runs it
     "tool": """
         from tests.support import tree
         tree.run([TOOL], timeout=600)
     """,
 }
+
+
+SIGNALLED_FROM_INSIDE = {"worker-thread"}
+"""Scenarios whose SIGINT a thread of the test itself sends, to itself."""
 
 
 def _alive(pid: int) -> bool:
@@ -86,7 +107,8 @@ def test_ctrl_c_ends_the_run_and_everything_it_started(tmp_path: Path, scenario:
         "import faulthandler, signal\nfrom pathlib import Path\n"
         f"faulthandler.register(signal.SIGUSR1, file=open({str(dump)!r}, 'w'), all_threads=True)\n"
         f"BUNDLE, OUT, TARGET = {str(bundle)!r}, {str(tmp_path / 'out')!r}, 'ort1.32.0-cpu-op17-onnx'\n"
-        f"CHILD, TOOL = {str(tmp_path / 'child')!r}, {str(tmp_path / 'tool')!r}\n\n"
+        f"CHILD, TOOL = {str(tmp_path / 'child')!r}, {str(tmp_path / 'tool')!r}\n"
+        f"PIDS = {str(pids)!r}\n\n"
         f"def test_waits_on_children():\n{body}\n\n"
         f"def test_after_it():\n    Path({str(ran_on)!r}).write_text('the run went on')\n"
     )
@@ -104,7 +126,10 @@ def test_ctrl_c_ends_the_run_and_everything_it_started(tmp_path: Path, scenario:
             time.sleep(0.1)
         started = [int(p) for p in pids.read_text().split()]
         assert all(_alive(p) for p in started)
-        os.killpg(run.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+        if scenario in SIGNALLED_FROM_INSIDE:
+            Path(f"{pids}.go").write_text("")
+        else:
+            os.killpg(run.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
         try:
             output, _ = run.communicate(timeout=60)
         except subprocess.TimeoutExpired:

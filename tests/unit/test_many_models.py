@@ -14,11 +14,11 @@ from ci_onnx import cascade, cijobs, config, reuse
 from ci_onnx import plan as planning
 from ci_onnx.cli import cli
 from ci_onnx.errors import ConfigError
-from ci_onnx.export import cache, runner
+from ci_onnx.export import cache, record, runner
 from ci_onnx.nightly.families import FamilyKey
 from ci_onnx.report import baseline
 from ci_onnx.report.collect import collect
-from ci_onnx.results import write_result
+from ci_onnx.results import CheckResult, TargetResult, write_result
 from ci_onnx.target import Status, Target
 from tests.conftest import EXAMPLE_CONFIG, FakeIndex
 
@@ -220,30 +220,41 @@ def _fingerprints(tmp_path: Path) -> dict[str, str]:
     return {m.id: m.fingerprint for m in reuse.fingerprinted(planning.expand(cfgs, INDEX), cfgs).models}
 
 
-def test_a_change_to_one_model_s_source_changes_only_its_fingerprint(tmp_path: Path) -> None:
+def test_a_fingerprint_keys_the_config_a_source_is_the_record_s(tmp_path: Path) -> None:
     _repo(tmp_path)
     before = _fingerprints(tmp_path)
     assert all(before.values())
     (tmp_path / "decoder" / "model.py").write_text(FACTORY + "# changed\n")
-    after = _fingerprints(tmp_path)
-    assert after["encoder"] == before["encoder"] and after["decoder"] != before["decoder"]
+    assert _fingerprints(tmp_path) == before, "what the export read is checked by its record"
     (tmp_path / "onnx-gate.yml").write_text(ROOT.replace("atol: 1.0e-3}", "atol: 1.0e-2}"))
-    assert _fingerprints(tmp_path)["encoder"] != after["encoder"], "its config block is part of it"
+    assert _fingerprints(tmp_path)["encoder"] != before["encoder"], "its config block is part of it"
+
+
+def _export_read(result: TargetResult, root: Path) -> TargetResult:
+    """``result`` as a base run wrote it: its export finding records the model's factory as read."""
+    read = record.keyed([str(root / result.target.model / "model.py")], root)
+    export = CheckResult("export", Status.PASSED, "exported", {record.FIGURE: read.to_json()})
+    return dataclasses.replace(result, checks=(export, *result.checks))
 
 
 def test_an_unchanged_model_takes_its_results_from_the_base(tmp_path: Path) -> None:
     from ci_onnx.verify import judge
 
     cfgs = cascade.load_all(_repo(tmp_path))
+    (tmp_path / ".git").mkdir()  # the checkout: recorded paths are relative to it
     the_plan = reuse.fingerprinted(planning.expand(cfgs, INDEX), cfgs)
     base_dir = tmp_path / "base"
     for t in the_plan.targets:
-        write_result(base_dir / "results", judge.result(t, None, []))
+        write_result(base_dir / "results", _export_read(judge.result(t, None, []), tmp_path))
     (base_dir / "plan.json").write_text(planning.to_json(the_plan))
     baseline.write_meta(base_dir, "4f1d2c3aa", {})
     (tmp_path / "decoder" / "model.py").write_text(FACTORY + "# changed\n")
-    head = reuse.unchanged(reuse.fingerprinted(planning.expand(cfgs, INDEX), cfgs), baseline.load(base_dir))
+    head = reuse.unchanged(
+        reuse.fingerprinted(planning.expand(cfgs, INDEX), cfgs), baseline.load(base_dir), cfgs
+    )
     assert [(m.id, m.unchanged_since) for m in head.models] == [("encoder", "4f1d2c3aa"), ("decoder", "")]
+    assert head.models[1].reuse == "re-run: decoder/model.py changed"
+    assert head.models[0].reuse.startswith("nothing its export read changed: 1 file(s) hash the same")
     assert [t.id for t in head.runnable] == ["decoder.ort1.32.0-cpu-op17-torchscript"]
     outputs = cijobs.github_outputs(head)
     assert json.loads(outputs["bundles"]) == ["decoder.op17-torchscript"] and outputs["targets"] == "1"
@@ -258,6 +269,35 @@ def test_an_unchanged_model_takes_its_results_from_the_base(tmp_path: Path) -> N
         "encoder.ort1.20.1-cpu-op17-dynamo": "4f1d2c3aa",
         "encoder.ort1.32.0-cpu-op17-dynamo": "4f1d2c3aa",
     }
+    from ci_onnx.report import gate, view
+
+    base = baseline.load(base_dir)
+    shown = view.build(found, gate.decide(found, head, base, mode=gate.Mode.REGRESSION, why="a pull request"))
+    lines = {m.model: m.line for m in shown.models}
+    assert (
+        "unchanged since 4f1d2c3, not re-run (nothing its export read changed: 1 file(s)" in lines["encoder"]
+    )
+    assert lines["decoder"].endswith("(re-run: decoder/model.py changed)"), lines
+
+
+def test_without_evidence_every_model_runs_and_says_why(tmp_path: Path) -> None:
+    from ci_onnx.verify import judge
+
+    cfgs = cascade.load_all(_repo(tmp_path))
+    (tmp_path / ".git").mkdir()
+    the_plan = reuse.fingerprinted(planning.expand(cfgs, INDEX), cfgs)
+    crashed = next(t for t in the_plan.targets if t.model == "encoder")  # its export recorded nothing
+    base_dir = tmp_path / "base"
+    for t in the_plan.targets:
+        result = judge.result(t, None, [])
+        write_result(base_dir / "results", result if t == crashed else _export_read(result, tmp_path))
+    encoder_only = dataclasses.replace(the_plan, models=the_plan.models[:1])
+    (base_dir / "plan.json").write_text(planning.to_json(encoder_only))
+    head = reuse.unchanged(the_plan, baseline.load(base_dir), cfgs)
+    assert [(m.id, m.unchanged_since, m.reuse) for m in head.models] == [
+        ("encoder", "", "re-run: the base results hold no record of what its export read"),
+        ("decoder", "", "re-run: the base's plan does not hold it"),
+    ]
 
 
 def test_init_writes_the_models_form(tmp_path: Path) -> None:

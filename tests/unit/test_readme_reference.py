@@ -1,6 +1,6 @@
-"""README.md's reference tables are the CLI's and the action's own: an option, command or input
-added to one and not to the other fails here (the command table lacked `run --no-cache`, `verify
---plan` and `init --onnx/--android/--fork-safe`; the inputs table lacked the `nightly` command)."""
+"""The docs' reference tables are the CLI's and the action's own: an option, command or input added
+to one and not to the other fails here (the command table lacked `run --no-cache`, `verify --plan`
+and `init --onnx/--android/--fork-safe`; the inputs table lacked the `nightly` command)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ from ci_onnx import cli_reference
 from ci_onnx.cli import cli
 from tests.conftest import REPO
 
-README = REPO / "README.md"
+CLI_PAGE = REPO / "docs" / "reference" / "cli.md"
+ACTION_PAGE = REPO / "docs" / "reference" / "action.md"
 
 
-def test_readme_command_table_is_generated_from_the_cli() -> None:
-    text = README.read_text()
-    assert cli_reference.render() in text, "run `python -m ci_onnx.cli_reference --write README.md`"
+def test_the_command_page_is_generated_from_the_cli() -> None:
+    text = CLI_PAGE.read_text()
+    assert cli_reference.render() in text, "run `python -m ci_onnx.docs_reference --write`"
 
 
 def test_the_command_table_names_every_option_of_every_command() -> None:
@@ -32,17 +33,19 @@ def test_the_command_table_names_every_option_of_every_command() -> None:
         assert flag in block
 
 
-def test_every_input_of_each_action_is_in_the_readme_table_and_every_command_too() -> None:
-    text = README.read_text()
-    table = text.split("### The action's inputs", 1)[1].split("\n\n", 2)[1]
-    named = set(re.findall(r"`([a-z-]+)`", "\n".join(line.split(" | ")[0] for line in table.splitlines())))
+def test_every_input_and_output_of_each_action_is_in_the_action_page() -> None:
+    text = ACTION_PAGE.read_text()
+    inputs = text.split("## Inputs", 1)[1].split("## Outputs", 1)[0]
+    outputs = text.split("## Outputs", 1)[1]
+    named_in = set(re.findall(r"^\| `([a-z0-9-]+)` \|", inputs, re.M))
+    named_out = set(re.findall(r"^\| `([a-z0-9-]+)` \|", outputs, re.M))
     for action in ("action.yml", "slim/action.yml", "runner/action.yml"):
-        inputs = YAML(typ="safe").load((REPO / action).read_text())["inputs"]
-        assert set(inputs) <= named, (action, sorted(set(inputs) - named))
-    command_row = next(line for line in table.splitlines() if line.startswith("| `command` |"))
+        spec = YAML(typ="safe").load((REPO / action).read_text())
+        assert set(spec["inputs"]) <= named_in, (action, sorted(set(spec["inputs"]) - named_in))
+        assert set(spec.get("outputs") or {}) <= named_out, action
     said = YAML(typ="safe").load((REPO / "action.yml").read_text())["inputs"]["command"]["description"]
-    for command in re.findall(r"\b(plan|export|verify|report|nightly)\b", said):
-        assert f"`{command}`" in command_row, command
+    for command in ("plan", "export", "verify", "report", "nightly"):
+        assert command in said, command
 
 
 def test_range_is_one_semantics_everywhere_high_excluded() -> None:
@@ -58,6 +61,7 @@ def test_range_is_one_semantics_everywhere_high_excluded() -> None:
     described = schema()["properties"]["model"]["properties"]["inputs"]["additionalProperties"]
     assert described["properties"]["range"]["description"].startswith("[low, high)")
     template = (REPO / "templates" / "onnx-gate.yml.j2").read_text()
-    for text in (template, README.read_text()):
+    pages = [p.read_text() for p in (REPO / "docs").rglob("*.md")]
+    for text in (template, (REPO / "README.md").read_text(), *pages):
         assert "[low, high]" not in text
     assert "`range: [low, high)`" in template

@@ -279,3 +279,49 @@ def test_without_a_baseline_on_github_the_pull_request_is_judged_absolutely_and_
         "_Judged in absolute mode (every failure blocks; no baseline: no run of the base commit bbbbbbb"
         in body
     )
+
+
+@pytest.mark.parametrize("broken", ["no results", "another schema"])
+def test_a_baseline_artifact_that_cannot_be_read_still_gets_a_check_judged_absolutely(
+    tmp_path: Path, gh: FakeGitHub, broken: str
+) -> None:
+    """The artifact of a base push whose verify jobs all died (a plan, no results), or one an
+    upgrade of onnx-gate wrote: one plain line, the pull request judged absolutely, and the check
+    run and comment posted (they made report exit 2: no check, a pull request waiting forever)."""
+    import shutil
+
+    from ci_onnx.github.artifacts import ARTIFACT
+
+    ws = workspace(tmp_path)
+    base_sha = "b" * 40
+    earlier = _earlier_out(tmp_path / "push-run", "tinycnn", base_sha)
+    if broken == "no results":
+        shutil.rmtree(earlier / "results")
+    else:
+        plan = json.loads((earlier / "plan.json").read_text())
+        (earlier / "plan.json").write_text(json.dumps({**plan, "schema_version": 99}))
+    gh.state.add_run(base_sha, artifacts={ARTIFACT: server.zip_dir(earlier)})
+    result = report(ws, _pr_env(ws, gh, base_sha), "--baseline", "github")
+    assert result.exit_code == 1, result.output  # the head's two failures, judged absolutely
+    assert "cannot be read" in result.output and "absolute mode" in result.output
+    (run,) = gh.state.check_runs.values()
+    assert run["conclusion"] == "failure"
+    assert "cannot be read" in next(iter(gh.state.comments.values()))["body"]
+
+
+def test_a_baseline_that_is_the_heads_own_output_or_inside_its_results_is_refused(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    for given in (ws / "out", ws / "artifacts" / "base"):
+        given.mkdir(parents=True, exist_ok=True)
+        result = report(ws, None, "--no-publish", "--baseline", str(given))
+        assert result.exit_code == 2, result.output
+        assert f"--baseline {given}" in result.output
+
+
+def test_a_baseline_from_github_is_never_unpacked_among_the_heads_results(tmp_path: Path) -> None:
+    from ci_onnx.commands.report import _baseline_dest
+
+    out = tmp_path / "onnx-gate-out"
+    assert _baseline_dest(out, [out / "collected"]) == out / "baseline"
+    inside = _baseline_dest(out, [out])  # results searched across the whole --out
+    assert not inside.resolve().is_relative_to(out.resolve())

@@ -13,6 +13,8 @@ from ci_onnx.results import LatencyStat, PairedLatency, PlacedNode, ServingFigur
 from tests.golden import scenarios
 
 SETTINGS = GateSettings()
+HEAD = "sha-head"
+"""The head's model: another file than the base's, so its serving figures are compared."""
 
 
 def pair() -> tuple[TargetResult, TargetResult]:
@@ -119,11 +121,11 @@ def serving(findings: list[diff.Finding]) -> dict[str, diff.Finding]:
 def test_stored_figures_use_the_wider_threshold_and_say_so() -> None:
     base, _ = pair()
     b = with_latency(base, stat(8, samples(1.0, seed=1)))
-    slower = with_latency(base, stat(8, samples(1.2, seed=2)))  # +20 %: past 10 %, within 25 %
+    slower = with_latency(base, stat(8, samples(1.2, seed=2)), bundle=HEAD)  # +20 %: past 10 %, within 25 %
     found = serving(diff.compare(slower, b, SETTINGS))["p50 latency, batch 8"]
     assert not found.regression and found.test.startswith(diff.STORED) and "threshold 25 %" in found.test
     assert not found.warning  # within its threshold: nothing to say
-    much = with_latency(base, stat(8, samples(2.0, seed=2)))
+    much = with_latency(base, stat(8, samples(2.0, seed=2)), bundle=HEAD)
     warned = serving(diff.compare(much, b, SETTINGS))["p50 latency, batch 8"]
     assert warned.warning and not warned.regression and "a warning only (gate.stored_figures)" in warned.test
     blocking = dataclasses.replace(SETTINGS, stored_figures="block")
@@ -134,7 +136,7 @@ def test_side_by_side_figures_use_the_tighter_threshold_when_the_pair_is_of_this
     base, _ = pair()
     b = with_latency(base, stat(8, samples(1.0, seed=1)), bundle="sha-base")
     paired = PairedLatency("sha-base", (stat(8, samples(1.2, seed=3)),), (stat(8, samples(1.0, seed=4)),))
-    head = dataclasses.replace(with_latency(base, stat(8, samples(1.0, seed=5))), paired=paired)
+    head = dataclasses.replace(with_latency(base, stat(8, samples(1.0, seed=5)), bundle=HEAD), paired=paired)
     found = serving(diff.compare(head, b, SETTINGS))
     assert found["p50 latency, batch 8"].regression and found["p50 latency, batch 8"].test.startswith(
         diff.SIDE_BY_SIDE
@@ -152,7 +154,10 @@ def test_single_figures_use_their_threshold_and_an_improvement_is_said() -> None
         base, latency=(), peak_rss_mb=100.0, serving=ServingFigures(cold_start_ms=300.0, model_bytes=1 << 20)
     )
     h = dataclasses.replace(
-        b, peak_rss_mb=130.0, serving=ServingFigures(cold_start_ms=100.0, model_bytes=(1 << 20) + 1000)
+        b,
+        bundle=HEAD,
+        peak_rss_mb=130.0,
+        serving=ServingFigures(cold_start_ms=100.0, model_bytes=(1 << 20) + 1000),
     )
     found = serving(diff.compare(h, b, SETTINGS))
     assert found["peak RSS"].regression and found["peak RSS"].figure == "+30 %"
@@ -164,7 +169,7 @@ def test_single_figures_use_their_threshold_and_an_improvement_is_said() -> None
 def test_results_of_a_runner_without_samples_are_compared_on_their_percentiles(figure: str) -> None:
     base, _ = pair()
     b = with_latency(base, LatencyStat(8, 1.0, 1.1, 1.2, 20))
-    h = with_latency(base, LatencyStat(8, 2.0, 2.2, 2.6, 20))
+    h = with_latency(base, LatencyStat(8, 2.0, 2.2, 2.6, 20), bundle=HEAD)
     found = serving(diff.compare(h, b, dataclasses.replace(SETTINGS, stored_figures="block")))
     name = figure if figure.startswith("p50") else "p99 latency, batch 8"
     assert found[name].regression and "no timed samples recorded" in found[name].test
@@ -188,6 +193,23 @@ def test_side_by_side_pairs_are_judged_run_for_run_against_the_threshold() -> No
 def test_a_cold_start_past_its_threshold_is_a_warning_never_a_block() -> None:
     base, _ = pair()
     b = dataclasses.replace(base, latency=(), serving=ServingFigures(cold_start_ms=300.0))
-    h = dataclasses.replace(b, serving=ServingFigures(cold_start_ms=1200.0))
+    h = dataclasses.replace(b, bundle=HEAD, serving=ServingFigures(cold_start_ms=1200.0))
     found = serving(diff.compare(h, b, SETTINGS))["cold start"]
     assert found.warning and not found.regression and "a warning only" in found.test
+
+
+def test_identical_model_bytes_runtime_and_providers_are_shown_not_compared() -> None:
+    base, _ = pair()
+    b = with_latency(base, stat(8, samples(1.0, seed=1)))
+    noisy = with_latency(base, stat(8, samples(1.4, seed=2)))  # +40 % on a busy machine, same file
+    assert diff.identical(noisy, b)
+    found = diff.compare(noisy, b, dataclasses.replace(SETTINGS, stored_figures="block"))
+    assert [f.kind for f in found if f.kind in (diff.SERVING, diff.NOT_COMPARED)] == [diff.NOT_COMPARED]
+    assert not any(f.regression for f in found) and "shown, not compared" in found[-1].test
+    assert base.environment is not None
+    other_runtime = dataclasses.replace(
+        noisy, environment=dataclasses.replace(base.environment, runtime_version="9.9.9")
+    )
+    for head in (with_latency(base, stat(8, samples(1.4, seed=2)), bundle=HEAD), other_runtime):
+        assert not diff.identical(head, b)
+        assert serving(diff.compare(head, b, SETTINGS))["p50 latency, batch 8"].test.startswith(diff.STORED)

@@ -73,3 +73,16 @@ def test_the_paired_bundle_reaches_the_observer_only_where_the_base_has_that_bun
     assert "--paired-bundle" not in observer_args(
         Launch(tmp_path / "head", TARGET, tmp_path / "obs", VerifyOptions(), CPU), tmp_path
     )
+
+
+def test_a_base_bundle_of_the_same_files_is_not_timed_beside_the_head(tmp_path: Path) -> None:
+    import shutil
+
+    head = bundles.mlp_bundle(tmp_path / "head")
+    shutil.copytree(head, tmp_path / "base" / TARGET.bundle_key)
+    options = dataclasses.replace(VerifyOptions(), paired_bundles=str(tmp_path / "base"))
+    assert "--paired-bundle" not in observer_args(
+        Launch(head, TARGET, tmp_path / "obs", options, CPU), tmp_path
+    )
+    other = bundles.mlp_bundle(tmp_path / "other", doc="another commit's")
+    assert "--paired-bundle" in observer_args(Launch(other, TARGET, tmp_path / "obs", options, CPU), tmp_path)

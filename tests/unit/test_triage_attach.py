@@ -113,11 +113,13 @@ def test_a_runner_that_cannot_start_stops_the_triage_with_its_reason_and_not_the
     web = dataclasses.replace(target(), runner="web", provider="wasm", session_options="default")
     r = TargetResult(1, web, Status.FAILED, "parity", checks=(CheckResult("parity[y]", Status.FAILED, ""),))
     env = RunnerEnv("web", web.runtime, tmp_path / "no-such-env", str(tmp_path / "no-such-node"))
+    # a browser that is not there, named: the same on a machine with Chromium and one without
+    no_browser = {"ONNX_GATE_CHROMIUM": str(tmp_path / "no-such-chromium")}
     found = attach.attach(r, None, bundle, tmp_path / "out", environment=env, providers=("wasm",), preset={},
-                          timeout_s=60, torch_config="", base_env={}, limits=(1024, 1024))  # fmt: skip
+                          timeout_s=60, torch_config="", base_env=no_browser, limits=(1024, 1024))  # fmt: skip
     assert (found.status, found.summary, found.checks) == (r.status, r.summary, r.checks)
     assert found.triage is not None and found.triage.fault is None
-    assert "cannot start" in found.triage.stopped, found.triage.stopped
+    assert "no-such-chromium" in found.triage.stopped, found.triage.stopped
 
 
 QDQ_SPEC = bundles.BundleSpec(

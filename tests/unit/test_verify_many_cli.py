@@ -95,7 +95,7 @@ def test_baseline_pairs_every_target_with_its_own_base_bundle(
     op18 = "ort1.32.0-cpu-op18-onnx"
     for opset in (17, 18):
         bundles.mlp_bundle(head / f"onnx-gate-bundle-op{opset}-onnx", opset=opset)
-        bundles.mlp_bundle(base / f"op{opset}-onnx", opset=opset)
+        bundles.mlp_bundle(base / f"op{opset}-onnx", opset=opset, doc="the base's")
     code, output = _verify(
         "--bundles", str(head), "--target", f"{PLAIN},{op18}", "--baseline", str(base), "--out", str(tmp_path)
     )

@@ -332,6 +332,12 @@ def test_a_batch_browser_is_swept_by_the_profile_it_lives_under(tmp_path: Path) 
         [sys.executable, "-c", "import time; time.sleep(60)", f"--user-data-dir={root}2/playwright_x"]
     )
     try:
+        # a child's /proc cmdline is its parent's until it has exec'd: wait for both to show theirs
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not all(
+            b"--user-data-dir" in Path(f"/proc/{p.pid}/cmdline").read_bytes() for p in (inside, beside)
+        ):
+            time.sleep(0.01)
         assert web.browser_pids(root) == [inside.pid]
     finally:
         for p in (inside, beside):

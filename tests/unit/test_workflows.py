@@ -155,6 +155,10 @@ def test_least_privilege_everywhere(generated: list[Path]) -> None:
             assert writes == {"contents"}, (
                 f"{path.name}: the release job moves tags and writes the release only"
             )
+        elif path.name == "docs.yml" and name == "deploy":
+            assert writes == {"pages", "id-token"}, (
+                f"{path.name}: the deploy job writes the Pages site (with its OIDC token) only"
+            )
         elif name != "report" and name != "comment":
             assert not writes, f"{path.name}: job {name} needs no write access"
 

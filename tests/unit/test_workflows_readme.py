@@ -1,4 +1,5 @@
-"""Every YAML block in README's "Use it in GitHub Actions" section is a whole workflow that lints clean."""
+"""Every YAML block of the README and the docs that is a whole workflow (a top-level `jobs:`) lints
+clean: actionlint and GitHub's workflow schema."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from ci_onnx import proc
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTION = "## Use it in GitHub Actions"
+PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")))
 
 
 def _tool(name: str) -> str:
@@ -23,14 +24,9 @@ def _tool(name: str) -> str:
 
 
 def yaml_blocks(markdown: str) -> list[str]:
-    """The ```yaml blocks between SECTION and the next second-level heading."""
-    start = markdown.find(SECTION)
-    if start < 0:
-        return []
-    rest = markdown[start + len(SECTION) :]
-    end = re.search(r"^## ", rest, re.MULTILINE)
-    section = rest[: end.start()] if end else rest
-    return re.findall(r"^```ya?ml\n(.*?)^```", section, re.MULTILINE | re.DOTALL)
+    """The ```yaml blocks that are whole workflows: a top-level ``jobs:`` line."""
+    blocks = re.findall(r"^```ya?ml\n(.*?)^```", markdown, re.MULTILINE | re.DOTALL)
+    return [b for b in blocks if re.search(r"^jobs:", b, re.MULTILINE)]
 
 
 def lint(blocks: list[str], tmp: Path) -> list[str]:
@@ -53,12 +49,9 @@ def lint(blocks: list[str], tmp: Path) -> list[str]:
     return problems
 
 
-def test_readme_workflows_lint_clean(tmp_path: Path) -> None:
-    readme = ROOT / "README.md"
-    if not readme.exists() or SECTION not in readme.read_text():
-        pytest.skip(f"README.md has no {SECTION!r} section on this branch yet")
-    blocks = yaml_blocks(readme.read_text())
-    assert blocks, "the section shows no workflow"
+def test_readme_and_docs_workflows_lint_clean(tmp_path: Path) -> None:
+    blocks = [b for page in PAGES for b in yaml_blocks(page.read_text())]
+    assert len(blocks) >= 2, "the README and the action's page each show a workflow"
     assert not lint(blocks, tmp_path)
 
 
@@ -69,7 +62,7 @@ def test_the_extraction_finds_blocks_and_lint_finds_faults(tmp_path: Path) -> No
         "jobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo ok\n"
     )
     bad = good.replace("runs-on", "runs_on")
-    text = f"# t\n{SECTION}\n\n```yaml\n{good}```\n\n```yaml\n{bad}```\n\n## Next\n\n```yaml\n{bad}```\n"
+    text = f"# t\n\n```yaml\n{good}```\n\n```yaml\n{bad}```\n\n```yaml\nversion: 1\n```\n"
     blocks = yaml_blocks(text)
     assert blocks == [good, bad]
     assert len(lint(blocks, tmp_path)) == 2

@@ -10,8 +10,10 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from ci_onnx.results import read_result
-from ci_onnx.target import Status
+from ci_onnx.target import Status, Target
 
 CHILD = textwrap.dedent(
     """
@@ -65,3 +67,41 @@ def test_sigterm_during_the_first_of_three_triages_leaves_three_results(tmp_path
     for path in results:
         r = read_result(path)
         assert r.status is Status.FAILED and r.triage is None, r
+
+
+def test_a_cell_whose_export_failed_is_triaged_only_once_every_verdict_of_its_group_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its verdict is known before anything runs; its triage (of the export's reference-parity) still
+    waits for the cells the runner observes after it."""
+    import json
+
+    import onnxruntime
+
+    from ci_onnx.runners.python import from_interpreter
+    from ci_onnx.verify import stage
+    from ci_onnx.verify_options import VerifyOptions
+    from tests import bundles
+
+    failed = bundles.mlp_bundle(tmp_path / "op16-onnx", opset=16)
+    manifest = json.loads((failed / "manifest.json").read_text())
+    parity = {"name": "reference-parity", "status": "failed", "message": "planted",
+              "figures": {"test_data_set_0/logits": {"out_of_tolerance": 3}}}  # fmt: skip
+    manifest.update(findings=[parity])
+    (failed / "manifest.json").write_text(json.dumps(manifest))
+    fine = bundles.mlp_bundle(tmp_path / "op17-onnx", opset=17)
+    release = onnxruntime.__version__
+    targets = [Target(release, "cpu", 16, "onnx"), Target(release, "cpu", 17, "onnx")]
+    out = tmp_path / "out"
+    seen: list[set[str]] = []
+
+    def triaged(p: object, result: object, *args: object) -> object:
+        seen.append({f.stem for f in (out / "results").glob("*.json")})
+        return result
+
+    monkeypatch.setattr(stage, "_triaged", triaged)
+    stage.verify_many(
+        list(zip([failed, fine], targets, strict=True)), out, VerifyOptions(latency_runs=1, serving_figures=False),
+        base_env={}, environment=from_interpreter(sys.executable),
+    )  # fmt: skip
+    assert seen == [{t.id for t in targets}], seen

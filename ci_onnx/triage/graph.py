@@ -29,8 +29,15 @@ class Node:
     source: str = ""
     """The model's source line that made it (``model.py:38``), where the export says so."""
     domain: str = ""
-    fx: str = ""
-    """The exported program's node it came from (dynamo's ``pkg.torch.onnx.fx_node``), where recorded."""
+    fx_node: str = ""
+    """The exported program's node it came from, as dynamo records it (``pkg.torch.onnx.fx_node``:
+    ``%mul : [num_users=1] = call_function[target=torch.ops.aten.mul.Tensor](args = (%relu, …))``)."""
+
+    @property
+    def fx(self) -> str:
+        """The name of :attr:`fx_node` (``mul``), or empty."""
+        m = _FX.match(self.fx_node)
+        return m["name"] if m else ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,7 +98,7 @@ def of(model: Any) -> Graph:
                 module,
                 source,
                 n.domain,
-                _fx_name(meta.get("pkg.torch.onnx.fx_node", "")),
+                meta.get("pkg.torch.onnx.fx_node", ""),
             )
         )
     graph_inputs = tuple(i.name for i in g.input if i.name not in inits)
@@ -140,11 +147,6 @@ def _origin(name: str, meta: Mapping[str, str]) -> tuple[str, str]:
 _FX = re.compile(r"^%(?P<name>[^\s:]+)\s*:")
 FX = "fx:"
 """The prefix of PyTorch's values of the exported program's nodes, beside its module outputs."""
-
-
-def _fx_name(text: str) -> str:
-    m = _FX.match(text)
-    return m["name"] if m else ""
 
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
@@ -298,9 +300,8 @@ def module_values(
     return found
 
 
-def fx_wanted(graph: Graph, values: Collection[str] | None = None) -> list[str]:
-    """The exported program's nodes whose values PyTorch is asked for: those that made a value of
-    ``values`` (every one where None)."""
-    return list(
-        dict.fromkeys(n.fx for n in graph.nodes if n.fx and (values is None or set(n.outputs) & set(values)))
-    )
+def fx_wanted(graph: Graph, values: Collection[str] | None = None) -> dict[str, str]:
+    """The exported program's nodes whose values PyTorch is asked for (name → the node as dynamo
+    recorded it, so that PyTorch's own export of the model gives a value only for the same node):
+    those that made a value of ``values`` (every one where None)."""
+    return {n.fx: n.fx_node for n in graph.nodes if n.fx and (values is None or set(n.outputs) & set(values))}

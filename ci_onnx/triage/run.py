@@ -71,7 +71,7 @@ def _triage(req: Request, work: Path, budget: Budget, notes: list[str]) -> Triag
         notes.append(limit.note)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         # PyTorch's child starts now and imports torch while the target's runtime runs
-        fx = graph.fx_wanted(g, limit.exposed) if manifest.exporter == "dynamo" else []
+        fx = graph.fx_wanted(g, limit.exposed) if manifest.exporter == "dynamo" else {}
         torch_run = pool.submit(_torch_run, req, manifest, picked.inputs, work, budget, notes, fx)
         off, optimized = _exposed(req, model, manifest, work, picked.inputs, budget, compared, notes, limit)
         fp32_graph, ref_model, fp32_tol = None, model, (atol, rtol)
@@ -203,7 +203,7 @@ def _torch_run(
     work: Path,
     budget: Budget,
     notes: list[str],
-    fx: list[str],
+    fx: dict[str, str],
 ) -> tuple[dict[str, np.ndarray], float]:
     """PyTorch's module outputs and inputs on the sample (torchref's names → array) and the seconds
     it took, where the bundle came from a factory here and torch is installed; nothing, with a note,

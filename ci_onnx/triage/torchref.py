@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -29,7 +30,7 @@ FX_PREFIX = "fx:"
 
 
 def module_outputs(
-    cfg_path: Path, inputs: Path, model_id: str = "", fx: Sequence[str] = ()
+    cfg_path: Path, inputs: Path, model_id: str = "", fx: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
     from ci_onnx import cascade
     from ci_onnx.export import factory, signature
@@ -89,29 +90,45 @@ def record(model: Any, call: Any, feeds: Mapping[str, Any]) -> dict[str, Any]:
     return seen
 
 
-def program_values(flat: Any, leaves: Sequence[Any], wanted: Sequence[str]) -> dict[str, Any]:
-    """The values of the exported program's nodes named in ``wanted`` (``fx:<node>`` → array): the
-    program torch.export makes of ``flat`` (as dynamo's exporter does), run node by node on ``leaves``.
-    Nothing where torch.export cannot export it here."""
+def _same(recorded: str, made: str) -> bool:
+    """Whether two renderings of an exported program's node are the same node (its users aside)."""
+    return (
+        re.sub(r"\[num_users=\d+\]", "", recorded).strip() == re.sub(r"\[num_users=\d+\]", "", made).strip()
+    )
+
+
+def program_values(flat: Any, leaves: Sequence[Any], wanted: Mapping[str, str]) -> dict[str, Any]:
+    """The values of the exported program's nodes in ``wanted`` (name → the node as the ONNX graph
+    recorded it; ``fx:<node>`` → array): the program torch.export makes of ``flat`` (as dynamo's
+    exporter does), run node by node on ``leaves``; a node is recorded only where it is the same
+    node (its target and arguments), since another export may number its nodes otherwise. Nothing
+    where torch.export cannot export it here."""
     import numpy as np
     import torch
 
     tensors = tuple(torch.from_numpy(np.asarray(v, order="C").copy()) for v in leaves)
     try:
-        program = torch.export.export(flat, tensors, strict=False).module()
+        program = torch.export.export(flat, tensors, strict=False)
     except Exception:  # the module outputs still stand as PyTorch's values
         return {}
-    want, found = set(wanted), {}
+    given = iter(tensors)
+    args = []  # the lifted program's own inputs (its weights, buffers and constants, then ours)
+    for spec in program.graph_signature.input_specs:
+        if spec.kind.name == "USER_INPUT":
+            args.append(next(given))
+        else:
+            args.append(program.state_dict.get(spec.target, program.constants.get(spec.target)))
+    found: dict[str, Any] = {}
 
     class Recorder(torch.fx.Interpreter):
         def run_node(self, n: Any) -> Any:
             out = super().run_node(n)
-            if n.name in want and isinstance(out, torch.Tensor):
+            if n.name in wanted and isinstance(out, torch.Tensor) and _same(wanted[n.name], n.format_node()):
                 found[FX_PREFIX + n.name] = out.detach().cpu().numpy().copy()
             return out
 
     with torch.no_grad():
-        Recorder(program).run(*tensors)
+        Recorder(program.graph_module).run(*args)
     return found
 
 
@@ -121,12 +138,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model", default="", help="The model's name, in a config of several.")
     parser.add_argument("--inputs", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--fx", type=Path, help="A JSON list of the exported program's nodes to record.")
+    parser.add_argument("--fx", type=Path, help="JSON: the exported program's nodes to record (name → node).")
     args = parser.parse_args(argv)
     from ci_onnx.triage.observe import write_values
 
     try:
-        fx = json.loads(args.fx.read_text()) if args.fx else []
+        fx = json.loads(args.fx.read_text()) if args.fx else {}
         write_values(args.out, module_outputs(args.config, args.inputs, args.model, fx))
     except GateError as exc:
         print(f"onnx-gate: error: {exc.message}", file=sys.stderr)

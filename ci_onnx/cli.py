@@ -26,6 +26,7 @@ from ci_onnx.commands.options import (
     package_index,
 )
 from ci_onnx.commands.report import report
+from ci_onnx.commands.reverify import reverify
 from ci_onnx.commands.run import run
 from ci_onnx.commands.triage import triage
 from ci_onnx.commands.verify import verify
@@ -37,6 +38,7 @@ COMMANDS = {
     "export": "Export the model once per opset and exporter, check it, write bundles.",
     "verify": "Verify one target on its runtime: parity, decisions, batches, placement, latency.",
     "triage": "Where a failing cell first diverges, whose fault it is, and a minimal reproduction.",
+    "reverify": "Verify a fork's bundles again, with no token, for the trusted report.",
     "report": "Aggregate results into the PR comment, job summary, check and exit code.",
     "nightly": "Keep one tracking issue per target broken by a new runtime release.",
     "run": "All of it on this machine, each runtime in its own environment.",
@@ -383,7 +385,7 @@ def init(
     )
 
 
-for _command in (verify, report, nightly, run, triage):
+for _command in (verify, reverify, report, nightly, run, triage):
     cli.add_command(_command)
 for _name, _help in COMMANDS.items():
     cli.commands[_name].short_help = _help

@@ -564,6 +564,7 @@ def _gate(plain: dict[str, Any], where: guard.Where, scope: str = "") -> GateSet
         stored_figures=str(g["stored_figures"]),
         docs_url=str(g["docs_url"]),
         approval_label=str(g.get("approval_label", "")),
+        fork_results=str(g["fork_results"]),
     )
 
 

@@ -99,5 +99,8 @@ class GateSettings:
     approval_label: str = ""
     """A label that, applied by a writer who is not the author, lets a pull request's policy
     loosenings apply before they are merged ("": none can)."""
+    fork_results: str = dataclasses.field(default_factory=lambda: str(defaults.of("gate.fork_results")))
+    """``block`` or ``accept``: what a fork's own result for a cell the trusted job could not verify
+    again counts for (ci_onnx/verify/reverify.py)."""
     docs_url: str = dataclasses.field(default_factory=lambda: str(defaults.of("gate.docs_url")))
     """The site whose ``checks/<family>/`` pages the report links each failing check to."""

@@ -217,7 +217,7 @@ def _cells(config: Config, resolver: Resolver, opsets: Sequence[int] | None) -> 
                 model=config.model.id,
             )
             if not _excluded(target, t.exclude):
-                target = _with_skip_reason(target, ir_version)
+                target = with_skip_reason(target, ir_version)
                 if is_exact(spec) and not target.expected_skip:
                     try:
                         check_exact(spec, package, resolver, f"{config.path}: targets.runtimes")
@@ -233,7 +233,7 @@ def _cells(config: Config, resolver: Resolver, opsets: Sequence[int] | None) -> 
     for i, cell in enumerate(t.include):
         target = _included(cell, i, config, resolver)
         cells.setdefault(target.id, target)
-    return tuple(_with_skip_reason(c, ir_version) for c in cells.values())
+    return tuple(with_skip_reason(c, ir_version) for c in cells.values())
 
 
 def _runner_cells(config: Config) -> list[tuple[str, str, str]]:
@@ -334,7 +334,7 @@ def _excluded(target: Target, rules: Iterable[dict[str, str]]) -> bool:
     )
 
 
-def _with_skip_reason(target: Target, ir_version: int | None = None) -> Target:
+def with_skip_reason(target: Target, ir_version: int | None = None) -> Target:
     if target.expected_skip:
         return target
     reason = matrix.caps_for(target.runtime).cannot_load(target.opset, ir_version)

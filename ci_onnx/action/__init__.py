@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from ci_onnx.errors import EXIT_FAIL, EXIT_PASS, UsageError
 
-COMMANDS = ("plan", "export", "verify", "report", "nightly")
+COMMANDS = ("plan", "export", "verify", "reverify", "report", "nightly")
 
 OPTIONS: dict[str, dict[str, str]] = {
     "plan": {
@@ -41,6 +41,12 @@ OPTIONS: dict[str, dict[str, str]] = {
         "baseline": "--baseline",
         "github-token": "--github-token",
     },
+    "reverify": {
+        "plan": "--plan",
+        "bundles": "--bundles",
+        "out": "--out",
+        "timeout": "--timeout",
+    },
     "report": {
         "results": "--results",
         "plan": "--plan",
@@ -50,6 +56,7 @@ OPTIONS: dict[str, dict[str, str]] = {
         "check-name": "--check-name",
         "comment-key": "--comment-key",
         "baseline": "--baseline",
+        "reverified": "--reverified",
     },
     "nightly": {
         "results": "--results",
@@ -79,6 +86,9 @@ UNEXPOSED: dict[str, dict[str, str]] = {
     "verify": {
         "--python": "the action verifies in its own interpreter, where install-runtime put the runtime",
         "--jobs": "a verify job's targets use every core of its runner, as `onnx-gate run` does",
+    },
+    "reverify": {
+        "--jobs": "a re-verification uses every core of its runner, as `onnx-gate run` does",
     },
     "report": {
         "--pr": "in a workflow_run job the pull-request input writes the event that report reads",

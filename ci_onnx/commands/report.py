@@ -164,6 +164,13 @@ def _refuse_own_output(directory: Path, out: Path, results_dirs: Sequence[Path])
     help="The base commit's results, to judge what changed: the --out of an earlier run, or `github`: "
     "the onnx-gate-baseline artifact of the run of the pull request's base commit (needs actions: read).",
 )
+@click.option(
+    "--reverified",
+    "reverified_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="A pull request from a fork: the --out of `onnx-gate reverify` on its bundles. Its results "
+    "replace the fork's; a cell it could not verify again is judged by the base's gate.fork_results.",
+)
 def report(
     results_dirs: Sequence[Path],
     plan_path: Path | None,
@@ -175,6 +182,7 @@ def report(
     comment_key: str,
     publish: bool,
     baseline_dir: str | Path | None = None,
+    reverified_dir: Path | None = None,
     baseline_source: str = "",
     commit: str = "",
 ) -> None:
@@ -191,6 +199,14 @@ def report(
 
     ctx = from_env(os.environ, token=github_token, pr_number=pr_number)
     the_plan = read_plan(plan_path) if plan_path else None
+    record, said = None, ""
+    if reverified_dir is not None:
+        from ci_onnx.report import fork
+        from ci_onnx.verify import reverify
+
+        record = reverify.read(reverified_dir)
+        if the_plan is not None:  # no skip or reuse the fork's plan claims beyond what onnx-gate gives
+            the_plan = fork.trusted_plan(the_plan)
     junit = junit_reader.read(junit_paths) if junit_paths else None
     report_file = out / "report.md"
 
@@ -214,12 +230,21 @@ def report(
         base_commit=base.commit if base is not None else "",
     )
     judged_by = _approved(judged_by, base, the_plan, ctx, info)
+    if record is not None:
+        assert reverified_dir is not None
+        collection, said = fork.judge(
+            collection,
+            collect([reverified_dir], the_plan),
+            record,
+            accept=judged_by.settings.fork_results == "accept",
+        )
+        info(said)
     mode, why = gate.choose(
         judged_by.settings.mode,
         baseline=base is not None,
         pull_request=ctx.pr_number is not None,
     )
-    why = missing or why
+    why = "; ".join(w for w in (missing or why, said) if w)
     decided = gate.decide(
         collection,
         the_plan,

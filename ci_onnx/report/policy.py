@@ -138,6 +138,11 @@ def settings_of(base: GateSettings, head: GateSettings) -> tuple[GateSettings, l
         looser = head.stored_figures == "warn"
         changes.append(Change(f"gate.stored_figures {base.stored_figures} → {head.stored_figures}", looser))
         stored = base.stored_figures if looser else head.stored_figures
+    fork_results = base.fork_results
+    if head.fork_results != base.fork_results:
+        looser = head.fork_results == "accept"
+        changes.append(Change(f"gate.fork_results {base.fork_results} → {head.fork_results}", looser))
+        fork_results = base.fork_results if looser else head.fork_results
     mode = base.mode
     if head.mode != base.mode:
         looser = head.mode != Mode.ABSOLUTE.value
@@ -152,6 +157,7 @@ def settings_of(base: GateSettings, head: GateSettings) -> tuple[GateSettings, l
         parity_drift=drift,
         serving=serving,
         stored_figures=stored,
+        fork_results=fork_results,
     )
     return judged, changes
 
@@ -215,7 +221,7 @@ def between(
     if base is None:
         if pull_request:
             return Policy(
-                dataclasses.replace(own, expected_failures=()),
+                dataclasses.replace(own, expected_failures=(), fork_results=GateSettings().fork_results),
                 "no base policy (no baseline plan to read it from): the ledger entries of this pull "
                 "request cover nothing until merged",
                 tuple(

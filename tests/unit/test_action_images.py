@@ -96,4 +96,4 @@ def test_only_export_pulls_the_image_with_torch(action: str) -> None:
                 if step.get("uses") in (settings.action, settings.slim_action):
                     seen.setdefault(step["uses"], set()).add(step["with"]["command"])
     assert seen[settings.action] == {"export"}
-    assert seen[settings.slim_action] == {"plan", "verify", "report", "nightly"}
+    assert seen[settings.slim_action] == {"plan", "verify", "reverify", "report", "nightly"}

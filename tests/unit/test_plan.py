@@ -134,7 +134,7 @@ def _an_exact_release_is_missing(
         if (
             spec not in releases
             and not planning._excluded(target, excl)
-            and not planning._with_skip_reason(target).expected_skip
+            and not planning.with_skip_reason(target).expected_skip
         ):
             return True
     return False

@@ -21,6 +21,7 @@ import hashlib
 import json
 import math
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,56 @@ class TensorSpec:
     dtype: str
     value_range: tuple[float, float] | None = None
     """For integer inputs such as token ids: the half-open range random values are drawn from."""
+
+
+BATCH_NAMES = ("batch", "batch_size", "bs", "n", "N", "B")
+"""Names a batch symbol goes by, to choose among several symbols every input carries."""
+
+
+def dims(
+    spec: TensorSpec, dynamic_axes: Mapping[str, Mapping[str, str]] | None = None
+) -> tuple[int | str, ...]:
+    """``spec``'s dims, each axis a dynamic_axes entry declares named by it (a symbol), else as written."""
+    declared = (dynamic_axes or {}).get(spec.name, {})
+    return tuple(declared.get(str(axis), dim) for axis, dim in enumerate(spec.shape))
+
+
+def batch_symbol(
+    inputs: Sequence[TensorSpec], dynamic_axes: Mapping[str, Mapping[str, str]] | None = None
+) -> str:
+    """The one dim symbol that carries the batch in every input ("" where none does), on any axis.
+
+    The symbol of axis 0 where every input's axis 0 is the same symbol; else the one symbol every
+    input carries exactly once that is named like a batch (:func:`batch_like`: a seq-first RNN's
+    ``x: [seq, batch, f]`` and ``h0: [layers, batch, h]``). A symbol that is merely shared (a
+    ``seq`` of ``ids: [batch, seq]`` and ``positions: [seq]``) is never taken for the batch: slicing
+    along it would compare different computations. The one rule every part of the gate binds sizes,
+    splits, stacks and compares by."""
+    named = [dims(s, dynamic_axes) for s in inputs]
+    if not named or not all(named):
+        return ""
+    firsts = {d[0] for d in named}
+    if len(firsts) == 1 and isinstance(first := firsts.pop(), str):
+        return first
+    common = set.intersection(*({d for d in ds if isinstance(d, str) and ds.count(d) == 1} for ds in named))
+    liked = sorted(c for c in common if batch_like(c))
+    return liked[0] if len(liked) == 1 else ""
+
+
+def batch_like(symbol: str) -> bool:
+    """Whether a dim symbol is named like a batch: one of :data:`BATCH_NAMES`, or holding "batch"."""
+    return symbol in BATCH_NAMES or "batch" in symbol.lower()
+
+
+def batch_axis(
+    spec: TensorSpec, symbol: str, dynamic_axes: Mapping[str, Mapping[str, str]] | None = None
+) -> int | None:
+    """The axis of ``spec`` that carries ``symbol``: None where it carries it on no axis or on several
+    (an output ``[batch, batch]`` depends on the whole batch and is compared whole)."""
+    if not symbol:
+        return None
+    found = [axis for axis, dim in enumerate(dims(spec, dynamic_axes)) if dim == symbol]
+    return found[0] if len(found) == 1 else None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ci_onnx.config import Config
 from ci_onnx.export import checks, control_flow, inputs, reference, sweep, torch_export
 from ci_onnx.export.probing import Comparer, Probe, Verdict
@@ -161,6 +163,7 @@ def _opset(proto: Any) -> int:
 
 def _first(specs: Any, samples: Arrays | None, n: int) -> dict[str, Any] | None:
     """The first ``n`` real samples, where every input has a batch axis to take them along."""
-    if samples is None or not all(inputs.batch_axis(s) for s in specs):
+    axes = inputs.batch_axes(specs)
+    if samples is None or not all(s.name in axes for s in specs):
         return None
-    return {s.name: samples[s.name][:n] for s in specs}
+    return {s.name: np.take(samples[s.name], np.arange(n), axis=axes[s.name]) for s in specs}

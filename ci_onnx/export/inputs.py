@@ -1,7 +1,8 @@
 """Inputs from the declared specs: seeded random ones, the export example, and the real samples.
 
-Symbolic dims take their size from ``model.dim_sizes``; the batch axis (a symbolic dim 0) takes the
-number of inputs asked for. All of it is numpy: torch tensors are made from these arrays.
+Symbolic dims take their size from ``model.dim_sizes``; the batch symbol (bundle.batch_symbol: on
+axis 0, or wherever every input carries it) takes the number of inputs asked for, on every input.
+All of it is numpy: torch tensors are made from these arrays.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from ci_onnx.bundle import TensorSpec
+from ci_onnx.bundle import TensorSpec, batch_axis, batch_symbol
 from ci_onnx.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -25,19 +26,30 @@ EXAMPLE_BATCH = 2
 """torch.export specialises a dim whose example size is 0 or 1, so the export example uses 2."""
 
 
-def batch_axis(spec: TensorSpec) -> bool:
-    """Whether dim 0 is symbolic: inputs are stacked on it."""
-    return bool(spec.shape) and isinstance(spec.shape[0], str)
+def batch_axes(specs: Sequence[TensorSpec]) -> dict[str, int]:
+    """Each input's batch axis: where it carries the batch symbol (bundle.batch_symbol: axis 0 of
+    every input, or the one batch-named symbol every input carries, as a seq-first RNN's ``x`` and
+    ``h0`` do on axis 1). Inputs are stacked on it."""
+    symbol = batch_symbol(specs)
+    return {s.name: a for s in specs if (a := batch_axis(s, symbol)) is not None}
 
 
 def concrete_shape(
-    spec: TensorSpec, batch: int, dim_sizes: Mapping[str, int], *, where: str = "model.dim_sizes"
+    spec: TensorSpec,
+    batch: int,
+    dim_sizes: Mapping[str, int],
+    *,
+    symbol: str | None = None,
+    where: str = "model.dim_sizes",
 ) -> tuple[int, ...]:
+    """``spec``'s shape with ``batch`` for the batch ``symbol`` wherever it lies (None: a symbolic
+    axis 0, for a spec judged alone) and ``dim_sizes`` for every other symbol: one size per symbol,
+    on every axis of every input."""
     shape: list[int] = []
     for axis, dim in enumerate(spec.shape):
         if isinstance(dim, int):
             shape.append(dim)
-        elif axis == 0:
+        elif dim == symbol or (symbol is None and axis == 0):
             shape.append(batch)
         elif dim in dim_sizes:
             shape.append(int(dim_sizes[dim]))
@@ -50,11 +62,13 @@ def concrete_shape(
 
 
 def random_inputs(specs: Sequence[TensorSpec], count: int, seed: int, dim_sizes: Mapping[str, int]) -> Arrays:
-    """``count`` seeded random inputs stacked on the batch axis (a fixed dim 0 stays as declared)."""
+    """``count`` seeded random inputs stacked on the batch axis, wherever each input carries it (a
+    fixed dim stays as declared)."""
     rng = np.random.default_rng(seed)
+    symbol = batch_symbol(specs)
     out: Arrays = {}
     for spec in specs:
-        shape = concrete_shape(spec, count, dim_sizes)
+        shape = concrete_shape(spec, count, dim_sizes, symbol=symbol)
         out[spec.name] = _draw(rng, spec, shape)
     return out
 
@@ -89,6 +103,7 @@ def load_samples(path: Path, specs: Sequence[TensorSpec], key: str = "model.samp
         ) from None
     out: Arrays = {}
     counts = set()
+    axes = batch_axes(specs)
     for spec in specs:
         if spec.name not in arrays:
             raise ConfigError(
@@ -109,8 +124,8 @@ def load_samples(path: Path, specs: Sequence[TensorSpec], key: str = "model.samp
                 f"declares {spec.dtype}; save the samples as {spec.dtype}"
             )
         out[spec.name] = arr.astype(want, copy=False)
-        if batch_axis(spec):
-            counts.add(arr.shape[0])
+        if spec.name in axes:
+            counts.add(arr.shape[axes[spec.name]])
     if len(counts) > 1:
         raise ConfigError(
             f"{key}: the arrays in {path.name} hold different numbers of samples ({sorted(counts)})"
@@ -125,9 +140,8 @@ def _fits(actual: tuple[int, ...], declared: Sequence[int | str]) -> bool:
 
 
 def count_of(arrays: Mapping[str, npt.NDArray[np.generic]], specs: Sequence[TensorSpec]) -> int:
-    for spec in specs:
-        if batch_axis(spec):
-            return int(arrays[spec.name].shape[0])
+    for name, axis in batch_axes(specs).items():
+        return int(arrays[name].shape[axis])
     return 1
 
 

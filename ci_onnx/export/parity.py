@@ -22,10 +22,16 @@ Arrays = Mapping[str, npt.NDArray[np.generic]]
 
 
 def run_chunked(session: Any, feeds: Arrays) -> list[npt.NDArray[np.generic]]:
-    """Run ``feeds``; when the graph fixes the batch below the data's, run it in slices and stack."""
-    fixed = {i.name: i.shape[0] for i in session.get_inputs() if i.shape and isinstance(i.shape[0], int)}
-    count = next(iter(feeds.values())).shape[0] if feeds else 0
-    step = min(fixed.values()) if fixed else 0
+    """Run ``feeds``; when the graph fixes the batch below the data's, run it in slices and stack.
+
+    The graph fixes the batch where every input's axis 0 is the same number: an input whose axis 0
+    is fixed beside one whose axis 0 is symbolic (a seq-first RNN's ``h0: [layers, batch, h]`` beside
+    ``x: [seq, batch, f]``) does not carry the batch there, and the data is run whole."""
+    ins = session.get_inputs()
+    fixed = {i.name: i.shape[0] for i in ins if i.shape and isinstance(i.shape[0], int)}
+    counts = {np.shape(v)[0] for v in feeds.values() if np.ndim(v)}
+    count = counts.pop() if len(counts) == 1 else 0
+    step = fixed.popitem()[1] if len(fixed) == len(ins) and len(set(fixed.values())) == 1 else 0
     if not step or step >= count or count % step:
         return list(session.run(None, dict(feeds)))
     parts = [session.run(None, {k: v[i : i + step] for k, v in feeds.items()}) for i in range(0, count, step)]

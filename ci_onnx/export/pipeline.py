@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ci_onnx import labels as labelled
-from ci_onnx.bundle import MODEL, Manifest, TensorSpec, TestDataSet
+from ci_onnx.bundle import MODEL, Manifest, TensorSpec, TestDataSet, batch_symbol
 from ci_onnx.config import Config
 from ci_onnx.export import (
     checks,
@@ -45,8 +45,13 @@ def export_bundle(cfg: Config, opset: int, exporter: str, bundle_dir: Path) -> M
     binding = signature.bind(model.forward, [s.name for s in specs])
     snapshot = state.Snapshot.take(model)  # before the exporter's own calls of forward
     writer.fresh_dir(bundle_dir)
-    batch_dynamic = any("0" in m.dynamic_axes.get(s.name, {}) for s in specs if inputs.batch_axis(s))
-    example_batch = inputs.EXAMPLE_BATCH if batch_dynamic else min(cfg.verify.batch_sizes)
+    axes = inputs.batch_axes(specs)
+    batch_dynamic = any(str(a) in m.dynamic_axes.get(name, {}) for name, a in axes.items())
+    # the batch symbol's export size: dim_sizes may set it (every input follows), else 2
+    symbol = batch_symbol(specs)
+    example_batch = (
+        int(m.dim_sizes.get(symbol, inputs.EXAMPLE_BATCH)) if batch_dynamic else min(cfg.verify.batch_sizes)
+    )
     example = inputs.random_inputs(specs, example_batch, cfg.verify.seed + 1, m.dim_sizes)
     path = bundle_dir / MODEL
     outcome = torch_export.export(

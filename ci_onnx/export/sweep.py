@@ -18,7 +18,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ci_onnx.bundle import TensorSpec
+from ci_onnx.bundle import TensorSpec, batch_symbol
 from ci_onnx.export import inputs
 from ci_onnx.export.probing import Comparer, Outcome, Probe, Verdict
 from ci_onnx.results import CheckResult
@@ -50,12 +50,13 @@ def sizes(export_size: int, maximum: int | None = None) -> tuple[int, ...]:
 def batch_symbols(specs: Sequence[TensorSpec], dynamic_axes: Mapping[str, Mapping[str, str]]) -> set[str]:
     """The symbols of the inputs' batch axis (axis 0 where the spec has it symbolic): batch_sizes
     sweeps those, the timed sweep every other one."""
+    axes = inputs.batch_axes(specs)
     return {
         name
         for s in specs
-        if inputs.batch_axis(s)
+        if s.name in axes
         for axis, name in dynamic_axes.get(s.name, {}).items()
-        if axis == "0"
+        if axis == str(axes[s.name])
     }
 
 
@@ -137,8 +138,9 @@ def export_sizes(
 ) -> dict[str, int]:
     """Each input symbol's size in the export example."""
     out: dict[str, int] = {}
+    symbol = batch_symbol(specs)
     for spec in specs:
-        shape = inputs.concrete_shape(spec, batch, dim_sizes)
+        shape = inputs.concrete_shape(spec, batch, dim_sizes, symbol=symbol)
         for axis, name in dynamic_axes.get(spec.name, {}).items():
             if int(axis) < len(shape):
                 out.setdefault(name, shape[int(axis)])
@@ -201,8 +203,9 @@ def _resized(
 ) -> dict[str, Any]:
     """Random inputs where every axis declared as ``symbol`` has ``size``; the others as in the example."""
     resized = []
+    batch_of = batch_symbol(specs)
     for spec in specs:
-        shape = list(inputs.concrete_shape(spec, batch, dim_sizes))
+        shape = list(inputs.concrete_shape(spec, batch, dim_sizes, symbol=batch_of))
         for axis, name in dynamic_axes.get(spec.name, {}).items():
             if name == symbol and int(axis) < len(shape):
                 shape[int(axis)] = size

@@ -116,6 +116,10 @@ class Capabilities:
     sweep_points: bool = False
     """Its observer runs the bundle's sweep points (``sweep_sets``: ``sweep[seq=7]``, checked and
     timed); other kinds get those checks skipped, with why."""
+    batch_axes: bool = False
+    """Its observer splits inputs and stacks outputs along each one's batch axis wherever it lies (a
+    seq-first RNN's axis 1); other kinds serve batch sizes only where every batch axis is axis 0, and
+    get the batch checks skipped otherwise, with why."""
     id_axes: tuple[str, ...] = ()
     """Parts of its ids beyond the common ones: ``api_level`` (android)."""
 

@@ -88,7 +88,7 @@ def write_feeds(manifest: Any, bundle: Path, path: Path) -> tuple[list[str], int
         raise Unmeasurable("the bundle holds no test data to answer a request with")
     data = feeds.read_inputs(manifest, bundle, manifest.test_data_sets[0].directory)
     batched = not feeds.batch_axis_problem(manifest)
-    request = feeds.first(data, 1) if batched else data
+    request = feeds.first(data, 1, feeds.input_axes(manifest)) if batched else data
     arrays = {}
     for k, spec in enumerate(manifest.inputs):
         value = request[spec.name]

@@ -1,19 +1,20 @@
 """Inputs in, outputs out: reading a bundle's test data, running it, writing what came back.
 
-Inputs are never sliced by a guessed batch dimension. Only where the manifest says every input's
-axis 0 is one batch axis (symbolic, or declared in dynamic_axes: :func:`batch_axis_problem`) are
-samples taken along it: to serve batch sizes, and to run a stacked test data set on a model whose
+Inputs are never sliced by a guessed batch dimension. Only where every input carries the one batch
+symbol (bundle.batch_symbol: on axis 0, or on the axis each input carries it) are samples taken
+along it: to serve batch sizes, and to run a stacked test data set on a model whose
 file froze that axis (in chunks of the frozen size, so parity is still judged).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ci_onnx.bundle import Manifest, TensorSpec
+from ci_onnx.bundle import Manifest, TensorSpec, batch_axis, batch_symbol
 from ci_onnx.observer import values
 from ci_onnx.tensorproto import Tensor
 
@@ -67,7 +68,9 @@ def fixed_size(manifest: Manifest) -> int | None:
 def batch_axis_problem(manifest: Manifest) -> str:
     """Why the inputs have no batch axis to serve other batch sizes on; "" when they have one.
 
-    A batch axis is axis 0 of every input, dynamic (a symbolic dim) or declared in dynamic_axes.
+    A batch axis is the axis of each input that carries the batch symbol (bundle.batch_symbol: axis
+    0 of every input where that is one symbol, else the one symbol every input carries once, as a
+    seq-first RNN's ``x`` and ``h0`` carry it on axis 1).
     """
     if not manifest.inputs:
         return "the model has no inputs, so it has no batch axis"
@@ -76,6 +79,9 @@ def batch_axis_problem(manifest: Manifest) -> str:
             return f"input {spec.name!r} is a {values.kind(spec.dtype)}, not a tensor with a batch axis"
         if not spec.shape:
             return f"input {spec.name!r} is 0-d, so it has no batch axis"
+    if batch_symbol(manifest.inputs, manifest.dynamic_axes):
+        return ""
+    for spec in manifest.inputs:
         declared = "0" in manifest.dynamic_axes.get(spec.name, {})
         if isinstance(spec.shape[0], int) and not declared:
             return (
@@ -83,52 +89,70 @@ def batch_axis_problem(manifest: Manifest) -> str:
                 "export it with a dynamic batch axis (dynamic_axes) to check other batch sizes"
             )
     names = {str(s.shape[0]) for s in manifest.inputs}
-    if len(names) > 1:
-        return f"the inputs' first axes are different dims ({', '.join(sorted(names))}), not one batch axis"
-    return ""
+    return (
+        f"the inputs' first axes are different dims ({', '.join(sorted(names))}), and no symbol named "
+        "like a batch (batch, batch_size, n, …) is on every input, so there is no one batch axis"
+    )
 
 
 def batch_symbols(manifest: Manifest) -> set[str]:
-    """The names the inputs give their batch axis: axis 0's symbolic dim, or its declared dynamic name."""
-    out = set()
-    for spec in manifest.inputs:
-        if spec.shape and isinstance(spec.shape[0], str):
-            out.add(spec.shape[0])
-        declared = manifest.dynamic_axes.get(spec.name, {}).get("0")
-        if declared:
-            out.add(declared)
+    """The name the inputs give their batch axis (bundle.batch_symbol), as a set: empty where none."""
+    symbol = batch_symbol(manifest.inputs, manifest.dynamic_axes)
+    return {symbol} if symbol else set()
+
+
+def input_axes(manifest: Manifest) -> dict[str, int]:
+    """Each input's batch axis (empty where the inputs have none: :func:`batch_axis_problem`)."""
+    symbol = batch_symbol(manifest.inputs, manifest.dynamic_axes)
+    found = {s.name: batch_axis(s, symbol, manifest.dynamic_axes) for s in manifest.inputs}
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def output_axes(manifest: Manifest) -> dict[str, int]:
+    """The outputs that carry the inputs' batch symbol on exactly one axis, and that axis.
+
+    Only these can be compared between one run of batch n and n single runs; an output without it
+    (a 0-d loss, a statistic over the whole batch, a dynamic axis of its own such as the
+    ``n_selected`` of a nonzero or masked_select), or with it on two axes (a similarity matrix
+    ``[batch, batch]``), depends on the batch as a whole and is compared whole.
+    """
+    symbol = batch_symbol(manifest.inputs, manifest.dynamic_axes)
+    out = {}
+    for spec in manifest.outputs:
+        if values.kind(spec.dtype) != "tensor" or not spec.shape:
+            continue
+        axis = batch_axis(spec, symbol, manifest.dynamic_axes)
+        if axis is not None:
+            out[spec.name] = axis
     return out
 
 
 def batched_outputs(manifest: Manifest) -> tuple[str, ...]:
-    """The outputs whose axis 0 carries the inputs' batch symbol: declared so, or named so in the file.
-
-    Only these can be compared between one run of batch n and n single runs; an output without it
-    (a 0-d loss, a statistic over the whole batch, a dynamic axis of its own such as the
-    ``n_selected`` of a nonzero or masked_select) depends on the batch as a whole and is compared whole.
-    """
-    batch = batch_symbols(manifest)
-    out = []
-    for spec in manifest.outputs:
-        if values.kind(spec.dtype) != "tensor" or not spec.shape:
-            continue
-        declared = manifest.dynamic_axes.get(spec.name, {}).get("0")
-        dim0 = declared if declared else spec.shape[0]
-        if isinstance(dim0, str) and dim0 in batch:
-            out.append(spec.name)
-    return tuple(out)
+    """The names of :func:`output_axes`, in the manifest's order."""
+    return tuple(output_axes(manifest))
 
 
-def fixed_batch(sess: Any) -> dict[str, int]:
-    """Inputs whose axis 0 is a fixed number in the model file."""
-    return {i.name: i.shape[0] for i in sess.get_inputs() if i.shape and isinstance(i.shape[0], int)}
+def on_axis_0(manifest: Manifest) -> bool:
+    """Whether every batch axis is axis 0: what a runner that splits and stacks on axis 0 only can serve."""
+    return all(a == 0 for a in (*input_axes(manifest).values(), *output_axes(manifest).values()))
+
+
+def fixed_batch(sess: Any, axes: Mapping[str, int] | None = None) -> dict[str, int]:
+    """Inputs whose batch axis (``axes``; axis 0 of every input where it is None) is a fixed number in
+    the model file."""
+    out = {}
+    for i in sess.get_inputs():
+        axis = 0 if axes is None else axes.get(i.name)
+        if axis is not None and len(i.shape or ()) > axis and isinstance(i.shape[axis], int):
+            out[i.name] = i.shape[axis]
+    return out
 
 
 def run_set(sess: Any, manifest: Manifest, feeds: Values) -> Values:
     """One test data set: in one run, or in chunks of a frozen batch axis the manifest declares."""
     fixed = set(fixed_batch(sess).values())
     counts = {v.array.shape[0] for v in feeds.values() if isinstance(v, Tensor) and v.array.ndim}
-    if batch_axis_problem(manifest) or len(fixed) != 1 or len(counts) != 1:
+    if batch_axis_problem(manifest) or not on_axis_0(manifest) or len(fixed) != 1 or len(counts) != 1:
         return run(sess, feeds)
     chunk, count = fixed.pop(), counts.pop()
     if chunk <= 0 or chunk >= count or count % chunk:
@@ -143,22 +167,29 @@ def run_set(sess: Any, manifest: Manifest, feeds: Values) -> Values:
     return out
 
 
-def _slice(feeds: Values, start: int, stop: int) -> Values:
-    return {k: Tensor(v.name, v.data_type, v.array[start:stop]) for k, v in feeds.items()}
+def _slice(feeds: Values, start: int, stop: int, axes: Mapping[str, int] | None = None) -> Values:
+    out: Values = {}
+    for k, v in feeds.items():
+        axis = (axes or {}).get(k, 0)
+        index = (slice(None),) * axis + (slice(start, stop),)
+        out[k] = Tensor(v.name, v.data_type, v.array[index])
+    return out
 
 
-def first(feeds: Values, n: int) -> Values:
-    """The first ``n`` samples along the batch axis (cycling when the set holds fewer)."""
+def first(feeds: Values, n: int, axes: Mapping[str, int] | None = None) -> Values:
+    """The first ``n`` samples along each input's batch axis (``axes``; axis 0 where it names none),
+    cycling when the set holds fewer."""
     out: Values = {}
     for k, v in feeds.items():
         arr = v.array if isinstance(v, Tensor) else np.asarray(v)
-        taken = np.take(arr, np.arange(n) % arr.shape[0], axis=0) if arr.shape[0] else arr
+        axis = (axes or {}).get(k, 0)
+        taken = np.take(arr, np.arange(n) % arr.shape[axis], axis=axis) if arr.shape[axis] else arr
         out[k] = Tensor(v.name, v.data_type, taken) if isinstance(v, Tensor) else taken
     return out
 
 
-def sample(feeds: Values, i: int) -> Values:
-    return _slice(feeds, i, i + 1)
+def sample(feeds: Values, i: int, axes: Mapping[str, int] | None = None) -> Values:
+    return _slice(feeds, i, i + 1, axes)
 
 
 def run(sess: Any, feeds: Values) -> Values:

@@ -108,7 +108,7 @@ def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observ
     obs, first_ms = _batch_runs(sess, manifest, bundle, out, obs)
     working = sorted(first_ms)
     data = feeds.read_inputs(manifest, bundle, manifest.test_data_sets[0].directory) if working else {}
-    feeds_by_n = {n: feeds.first(data, n) for n in working}
+    feeds_by_n = {n: feeds.first(data, n, feeds.input_axes(manifest)) for n in working}
     stats = tuple(
         measure.latency(
             n, functools.partial(feeds.run, sess, inputs), options.latency_runs, first_ms=first_ms[n]
@@ -237,7 +237,8 @@ def _batch_runs(
     fixed = feeds.batch_axis_problem(manifest) != ""
     try:
         data = feeds.read_inputs(manifest, bundle, manifest.test_data_sets[0].directory)
-        samples = feeds.first(data, max(sizes))
+        axes = feeds.input_axes(manifest)
+        samples = feeds.first(data, max(sizes), axes)
     except Exception as exc:
         return dataclasses.replace(
             obs, batch_reference_error=f"reading the inputs failed: {_message(exc)}"
@@ -245,21 +246,23 @@ def _batch_runs(
     ref_error = ""
     singles: list[dict[str, Any]] = []
     try:
-        singles = [] if fixed else [feeds.run(sess, feeds.sample(samples, i)) for i in range(max(sizes))]
+        singles = (
+            [] if fixed else [feeds.run(sess, feeds.sample(samples, i, axes)) for i in range(max(sizes))]
+        )
     except Exception as exc:
         ref_error = f"single-sample runs failed: {_message(exc)}"
     reference = {}
     if singles:
         try:
-            batched = set(feeds.batched_outputs(manifest))
-            stacked = {k: _stack([s[k] for s in singles]) for k in singles[0] if k in batched}
+            batched = feeds.output_axes(manifest)
+            stacked = {k: _stack([s[k] for s in singles], batched[k]) for k in singles[0] if k in batched}
             reference = feeds.save(out, "batch_reference", manifest, stacked)
         except Exception as exc:
-            ref_error = f"the single-sample outputs do not stack on axis 0: {_message(exc)}"
+            ref_error = f"the single-sample outputs do not stack on their batch axis: {_message(exc)}"
     files: dict[str, dict[str, str]] = {}
     errors: dict[str, str] = {}
     working: dict[int, float] = {}
-    frozen_in_file = feeds.fixed_batch(sess)
+    frozen_in_file = feeds.fixed_batch(sess, axes)
     for n in sizes:
         frozen = {name: d for name, d in frozen_in_file.items() if d != n}
         if frozen:  # declared a batch axis, but the file froze it
@@ -269,7 +272,7 @@ def _batch_runs(
                 f"batch {n}; export it with a dynamic batch axis (dynamic_axes)"
             )
             continue
-        batch = feeds.first(samples, n)
+        batch = feeds.first(samples, n, axes)
         try:
             start = time.perf_counter()
             got = feeds.run(sess, batch)
@@ -289,10 +292,10 @@ def _batch_runs(
     return obs, working
 
 
-def _stack(parts: list[Any]) -> Tensor:
-    if not all(isinstance(p, Tensor) and p.array.ndim for p in parts):
+def _stack(parts: list[Any], axis: int = 0) -> Tensor:
+    if not all(isinstance(p, Tensor) and p.array.ndim > axis for p in parts):
         raise ValueError("an output is not a tensor with a batch axis")
-    return Tensor(parts[0].name, parts[0].data_type, np.concatenate([p.array for p in parts]))
+    return Tensor(parts[0].name, parts[0].data_type, np.concatenate([p.array for p in parts], axis=axis))
 
 
 def _placement(

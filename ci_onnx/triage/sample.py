@@ -56,7 +56,12 @@ def pick(req: Request, manifest: Manifest, work: Path, budget: Budget) -> Picked
         sets[data_set.directory] = work / f"set{i}"
         observe.write_values(sets[data_set.directory], inputs_of(manifest, req.bundle, data_set.directory))
     outputs = observers.as_run(req, manifest, sets, work, budget)
-    sliceable = not feeds.batch_axis_problem(manifest) and req.output in feeds.batched_outputs(manifest)
+    # one sample is cut along axis 0 only: a model whose batch lies on another axis is triaged whole
+    sliceable = (
+        not feeds.batch_axis_problem(manifest)
+        and feeds.on_axis_0(manifest)
+        and req.output in feeds.batched_outputs(manifest)
+    )
     best: tuple[float, str, int] | None = None
     everywhere = []
     for ds, got in outputs.items():

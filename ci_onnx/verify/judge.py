@@ -121,7 +121,13 @@ def judge(
         checks.append(_decision_check(decisions))
     checks += accuracy.checks(manifest, obs, evidence, options.accuracy_drop)
     checks += cache_check.checks(manifest, obs, evidence, target.runner)
-    checks += serving.batch_checks(manifest, obs, evidence, options.declared_batch_sizes)
+    checks += serving.batch_checks(
+        manifest,
+        obs,
+        evidence,
+        options.declared_batch_sizes,
+        any_axis=matrix.runners()[target.runner].can.batch_axes,
+    )
     checks += sweeps.checks(manifest, obs, evidence, target.runner)
     checks.append(serving.fallback(obs, provider.accelerator, options))
     checks += serving.timing(obs)

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ci_onnx import serde
-from ci_onnx.bundle import Manifest
-from ci_onnx.observer.feeds import batch_axis_problem, batched_outputs, fixed_size
+from ci_onnx.bundle import Manifest, dims
+from ci_onnx.observer.feeds import (
+    batch_axis_problem,
+    batch_symbols,
+    fixed_size,
+    input_axes,
+    on_axis_0,
+    output_axes,
+)
 from ci_onnx.results import CheckResult, Observation
 from ci_onnx.target import Status
 from ci_onnx.verify import compare
@@ -15,7 +23,12 @@ from ci_onnx.verify_options import VerifyOptions
 
 
 def batch_checks(
-    manifest: Manifest, obs: Observation, evidence: Evidence, declared: Sequence[int] = ()
+    manifest: Manifest,
+    obs: Observation,
+    evidence: Evidence,
+    declared: Sequence[int] = (),
+    *,
+    any_axis: bool = True,
 ) -> list[CheckResult]:
     """One check per served batch size, where the inputs have a batch axis; a skip saying why not.
 
@@ -28,14 +41,27 @@ def batch_checks(
             _fixed(manifest, obs, evidence, n, frozen, n in declared) for n in sorted(manifest.batch_sizes)
         ]
     checks = []
-    batched = batched_outputs(manifest)
+    batched = output_axes(manifest)
     if not no_axis and not batched:
         no_axis = "no output has the batch axis, so no output can be compared across batch sizes"
-    unbatched = [s.name for s in manifest.outputs if s.name not in batched]
+    if not no_axis and not any_axis and not on_axis_0(manifest):
+        where = ", ".join(f"{k} axis {a}" for k, a in input_axes(manifest).items() if a)
+        no_axis = (
+            f"the batch lies off axis 0 ({where}), and this runner kind splits and stacks on axis 0 "
+            "only (runners.toml: it declares no can.batch_axes)"
+        )
+    unbatched = [s for s in manifest.outputs if s.name not in batched]
+    symbol = next(iter(batch_symbols(manifest)), "")
+    twice = [s.name for s in unbatched if dims(s, manifest.dynamic_axes).count(symbol) > 1]
+    whole = [s.name for s in unbatched if s.name not in twice]
+    said = [
+        *([f"{', '.join(twice)} (the batch on two axes)"] if twice else []),
+        *([f"{', '.join(whole)} (no one axis carries the batch)"] if whole else []),
+    ]
     aside = (
-        f"; not compared: {', '.join(unbatched)} (axis 0 does not carry the batch: it depends on the "
-        "whole batch, and parity compares it whole)"
-        if unbatched
+        f"; not compared: {'; '.join(said)}: it depends on the whole batch, and parity and the export's "
+        "dynamic-axes check compare it whole"
+        if said
         else ""
     )
     for n in sorted(manifest.batch_sizes):
@@ -55,7 +81,7 @@ def batch_checks(
             served = evidence.batch[str(n)]
             if spec.name not in served or spec.name not in evidence.batch_reference:
                 continue
-            ref = value(evidence.batch_reference[spec.name])[:n]
+            ref = _first(value(evidence.batch_reference[spec.name]), n, batched[spec.name])
             got = value(served[spec.name])
             parts.append(compare.values(spec.name, got, ref, manifest.tolerance_for(spec.name)))
         bad = [p for p in parts if not p.passed]
@@ -205,3 +231,10 @@ def timing(obs: Observation) -> list[CheckResult]:
             CheckResult("memory", Status.SKIPPED, "no served batch size ran, so memory was not measured")
         )
     return checks
+
+
+def _first(reference: Any, n: int, axis: int) -> Any:
+    """The first ``n`` samples of a stacked reference along its batch ``axis``."""
+    import numpy as np
+
+    return np.take(reference, np.arange(n), axis=axis) if isinstance(reference, np.ndarray) else reference[:n]

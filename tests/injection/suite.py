@@ -65,6 +65,8 @@ MODELS = (
     Model("gpt2", 1, False),
     Model("multi_rank", 0, True),
     Model("vit", 0, True),
+    Model("gru_h0", 0, False),
+    Model("similarity", 0, False),
 )
 
 RIGHT_CHECK = {

@@ -32,7 +32,7 @@ def test_every_kind_declares_every_capability_on_its_row() -> None:
         block = text.split(f"[runners.{kind}.can]\n", 1)[1].split("\n\n", 1)[0]
         assert [line.split(" = ")[0] for line in block.splitlines()] == fields, kind
         assert info.can.interpreter == (info.registry == "pypi")
-    assert matrix.runners()["python"].can == matrix.Capabilities(True, True, True, True, True, ())
+    assert matrix.runners()["python"].can == matrix.Capabilities(True, True, True, True, True, True, ())
     assert matrix.runners()["android"].can.id_axes == ("api_level",)
 
 

@@ -260,3 +260,42 @@ class Pairs(nn.Module):
 def nested() -> nn.Module:
     _seeded()
     return Pairs()
+
+
+class SeqFirstGRU(nn.Module):
+    """A seq-first GRU with its initial state as an input: ``x: [seq, batch, 8]``, ``h0: [2, batch,
+    16]``, the standard RNN signature, whose batch lies on axis 1 of every input and output."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gru = nn.GRU(8, 16, num_layers=2)
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor, h0: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        out, hn = self.gru(x, h0)
+        return self.head(out), hn
+
+
+def gru_h0() -> nn.Module:
+    _seeded()
+    return SeqFirstGRU()
+
+
+class Similarity(nn.Module):
+    """Image-text similarity: each image row against every text row, ``[batch, batch]`` (the batch
+    symbol on two axes), beside a per-row embedding."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.image = nn.Linear(12, 6)
+        self.text = nn.Linear(10, 6)
+
+    def forward(self, image: torch.Tensor, text: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        a = nn.functional.normalize(self.image(image), dim=-1)
+        b = nn.functional.normalize(self.text(text), dim=-1)
+        return 10.0 * a @ b.T, a
+
+
+def similarity() -> nn.Module:
+    _seeded()
+    return Similarity()

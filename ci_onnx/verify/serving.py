@@ -130,9 +130,9 @@ def _fixed(
             return CheckResult(
                 f"batch[{n}]",
                 Status.FAILED,
-                f"{why}, which verify.batch_sizes declares; declare dynamic_axes for input {name!r} "
-                f"(model.dynamic_axes: {{{name}: {{0: batch}}}}) and export again, or drop {n} from "
-                "verify.batch_sizes",
+                f"{why}, which verify.batch_sizes declares; declare dynamic_axes for input {name!r} on "
+                f"the axis that carries the batch (model.dynamic_axes: {{{name}: {{0: batch}}}} where it is "
+                f"axis 0) and export again, or drop {n} from verify.batch_sizes",
             )
         return CheckResult(
             f"batch[{n}]",

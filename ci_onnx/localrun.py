@@ -85,7 +85,6 @@ def run(
     from ci_onnx.export import factory
 
     every = (configs,) if isinstance(configs, Config) else tuple(configs)
-    by_id = {c.model.id: c for c in every}
     for cfg in every:
         factory.check(cfg)  # before any environment is made for a model that cannot be built
     out = options.out
@@ -104,7 +103,7 @@ def run(
     # each model's targets in groups of their own (a runner child verifies by one model's settings);
     # models of one release share the environment, made once
     grouped = [
-        g
+        (g, cfg)
         for cfg in every
         for g in groups([t for t in the_plan.runnable if t.model == cfg.model.id], options.jobs)
     ]
@@ -112,13 +111,13 @@ def run(
     with concurrent.futures.ThreadPoolExecutor(max_workers=PROVISIONERS) as provisioner:
         # The environments are made while the bundles export: creating one is downloads and disk
         # (uv), export is torch on the CPU, so neither waits for the other.
-        environments = _provision_all(grouped, options, provisioner)
+        environment = _provision_all(grouped, options, provisioner)
         try:
             echo(f"== export: {', '.join(the_plan.bundle_keys()) or 'nothing to export'}")
             keys = the_plan.bundle_keys()
             reused = sum(_export(cfg, keys, options, echo) for cfg in every if _needed(cfg, the_plan))
             export_s = time.monotonic() - t0
-            statuses = _verify_all(the_plan, grouped, environments, by_id, options, echo)
+            statuses = _verify_all(the_plan, grouped, environment, options, echo)
         except BaseException:  # an interrupt, or a bug: make no environment nobody will use
             provisioner.shutdown(wait=False, cancel_futures=True)
             raise
@@ -148,33 +147,31 @@ PROVISIONERS = 2
 
 
 def _provision_all(
-    grouped: Sequence[Sequence[Target]],
+    grouped: Sequence[tuple[Sequence[Target], Config]],
     options: RunOptions,
     pool: concurrent.futures.ThreadPoolExecutor,
-) -> list[concurrent.futures.Future[RunnerEnv]]:
-    """One future per group: its environment (or the exception that stopped it), each environment
-    made once however many groups share it."""
+) -> Callable[[Target], RunnerEnv]:
+    """Every group's environment, each made once however many groups share it, started now in
+    ``pool``; what it returns waits for the environment of a target's group (or raises what stopped it)."""
     from ci_onnx.runners import base
     from ci_onnx.runners.batch import environment_key
 
     how = base.Provisioning(options.cache_dir, options.env, options.uv)
     by_key: dict[tuple[str, str, str], concurrent.futures.Future[RunnerEnv]] = {}
-    for g in grouped:
+    for g, _ in grouped:
         key = environment_key(g[0])
         if key not in by_key:
             by_key[key] = pool.submit(base.provision, g[0], how)
-    return [by_key[environment_key(g[0])] for g in grouped]
+    return lambda target: by_key[environment_key(target)].result()
 
 
 def _verify_all(
     the_plan: planning.Plan,
-    grouped: Sequence[Sequence[Target]],
-    environments: Sequence[concurrent.futures.Future[RunnerEnv]],
-    by_id: Mapping[str, Config],
+    grouped: Sequence[tuple[Sequence[Target], Config]],
+    environment: Callable[[Target], RunnerEnv],
     options: RunOptions,
     echo: Callable[[str], None],
 ) -> dict[str, Status]:
-
     echo(f"== verify: {len(the_plan.runnable)} target(s), {options.jobs} at a time")
     progress = Progress([t.id for t in the_plan.targets], sys.stderr, live=options.live)
     statuses: dict[str, Status] = {}
@@ -188,15 +185,7 @@ def _verify_all(
             progress.update(
                 t.id, "unchanged", f"since {m.unchanged_since[:7] if m else 'the base'}, not re-run"
             )
-    with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs) as pool:
-        # one runner process per environment (its targets share the interpreter and the imports)
-        futures = [
-            pool.submit(_verify_group, g, by_id[g[0].model], options, progress, env)
-            for g, env in zip(grouped, environments, strict=True)
-        ]
-        for future in concurrent.futures.as_completed(futures):
-            statuses.update(future.result())
-    return statuses
+    return statuses | _verify_groups(grouped, options, progress, environment)
 
 
 def _export(cfg: Config, bundle_keys: Sequence[str], options: RunOptions, echo: Callable[[str], None]) -> int:
@@ -225,80 +214,43 @@ def _export(cfg: Config, bundle_keys: Sequence[str], options: RunOptions, echo: 
     return sum(1 for o in outcomes if cache.was_reused(o.manifest))
 
 
-def _verify_group(
-    targets: Sequence[Target],
-    cfg: Config,
+def _verify_groups(
+    grouped: Sequence[tuple[Sequence[Target], Config]],
     options: RunOptions,
     progress: Progress,
-    environment: concurrent.futures.Future[RunnerEnv] | None = None,
+    environment: Callable[[Target], RunnerEnv] | None = None,
 ) -> dict[str, Status]:
-    """Targets that share an environment: provisioned once, verified by one runner process where the
-    kind batches (a crash or hang is its own target's error; the rest still run)."""
+    """Each group (targets that share an environment, with their model's config) through the one
+    orchestrator (ci_onnx.verify.job), ``options.jobs`` at a time: one runner process per environment
+    where the kind batches (a crash or hang is its own target's error; the rest still run), each
+    target's state on ``progress``. ``environment``: the environments made while the bundles
+    exported; without it each group's is made in its turn."""
     from ci_onnx.runners import base
-    from ci_onnx.verify import stage
+    from ci_onnx.verify import job, stage
 
-    statuses: dict[str, Status] = {}
-
-    def record(target: Target, found: stage.Written | Exception) -> None:
-        result = (
-            found.result if not isinstance(found, Exception) else _error_result(target, cfg, options, found)
-        )
-        progress.update(target.id, result.status.value, fit(result.summary, 100))
-        statuses[target.id] = result.status
-
-    try:
-        for t in targets:
-            progress.update(t.id, "env", "preparing its environment")
-        if environment is not None:  # made while the bundles exported
-            env = environment.result()
-        else:
-            env = base.provision(targets[0], base.Provisioning(options.cache_dir, options.env, options.uv))
-    except Exception as exc:  # one environment's trouble never aborts the run or its report
-        for t in targets:
-            record(t, exc)
-        return statuses
-    for t in targets:
-        progress.update(t.id, "running", f"{env.package} {env.release}")
-    verify_options = dataclasses.replace(
-        stage.options_from(cfg), paired_bundles=str(options.paired_bundles or "")
+    if environment is None:
+        how = base.Provisioning(options.cache_dir, options.env, options.uv)
+        environment = lambda target: base.provision(target, how)  # noqa: E731
+    paired = str(options.paired_bundles or "")
+    found = job.verify_groups(
+        [
+            job.Group(
+                [(options.out / BUNDLES / t.bundle_key, t) for t in targets],
+                dataclasses.replace(stage.options_from(cfg), paired_bundles=paired),
+                options.run_config(cfg),
+            )
+            for targets, cfg in grouped
+        ],
+        options.out,
+        environment=environment,
+        base_env=options.env,
+        jobs=options.jobs,
+        say=progress.update,
     )
-    items = [(options.out / BUNDLES / t.bundle_key, t) for t in targets]
-    try:
-        if len(targets) == 1:
-            record(
-                targets[0],
-                stage.verify(
-                    *items[0],
-                    options.out,
-                    verify_options,
-                    base_env=options.env,
-                    environment=env,
-                    run_config=options.run_config(cfg),
-                ),
-            )
-        else:
-            stage.verify_many(
-                items,
-                options.out,
-                verify_options,
-                base_env=options.env,
-                environment=env,
-                on_written=lambda i, found: record(targets[i], found),
-                run_config=options.run_config(cfg),
-            )
-    except Exception as exc:  # a target's trouble, or a runner that cannot start: never the run's
-        for t in targets:
-            if t.id not in statuses:
-                record(t, exc)
-    return statuses
-
-
-def _error_result(target: Target, cfg: Config, options: RunOptions, exc: Exception) -> TargetResult:
-    """The error result of a target that could not be verified, written like any other."""
-    from ci_onnx.verify import stage
-
-    reproduce = stage.reproduce_command(target, options.out / BUNDLES, options.run_config(cfg))
-    return stage.write_error(target, options.out, stage.describe_error(exc), reproduce).result
+    return {
+        tid: Status.ERROR if isinstance(value, Exception) else value.result.status
+        for tid, value in found.items()
+    }
 
 
 def terminal_table(results_dir: Path, plan: planning.Plan) -> str:

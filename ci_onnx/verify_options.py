@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ci_onnx import defaults
 
@@ -22,7 +22,38 @@ def _from_config(key: str, kind: type) -> Any:
 
 
 EVERY_BATCH = "*"
-"""The key of ``Budgets.p99_ms`` that holds one budget for every served batch size."""
+"""The key of a :class:`PerBatch` budget that holds one budget for every batch size."""
+
+T = TypeVar("T")
+
+
+class PerBatch(dict[str, float]):
+    """A budget as onnx-gate.yml gives it: one number for every batch size (held under the key
+    ``*``), or a map of batch sizes (``8``), or sweep points (``seq=64``), to numbers; empty: not set.
+    A dict, so it travels in the plan JSON as one."""
+
+    @classmethod
+    def parse(cls, value: float | Mapping[Any, float] | None) -> PerBatch:
+        """From the (schema-validated) config value: a number, a map, or nothing."""
+        if value is None:
+            return cls()
+        if isinstance(value, Mapping):
+            return cls({str(k): float(v) for k, v in value.items()})
+        return cls({EVERY_BATCH: float(value)})
+
+    def at(self, key: str) -> float | None:
+        """The budget of ``key``: its own, else the one for every key; None where neither is set."""
+        return self.get(key, self.get(EVERY_BATCH))
+
+    def against(self, timed: Mapping[str, T]) -> tuple[list[tuple[str, T, float]], list[str]]:
+        """Each timed key with its figure and budget (every timed key, in ``timed``'s order, where one
+        budget serves all; else, in this budget's order, the keys it names that were timed), and the
+        keys it names that were not timed."""
+        if EVERY_BATCH in self:
+            pairs = [(k, figure, self[EVERY_BATCH]) for k, figure in timed.items()]
+        else:
+            pairs = [(k, timed[k], budget) for k, budget in self.items() if k in timed]
+        return pairs, [k for k in self if k != EVERY_BATCH and k not in timed]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,33 +62,26 @@ class Budgets:
 
     cold_start_ms: float | None = None
     peak_rss_mb: float | None = None
-    p99_ms: dict[str, float] = dataclasses.field(default_factory=dict)
+    p99_ms: PerBatch = dataclasses.field(default_factory=PerBatch)
     """Batch size (as a string, or ``*`` for every one) → the p99 latency allowed, in ms."""
-    min_throughput: dict[str, float] = dataclasses.field(default_factory=dict)
+    min_throughput: PerBatch = dataclasses.field(default_factory=PerBatch)
     """A batch size (``8``), a sweep point (``seq=64``) or ``*`` for every one → the fewest items per
     second allowed."""
+
+    def __post_init__(self) -> None:  # a plain map (the plan JSON's, a caller's) is one too
+        for name in ("p99_ms", "min_throughput"):
+            if not isinstance(getattr(self, name), PerBatch):
+                object.__setattr__(self, name, PerBatch(getattr(self, name)))
 
     @staticmethod
     def from_config(section: Mapping[str, Any]) -> Budgets:
         """From the (schema-validated) ``budgets`` section."""
-        p99 = section.get("p99_ms")
-        by_batch = (
-            {str(k): float(v) for k, v in p99.items()}
-            if isinstance(p99, Mapping)
-            else ({EVERY_BATCH: float(p99)} if p99 is not None else {})
-        )
         cold, rss = section.get("cold_start_ms"), section.get("peak_rss_mb")
-        least = section.get("min_throughput")
-        throughput = (
-            {str(k): float(v) for k, v in least.items()}
-            if isinstance(least, Mapping)
-            else ({EVERY_BATCH: float(least)} if least is not None else {})
-        )
         return Budgets(
             cold_start_ms=float(cold) if cold is not None else None,
             peak_rss_mb=float(rss) if rss is not None else None,
-            p99_ms=by_batch,
-            min_throughput=throughput,
+            p99_ms=PerBatch.parse(section.get("p99_ms")),
+            min_throughput=PerBatch.parse(section.get("min_throughput")),
         )
 
 

@@ -64,6 +64,8 @@ class ProviderInfo:
     accelerator: bool
     min_runtime: str = ""
     platforms: tuple[str, ...] = ()
+    c_api: str = ""
+    """The name ONNX Runtime's C API appends it by (the native observer's ``--ep-append``); empty: none."""
 
 
 def minor_of(version: str) -> str:

@@ -32,18 +32,24 @@ class EnvVerifier:
     uv: str | None = None
 
     def __call__(self, version: str) -> Status:
-        from ci_onnx.runners.base import Provisioning
-        from ci_onnx.verify import stage
+        from ci_onnx.runners.base import Provisioning, provision
+        from ci_onnx.verify import job
 
         t = dataclasses.replace(self.target, runtime=version, runtime_spec="")
-        written = stage.verify_target(
-            self.bundles / t.bundle_key,
-            t,
+        how = Provisioning(self.cache_dir, self.base_env, self.uv)
+        options = dataclasses.replace(
+            self.options, triage_timeout_s=0
+        )  # a bisection needs verdicts, not triages
+        found = job.verify_groups(
+            [job.Group([(self.bundles / t.bundle_key, t)], options)],
             self.work / "bisect" / version,
-            dataclasses.replace(self.options, triage_timeout_s=0),  # a bisection needs verdicts, not triages
-            Provisioning(self.cache_dir, self.base_env, self.uv),
-        )
-        return written.result.status
+            environment=lambda target: provision(target, how),
+            base_env=self.base_env,
+            record_errors=False,  # what stops it is the search's to say
+        )[t.id]
+        if isinstance(found, Exception):
+            raise found
+        return found.result.status
 
 
 def for_family(

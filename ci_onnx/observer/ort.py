@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import fnmatch
 import functools
 import json
 import os
 import platform
-import signal
 import sys
 import time
 from pathlib import Path
@@ -35,9 +33,6 @@ from ci_onnx.results import SCHEMA_VERSION, Environment, Observation, PairedLate
 from ci_onnx.target import Target
 from ci_onnx.tensorproto import Tensor
 
-DIE_ENV = "ONNX_GATE_TEST_RUNNER_DIE"
-"""Test hook, read at the entry point only: SIGKILL, SIGSEGV or hang, right after the session loads;
-``HOW:GLOB`` dies only for the targets whose id matches GLOB."""
 MEMORY_THREADS = 4
 
 
@@ -47,7 +42,6 @@ class Options:
     strict_fallback: bool = False
     latency_runs: int = int(defaults.of("verify.latency_runs"))
     memory_threads: int = MEMORY_THREADS
-    die_after_load: str = ""
     placement: str = "auto"
     """How to learn where nodes ran: auto (assignment info + profile, else the verbose log), profile,
     or verbose-log."""
@@ -99,7 +93,6 @@ def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observ
     except Exception as exc:
         return dataclasses.replace(obs, load_error=_message(exc))
     create_ms = (time.perf_counter() - start) * 1000.0
-    _die(options.die_after_load)
     env = dataclasses.replace(env, providers_registered=tuple(sess.get_providers()))
     obs = dataclasses.replace(obs, environment=env, session_create_ms=round(create_ms, 3))
 
@@ -367,14 +360,6 @@ def _message(exc: BaseException) -> str:
     return text[:2000] or type(exc).__name__
 
 
-def _die(how: str) -> None:
-    if how == "hang":
-        while True:
-            time.sleep(60)
-    if how in ("SIGKILL", "SIGSEGV", "SIGABRT"):
-        os.kill(os.getpid(), getattr(signal, how))
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ci_onnx.observer.ort", description=__doc__)
     parser.add_argument("--bundle", type=Path)
@@ -417,7 +402,6 @@ def main(argv: list[str] | None = None) -> int:
         strict_fallback=args.strict_fallback,
         latency_runs=args.latency_runs,
         memory_threads=args.memory_threads,
-        die_after_load=_die_for(os.environ.get(DIE_ENV, ""), target.id),
         placement=args.placement,
         session_options=session.parse_arg(args.session_options),
         opt_cache=args.opt_cache,
@@ -451,11 +435,6 @@ def _job(argv: list[str]) -> int:
 
 def _nested(argv: list[str]) -> bool:
     return any(a == "--jobs" or a.startswith("--jobs=") for a in argv)
-
-
-def _die_for(hook: str, target_id: str) -> str:
-    how, _, pattern = hook.partition(":")
-    return how if not pattern or fnmatch.fnmatchcase(target_id, pattern) else ""
 
 
 def _exit_now(rc: int) -> None:

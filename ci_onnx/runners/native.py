@@ -133,13 +133,18 @@ def observer_argv(
     options: VerifyOptions,
     batch_sizes: Sequence[int],
 ) -> list[str]:
-    """The observer's command line (the android kind runs the same one over adb)."""
+    """The observer's command line (the android kind runs the same one over adb). The provider's
+    names come from providers.toml: the one onnxruntime registers, and the one the C API appends
+    it by (none for cpu, or where the C API has none); the observer keeps no table of its own."""
+    provider = matrix.providers()[target.provider]
     argv = [
         program,
         "--lib", lib,
         "--bundle", bundle,
         "--target-id", target.id,
         "--ep", target.provider,
+        "--ep-name", provider.ep,
+        *(["--ep-append", provider.c_api] if provider.c_api else []),
         "--out", out,
         "--latency-runs", str(options.latency_runs),
         "--batch-sizes", ",".join(str(n) for n in sorted(batch_sizes)),

@@ -74,25 +74,35 @@ class NodeRunner:
         return env
 
     def launch(self, env: RunnerEnv, x: Launch, *, base_env: Mapping[str, str]) -> proc.Completed:
-        from ci_onnx.observer.feeds import served_sizes
-
-        sizes = served_sizes(x.bundle)
-        argv = [
-            env.program, str(OBSERVER),
-            "--module", str(module_dir(env)),
-            "--bundle", str(x.bundle.resolve()),
-            "--target-id", x.target.id,
-            "--ep", x.target.provider,
-            "--out", str(x.out_dir.resolve()),
-            "--latency-runs", str(x.options.latency_runs),
-            "--batch-sizes", ",".join(str(n) for n in sizes),
-        ]  # fmt: skip
         env_ = {**base_env, **swiftshader(base_env)} if x.target.provider == "webgpu" else base_env
-        return proc.run(argv, timeout=x.options.timeout_s, env=env_, what=f"{x.target.id} runner")
+        return proc.run(
+            observer_argv(env, x), timeout=x.options.timeout_s, env=env_, what=f"{x.target.id} runner"
+        )
 
     def collect(self, out_dir: Path) -> Observation:
         """The observation, with the placement learnt from the profile trace or verbose log it left."""
         return collect(KIND, out_dir, PLACEMENT)
+
+
+def observer_argv(env: RunnerEnv, x: Launch) -> list[str]:
+    """The observer's command line for one target. onnxruntime-node takes a provider by its
+    providers.toml key (its backend's name); what onnxruntime registers each under comes from
+    providers.toml too (``--ep-names``: the target's, and those of the backends the package lists),
+    so the observer keeps no table of its own."""
+    from ci_onnx.observer.feeds import served_sizes
+
+    names = ",".join(f"{key}={p.ep}" for key, p in matrix.providers().items())
+    return [
+        env.program, str(OBSERVER),
+        "--module", str(module_dir(env)),
+        "--bundle", str(x.bundle.resolve()),
+        "--target-id", x.target.id,
+        "--ep", x.target.provider,
+        "--ep-names", names,
+        "--out", str(x.out_dir.resolve()),
+        "--latency-runs", str(x.options.latency_runs),
+        "--batch-sizes", ",".join(str(n) for n in served_sizes(x.bundle)),
+    ]  # fmt: skip
 
 
 RUNNER = NodeRunner()

@@ -112,6 +112,7 @@ def argv(env: RunnerEnv, browser: str, profile: Path, x: Launch) -> list[str]:
         "--bundle", str(x.bundle.resolve()),
         "--target-id", x.target.id,
         "--ep", "wasm" if provider.startswith("wasm") else provider,
+        "--ep-name", x.ep,
         "--threads", str(WASM_THREADS[provider]),
         "--out", str(x.out_dir.resolve()),
         "--latency-runs", str(x.options.latency_runs),

@@ -1,5 +1,5 @@
 """How the triage observes the target: in the target's own environment, through the python kind's
-triage observer (ci_onnx.triage.observe: optimization levels, the saved optimized graph) or through
+triage observer (ci_onnx.observer.triage: optimization levels, the saved optimized graph) or through
 another kind's own runner (node, native, web), which runs a bundle made for the purpose: the exposed
 graph with the triaged sample as its only test data set, every value declared as an output."""
 
@@ -15,7 +15,8 @@ import numpy as np
 
 from ci_onnx import proc
 from ci_onnx.bundle import MODEL, Manifest, TensorSpec, TestDataSet
-from ci_onnx.triage import graph, observe
+from ci_onnx.observer import triage as triage_observer
+from ci_onnx.triage import graph
 from ci_onnx.triage.request import Budget, Request, Stop
 
 OPTIMIZED = "optimized.onnx"
@@ -32,7 +33,7 @@ def _python(
     job_path.write_text(json.dumps(job))
     with package_path() as path:
         env = {**req.base_env, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
-        argv = [req.python, "-m", "ci_onnx.triage.observe", str(job_path)]
+        argv = [req.python, "-m", "ci_onnx.observer.triage", str(job_path)]
         done = proc.run(argv, timeout=budget.left(), env=env, what=f"{req.target.id} triage")
     if not done.ok or not report.is_file():
         raise Stop(f"the target's runtime failed while triaging: {done.describe_failure()}")
@@ -67,7 +68,7 @@ def as_run(
     req: Request, manifest: Manifest, sets: dict[str, Path], work: Path, budget: Budget
 ) -> dict[str, np.ndarray]:
     """The target's failing output on each test data set (``sets``: directory → its inputs written by
-    observe.write_values), as the cell ran it. The python kind also saves the graph it optimized."""
+    triage_observer.write_values), as the cell ran it. The python kind also saves the graph it optimized."""
     if req.kind != "python":
         got = _kind(req, req.bundle, work / "as-run", budget)
         return {ds: v[req.output] for ds, v in got.items() if req.output in v}
@@ -82,7 +83,7 @@ def as_run(
         runs.append(run)
     ran = _python(req, work, "as-run", runs, budget)
     return {
-        r["set"]: observe.read_values(Path(r["out"]))[req.output]
+        r["set"]: triage_observer.read_values(Path(r["out"]))[req.output]
         for r in runs
         if "error" not in ran.get(r["out"], {})
     }
@@ -112,7 +113,7 @@ def exposed(
             except Stop as exc:
                 found[name] = str(exc)
         return found
-    observe.write_values(work / "exposed-inputs", sample)
+    triage_observer.write_values(work / "exposed-inputs", sample)
     runs = {
         name: {
             "model": str(graph.save(graph.expose(model, only=only.get(name)), work / f"{name}.onnx")),
@@ -124,7 +125,7 @@ def exposed(
     }
     ran = _python(req, work, "exposed", list(runs.values()), budget)
     return {
-        name: str(ran.get(run["out"], {}).get("error") or "") or observe.read_values(Path(run["out"]))
+        name: str(ran.get(run["out"], {}).get("error") or "") or triage_observer.read_values(Path(run["out"]))
         for name, run in runs.items()
     }
 

@@ -23,7 +23,8 @@ import numpy as np
 
 from ci_onnx import proc
 from ci_onnx.bundle import MODEL, read_manifest
-from ci_onnx.triage import bisect, bounds, classify, graph, observe, observers, repro, sample
+from ci_onnx.observer import triage as triage_observer
+from ci_onnx.triage import bisect, bounds, classify, graph, observers, repro, sample
 from ci_onnx.triage.request import Budget, Request, Stop
 from ci_onnx.triage_contract import TRIAGE_VERSION, Triage
 
@@ -221,7 +222,7 @@ def _torch_run(
             "PyTorch: torch is not installed where the triage ran; compared with the bundle's outputs only"
         )
         return {}, 0.0
-    observe.write_values(work / "torch-inputs", inputs)
+    triage_observer.write_values(work / "torch-inputs", inputs)
     out = work / "torch-values"
     argv = [sys.executable, "-m", "ci_onnx.triage.torchref", "--config", req.torch_config,
             "--inputs", str(work / "torch-inputs"), "--out", str(out),
@@ -233,7 +234,7 @@ def _torch_run(
     if not done.ok:
         notes.append(f"PyTorch: the model's forward could not run ({done.describe_failure()})")
         return {}, done.duration_s
-    return observe.read_values(out), done.duration_s
+    return triage_observer.read_values(out), done.duration_s
 
 
 def _reported(

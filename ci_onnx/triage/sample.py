@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from ci_onnx.bundle import Manifest
-from ci_onnx.triage import observe, observers, walk
+from ci_onnx.observer import triage as triage_observer
+from ci_onnx.triage import observers, walk
 from ci_onnx.triage.request import Budget, Request, Stop
 
 
@@ -54,7 +55,9 @@ def pick(req: Request, manifest: Manifest, work: Path, budget: Budget) -> Picked
     sets = {}
     for i, data_set in enumerate(manifest.test_data_sets):
         sets[data_set.directory] = work / f"set{i}"
-        observe.write_values(sets[data_set.directory], inputs_of(manifest, req.bundle, data_set.directory))
+        triage_observer.write_values(
+            sets[data_set.directory], inputs_of(manifest, req.bundle, data_set.directory)
+        )
     outputs = observers.as_run(req, manifest, sets, work, budget)
     # one sample is cut along axis 0 only: a model whose batch lies on another axis is triaged whole
     sliceable = (
@@ -79,7 +82,7 @@ def pick(req: Request, manifest: Manifest, work: Path, budget: Budget) -> Picked
     if best is None:
         raise Stop("the target's runtime could not run any test data set while triaging")
     _, ds, j = best
-    arrays = observe.read_values(sets[ds])
+    arrays = triage_observer.read_values(sets[ds])
     got, ref = outputs[ds], reference_output(manifest, req.bundle, ds, req.output)
     if j >= 0:
         arrays = {k: v[j : j + 1] for k, v in arrays.items()}

@@ -5,7 +5,7 @@ the model's code, with the allow-listed environment).
 ``python -m ci_onnx.triage.torchref --config onnx-gate.yml --inputs DIR --out DIR``
 
 Writes each module's output (its first tensor) by module path, and its input (its first tensor
-argument) by ``<path>`` + :data:`INPUT`, as ci_onnx.triage.observe writes values. The triage maps
+argument) by ``<path>`` + :data:`INPUT`, as ci_onnx.observer.triage writes values. The triage maps
 each module to the ONNX values its nodes take in and hand on (dynamo's node metadata or TorchScript's
 scoped node names say which module made a node), so the two can be compared on both sides of every
 module: a node is blamed only where its inputs are known to agree.
@@ -34,7 +34,7 @@ def module_outputs(
 ) -> dict[str, Any]:
     from ci_onnx import cascade
     from ci_onnx.export import factory, signature
-    from ci_onnx.triage.observe import read_values
+    from ci_onnx.observer.triage import read_values
 
     cfg = cascade.load_one(cfg_path, model_id)
     if not cfg.model.factory:
@@ -140,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--fx", type=Path, help="JSON: the exported program's nodes to record (name → node).")
     args = parser.parse_args(argv)
-    from ci_onnx.triage.observe import write_values
+    from ci_onnx.observer.triage import write_values
 
     try:
         fx = json.loads(args.fx.read_text()) if args.fx else {}

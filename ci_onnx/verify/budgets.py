@@ -13,7 +13,7 @@ from ci_onnx import serde
 from ci_onnx.observer.coldstart import KEY as COLD_START
 from ci_onnx.results import CheckResult, Observation, ServingFigures
 from ci_onnx.target import Status
-from ci_onnx.verify_options import EVERY_BATCH, Budgets
+from ci_onnx.verify_options import EVERY_BATCH, Budgets, PerBatch
 
 MB = 1 << 20
 
@@ -111,21 +111,16 @@ def peak_rss_budget(obs: Observation, budget: float) -> CheckResult:
     return _over("peak_rss_mb", "peak RSS", obs.peak_rss_mb, budget, "MB")
 
 
-def p99_budget(obs: Observation, budgets: dict[str, float]) -> CheckResult:
+def p99_budget(obs: Observation, budgets: PerBatch) -> CheckResult:
     name = "p99_ms"
     if not obs.latency:
         return _skipped(
             name, obs.unmeasured.get("latency") or "no served batch size ran, so nothing was timed"
         )
     by_size = {str(s.batch_size): s for s in obs.latency}
-    pairs = (
-        [(s, budgets[EVERY_BATCH]) for s in obs.latency]
-        if EVERY_BATCH in budgets
-        else [
-            (by_size[b], ms) for b, ms in sorted(budgets.items(), key=lambda kv: int(kv[0])) if b in by_size
-        ]
-    )
-    untimed = sorted((b for b in budgets if b != EVERY_BATCH and b not in by_size), key=int)
+    in_order = PerBatch(sorted(budgets.items(), key=lambda kv: -1 if kv[0] == EVERY_BATCH else int(kv[0])))
+    budgeted, untimed = in_order.against(by_size)
+    pairs = [(s, ms) for _, s, ms in budgeted]
     if not pairs:
         timed = ", ".join(sorted(by_size, key=int))
         return _skipped(
@@ -152,7 +147,7 @@ def _where(key: str) -> str:
     return key if "=" in key else f"batch {key}"
 
 
-def throughput_budget(obs: Observation, budgets: dict[str, float]) -> CheckResult:
+def throughput_budget(obs: Observation, budgets: PerBatch) -> CheckResult:
     """Items per second at the median latency, per batch size (``8``) and sweep point (``seq=64``),
     against budgets.min_throughput: failed with the figure and how far under it is."""
     name = "min_throughput"
@@ -160,12 +155,7 @@ def throughput_budget(obs: Observation, budgets: dict[str, float]) -> CheckResul
     if not timed:
         why = obs.unmeasured.get("latency") or "no batch size or sweep point ran, so nothing was timed"
         return _skipped(name, why)
-    pairs = (
-        [(k, s, budgets[EVERY_BATCH]) for k, s in timed.items()]
-        if EVERY_BATCH in budgets
-        else [(k, timed[k], least) for k, least in budgets.items() if k in timed]
-    )
-    untimed = [k for k in budgets if k != EVERY_BATCH and k not in timed]
+    pairs, untimed = budgets.against(timed)
     if not pairs:
         return _skipped(
             name,

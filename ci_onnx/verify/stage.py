@@ -1,7 +1,8 @@
 """Verify one target: run its runner in a child process with a timeout, judge, write JSON and JUnit.
 
-The one verify path: ``onnx-gate verify``, ``run`` and ``nightly`` all come here (:func:`verify_target`
-provisions the target's environment first). The runner kind (ci_onnx.runners.base) launches the child
+The one verify path: ``onnx-gate verify``, ``run`` and ``nightly`` all come here, through the one
+orchestrator of targets grouped by environment (ci_onnx.verify.job); :func:`verify_target` provisions
+one target's environment and verifies it. The runner kind (ci_onnx.runners.base) launches the child
 and collects its Observation; the judge is the same for every kind. A segfault, an abort, a hang or
 an out-of-memory kill of the runtime becomes an ``error`` result naming the signal or the timeout;
 the result JSON and the JUnit are written anyway. Every child gets proc's allow-listed environment:

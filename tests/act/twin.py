@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from ci_onnx import cijobs, envs, matrix
@@ -26,6 +27,7 @@ from ci_onnx.runners import python as python_kind
 from ci_onnx.runners.base import Provisioning
 from ci_onnx.target import Target
 from tests.act import standin_runner
+from tests.support import cells
 
 CACHE_ENV = "ACT_ENV_CACHE"
 MATRIX_LIMIT_ENV = "ACT_MATRIX_LIMIT"
@@ -63,6 +65,8 @@ def main() -> None:
         cijobs.MAX_JOBS_PER_MATRIX = int(environ[MATRIX_LIMIT_ENV])
     if environ.get(CACHE_ENV):
         os.environ.setdefault("ONNX_GATE_CACHE", environ[CACHE_ENV])
+    if environ.get(cells.DIE_ENV):  # a crash or a hang the test asks for, injected from outside
+        cells.python_kind_hooked(Path(tempfile.mkdtemp(prefix="onnx-gate-hooks-")))
     python = job_interpreter(environ)
     if python is not None:
         print(f"act twin: this job's interpreter is {python} (the image would pip-install the runtime)")

@@ -208,11 +208,12 @@ def test_an_unknown_ep_is_a_usage_error_in_one_line(
     bundle = out / "bundles" / Target.from_id("native-ort1.29.0-cpu-op17-dynamo").bundle_key
     argv = _argv(program, lib, bundle, tmp_path / "obs", "cpu")
     argv[argv.index("--ep") + 1] = "warp-drive"
+    argv[argv.index("--ep-name") + 1] = "WarpDriveExecutionProvider"
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert (
         done.stderr.count("\n") == 1
-        and "--ep warp-drive: the native runner knows cpu, xnnpack" in done.stderr
+        and "--ep warp-drive: WarpDriveExecutionProvider has no --ep-append name" in done.stderr
     )
 
 

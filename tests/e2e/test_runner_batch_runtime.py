@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from ci_onnx import proc
-from ci_onnx.observer.ort import DIE_ENV
 from ci_onnx.runners import base
 from ci_onnx.target import Target
 from ci_onnx.verify import stage
 from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
+from tests.support.cells import DIE_ENV, hooked
 
 pytestmark = pytest.mark.e2e
 
@@ -108,7 +108,8 @@ def test_a_crash_or_hang_in_the_middle_is_that_targets_error_and_the_rest_pass(
     middle = items[1][1].id
     env = {**proc.child_environment(os.environ), DIE_ENV: f"{how}:{middle}"}
     options = VerifyOptions(latency_runs=5, timeout_s=8)
-    found = stage.verify_many(items, tmp_path, options, base_env=env, environment=environment)
+    hooked_env = hooked(environment, tmp_path / "hooks")
+    found = stage.verify_many(items, tmp_path, options, base_env=env, environment=hooked_env)
     statuses = {
         t.id: w.result.status.value
         for (_, t), w in zip(items, found, strict=True)

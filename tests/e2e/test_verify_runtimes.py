@@ -18,10 +18,10 @@ from click.testing import CliRunner
 
 from ci_onnx import envs, proc, schema, serde
 from ci_onnx.cli import cli
-from ci_onnx.observer.ort import DIE_ENV
 from ci_onnx.results import Observation, read_result
 from ci_onnx.target import Target
 from tests import bundles
+from tests.support.cells import DIE_ENV, python_kind_hooked
 from tests.unit.test_verify_junit import assert_valid_junit
 
 pytestmark = pytest.mark.e2e
@@ -222,8 +222,15 @@ def test_frozen_batch_axis_fails_the_batch_check(bundle_root: Path, ort_latest: 
     [("SIGKILL", "killed by SIGKILL"), ("SIGSEGV", "killed by SIGSEGV"), ("hang", "timed out")],
 )
 def test_a_runtime_that_dies_is_an_error_and_the_next_target_still_runs(
-    bundle_root: Path, ort_latest: str, ort_openvino: str, tmp_path: Path, how: str, says: str
+    bundle_root: Path,
+    ort_latest: str,
+    ort_openvino: str,
+    tmp_path: Path,
+    how: str,
+    says: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    python_kind_hooked(tmp_path / "hooks", monkeypatch.setattr)
     b = bundle_root / "mlp_die"
     if not b.exists():
         bundles.mlp_bundle(b)

@@ -22,12 +22,12 @@ from ci_onnx import cijobs, scaffold
 from ci_onnx import plan as planning
 from ci_onnx.cli import cli
 from ci_onnx.errors import EnvironmentProblem
-from ci_onnx.observer.ort import DIE_ENV
 from ci_onnx.report import CHECK_NAME
 from ci_onnx.runners import web
 from tests.act import harness
 from tests.conftest import EXAMPLE_CONFIG
 from tests.fakegithub import server as fake
+from tests.support.cells import DIE_ENV, python_kind_hooked
 
 pytestmark = [
     pytest.mark.e2e,
@@ -304,6 +304,7 @@ def test_a_crashed_runtime_is_an_error_in_ci_as_locally(
 ) -> None:
     hook = "SIGSEGV:*op18*"
     monkeypatch.setenv(DIE_ENV, hook)
+    python_kind_hooked(tmp_path / "hooks", monkeypatch.setattr)  # `onnx-gate run`'s; the twin's its own
     run, github, (local_code, local) = _gate(tmp_path, _tinycnn(), env_cache, env={DIE_ENV: hook})
     crashed = f"ort{RUNTIME}-cpu-op18-torchscript"
     assert run.statuses() == local == {f"ort{RUNTIME}-cpu-op17-torchscript": "passed", crashed: "error"}
@@ -318,6 +319,7 @@ def test_the_configs_verify_settings_decide_in_ci_as_locally(
     """verify.timeout_s lives in onnx-gate.yml only; the verify jobs never check it out."""
     hook = "hang:*op17*"
     monkeypatch.setenv(DIE_ENV, hook)
+    python_kind_hooked(tmp_path / "hooks", monkeypatch.setattr)
     files = _tinycnn(timeout="timeout_s: 5")
     run, github, (local_code, local) = _gate(tmp_path, files, env_cache, env={DIE_ENV: hook})
     assert _check_conclusion(github) == "failure"
@@ -328,7 +330,9 @@ def test_the_configs_verify_settings_decide_in_ci_as_locally(
     assert "timed out after 5" in result["summary"], result["summary"]
 
 
-def test_a_fork_pull_request_through_the_fork_safe_pair(tmp_path: Path, env_cache: Path) -> None:
+def test_a_fork_pull_request_through_the_fork_safe_pair(
+    tmp_path: Path, env_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The untrusted run holds a read-only token and posts nothing; the trusted workflow_run jobs
     verify the fork's bundles again without a token, check the pull request's head, then post the
     comment and the check computed from the results verified again. The fork's result for the cell
@@ -385,6 +389,7 @@ def test_a_fork_pull_request_through_the_fork_safe_pair(tmp_path: Path, env_cach
         trusted = comment_run(sha, 43)
         (tmp_path / "trusted.log").write_text(trusted.log)
     assert not github.state.violations, github.state.violations
+    python_kind_hooked(tmp_path / "hooks", monkeypatch.setattr)
     local_code, local = _local(repo, tmp_path / "local", env_cache, env={DIE_ENV: hook})
     assert untrusted.statuses() == local == {f"ort{RUNTIME}-cpu-op17-torchscript": "passed", crashed: "error"}
     assert trusted.jobs()["reverify"] is True, trusted.tail(4000)

@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 from ci_onnx import scaffold
-from ci_onnx.observer.ort import DIE_ENV
 from tests.act import harness
 from tests.e2e.test_workflows_act import PR, RUNTIME, _local, _pr_event, _tinycnn
 from tests.fakegithub import server as fake
+from tests.support.cells import DIE_ENV
 
 pytestmark = [
     pytest.mark.e2e,

@@ -360,7 +360,7 @@ def test_in_run_one_target_that_breaks_the_verifier_is_an_error_result(
     monkeypatch.setattr(stage, "verify_many", boom)
     options = localrun.RunOptions(out=tmp_path / "out", cache_dir=tmp_path / "cache", jobs=1)
     progress = Progress([target.id], io.StringIO(), live=False)
-    status = localrun._verify_group([target], cfg, options, progress)[target.id]
+    status = localrun._verify_groups([([target], cfg)], options, progress)[target.id]
     assert status is Status.ERROR
     result = json.loads((tmp_path / "out" / "results" / f"{target.id}.json").read_text())
     assert "IndexError" in result["summary"] + json.dumps(result["checks"])

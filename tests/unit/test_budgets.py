@@ -17,7 +17,7 @@ from ci_onnx.report.collect import merge
 from ci_onnx.results import SCHEMA_VERSION, Environment, LatencyStat, Observation, ServingFigures
 from ci_onnx.target import Status
 from ci_onnx.verify import budgets
-from ci_onnx.verify_options import Budgets, options_from
+from ci_onnx.verify_options import Budgets, PerBatch, options_from
 from tests.golden import scenarios
 
 SERVING = ServingFigures(
@@ -127,6 +127,17 @@ def test_budgets_from_the_config_reach_the_verify_options() -> None:
     one = config.parse(BASE + "budgets: {p99_ms: 3}\n", Path("onnx-gate.yml"))
     assert one.budgets == Budgets(p99_ms={"*": 3.0})
     assert config.parse(BASE, Path("onnx-gate.yml")).budgets == Budgets()
+
+
+def test_a_per_batch_budget_is_one_number_or_a_map_wherever_it_comes_from() -> None:
+    """The config's number or map, a caller's map, the plan JSON's: one PerBatch, read one way."""
+    assert (PerBatch.parse(3), PerBatch.parse({8: 2}), PerBatch.parse(None)) == ({"*": 3.0}, {"8": 2.0}, {})
+    b = Budgets(p99_ms={"8": 2.0}, min_throughput={"*": 10.0})
+    back = serde.from_json(Budgets, serde.to_json(b))
+    assert back == b and isinstance(back.p99_ms, PerBatch) and isinstance(back.min_throughput, PerBatch)
+    assert (back.p99_ms.at("8"), back.p99_ms.at("1"), back.min_throughput.at("seq=64")) == (2.0, None, 10.0)
+    assert back.p99_ms.against({"1": "a", "8": "b"}) == ([("8", "b", 2.0)], [])
+    assert back.min_throughput.against({"1": "a"}) == ([("1", "a", 10.0)], [])
 
 
 @pytest.mark.parametrize(

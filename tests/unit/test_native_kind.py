@@ -40,7 +40,8 @@ def test_observer_argv_is_the_contract() -> None:
     )
     assert argv == [
         "/bin/observe", "--lib", "/l/libonnxruntime.so", "--bundle", "/b", "--target-id", target.id,
-        "--ep", "xnnpack", "--out", "/o", "--latency-runs", "7", "--batch-sizes", "1,8", "--strict-fallback",
+        "--ep", "xnnpack", "--ep-name", "XnnpackExecutionProvider", "--ep-append", "XNNPACK",
+        "--out", "/o", "--latency-runs", "7", "--batch-sizes", "1,8", "--strict-fallback",
     ]  # fmt: skip
     plain = native.observer_argv(
         "o", lib="l", bundle="b", out="o", target=target, options=VerifyOptions(), batch_sizes=[]

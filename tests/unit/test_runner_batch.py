@@ -396,7 +396,7 @@ def test_an_environment_that_cannot_be_made_is_every_one_of_its_targets_error(
 
     monkeypatch.setattr(base, "provision", provision)
     progress = Progress([t.id for t in targets], stream, live=False)
-    statuses = localrun._verify_group(targets, cfg, options, progress)
+    statuses = localrun._verify_groups([(targets, cfg)], options, progress)
     assert made == [targets[0].id], "one environment, provisioned once for its targets"
     assert statuses == dict.fromkeys((t.id for t in targets), Status.ERROR)
     for t in targets:
@@ -419,7 +419,7 @@ def test_a_runner_that_fails_mid_group_leaves_no_target_without_a_result(
 
     monkeypatch.setattr(stage, "verify_many", verify_many)
     progress = Progress([t.id for t in targets], stream, live=False)
-    statuses = localrun._verify_group(targets, cfg, options, progress)
+    statuses = localrun._verify_groups([(targets, cfg)], options, progress)
     assert seen == [[t.id for t in targets]], "the whole group goes to one verify_many"
     assert statuses == dict.fromkeys((t.id for t in targets), Status.ERROR)
     first = read_result(options.out / "results" / f"{targets[0].id}.json")

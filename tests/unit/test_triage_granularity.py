@@ -142,7 +142,7 @@ def test_pytorchs_child_writes_each_modules_values_and_the_exported_programs_ask
     import subprocess
     import sys
 
-    from ci_onnx.triage import observe
+    from ci_onnx.observer import triage as triage_observer
 
     models = Path(__file__).parents[1] / "e2e" / "triage" / "models.py"
     cfg = {
@@ -155,7 +155,7 @@ def test_pytorchs_child_writes_each_modules_values_and_the_exported_programs_ask
         },
     }
     (tmp_path / "onnx-gate.yml").write_text(json.dumps(cfg))
-    observe.write_values(tmp_path / "in", {"x": np.ones((2, 16), np.float32)})
+    triage_observer.write_values(tmp_path / "in", {"x": np.ones((2, 16), np.float32)})
     argv = [sys.executable, "-m", "ci_onnx.triage.torchref", "--config", str(tmp_path / "onnx-gate.yml")]
     import importlib.util
 
@@ -177,7 +177,7 @@ def test_pytorchs_child_writes_each_modules_values_and_the_exported_programs_ask
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    values = observe.read_values(tmp_path / "out")
+    values = triage_observer.read_values(tmp_path / "out")
     outputs = [k for k in values if not k.endswith(torchref.INPUT)]
     assert outputs == ["inp", "act", "head", "fx:tanh"], "only the node that is the same node as recorded"
     assert np.array_equal(values["fx:tanh"], values["act"]) and np.array_equal(

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from ci_onnx.bundle import MODEL, read_manifest
 from ci_onnx.cli import cli
-from ci_onnx.observer.ort import DIE_ENV
 from tests import bundles
+from tests.support.cells import DIE_ENV, python_kind_hooked
 
 PLAIN = "ort1.32.0-cpu-op17-onnx"
 BASIC = "ort1.32.0-cpu-op17-onnx-so-basic"
@@ -51,6 +51,7 @@ def test_a_crash_is_its_own_targets_error_and_the_rest_report(
     tmp_path: Path, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(DIE_ENV, "SIGSEGV:*-so-basic")
+    python_kind_hooked(tmp_path / "hooks", monkeypatch.setattr)
     code, output = _verify(
         "--bundles", str(root), "--target", BASIC, "--target", PLAIN, "--jobs", "1", "--out", str(tmp_path)
     )

@@ -1,15 +1,20 @@
 /* The native runner: observe one bundle on one libonnxruntime through ONNX Runtime's C API, draw no
  * verdict. The view of a C or C++ serving application.
  *
- *   observe --lib PATH/libonnxruntime.so --bundle DIR --target-id ID --ep NAME --out DIR
- *           --latency-runs N --batch-sizes 1,8 [--strict-fallback] [--memory-threads N]
+ *   observe --lib PATH/libonnxruntime.so --bundle DIR --target-id ID --ep KEY --ep-name NAME
+ *           [--ep-append NAME] --out DIR --latency-runs N --batch-sizes 1,8 [--strict-fallback]
+ *           [--memory-threads N]
+ *
+ * The provider comes by its providers.toml key (--ep), the name onnxruntime registers (--ep-name) and
+ * the name the C API appends it by (--ep-append; NNAPI: its own function), all three from
+ * providers.toml through the host: no table of providers lives here.
  *
  * writes OUT/observation.json (the Observation of ci_onnx/results.py), every observed output as a
  * TensorProto file, the profile trace of the parity runs (native_profile.json) and the verbose log
  * of a session created at verbose level (verbose.log, from a logging callback); the Python side turns
  * them into a Placement with the code every runner shares. Exit 0 when it observed (a model that
  * fails to load is `load_error` in the JSON); 2 with one line on stderr for a usage error (an
- * unknown argument or EP, a library that cannot be loaded, a bundle without a readable manifest).
+ * unknown argument, an EP other than the CPU's with no name to append it by, a library that cannot be loaded, a bundle without a readable manifest).
  *
  * The library is dlopen'd, never linked, and asked for the lowest API version that has every
  * function called here (OBSERVE_API_VERSION), so one build runs against any release from 1.12 on:
@@ -594,22 +599,14 @@ static void ORT_API_CALL on_log(void *param, OrtLoggingLevel severity, const cha
 
 /* ---------------------------------------------------------------- execution providers */
 
+/* The provider as the host names it (providers.toml): nothing about providers is kept here. */
 typedef struct {
-    const char *key;  /* providers.toml */
-    const char *ep;   /* the name onnxruntime registers */
-    const char *name; /* SessionOptionsAppendExecutionProvider's name; NULL: see append_ep */
+    const char *key;  /* providers.toml's key (--ep) */
+    const char *ep;   /* the name onnxruntime registers (--ep-name) */
+    const char *name; /* the name the C API appends it by (--ep-append); NULL for the CPU's */
 } ep_info;
 
-static const ep_info EPS[] = {
-    {"cpu", CPU_EP, NULL},
-    {"xnnpack", "XnnpackExecutionProvider", "XNNPACK"},
-    {"nnapi", "NnapiExecutionProvider", NULL},
-    {"coreml", "CoreMLExecutionProvider", "CoreML"},
-    {"openvino", "OpenVINOExecutionProvider", "OpenVINO"},
-    {"qnn", "QNNExecutionProvider", "QNN"},
-    {"snpe", "SNPEExecutionProvider", "SNPE"},
-    {"webgpu", "WebGpuExecutionProvider", "WebGPU"},
-};
+#define NNAPI "NNAPI" /* appended by a function of its own, which only Android builds export */
 
 static void *library;
 
@@ -617,8 +614,8 @@ typedef OrtStatus *(ORT_API_CALL *nnapi_fn)(OrtSessionOptions *, uint32_t);
 
 /* Appends the EP (nothing for cpu): NULL, or why the library cannot. */
 static char *append_ep(OrtSessionOptions *so, const ep_info *ep) {
-    if (!strcmp(ep->key, "cpu")) return NULL;
-    if (!strcmp(ep->key, "nnapi")) {
+    if (!ep->name) return NULL;
+    if (!strcmp(ep->name, NNAPI)) {
         /* Only Android builds export it; looked up, so one build runs against any library. */
         void *sym = dlsym(library, "OrtSessionOptionsAppendExecutionProvider_Nnapi");
         if (!sym) return xstrdup("this libonnxruntime has no OrtSessionOptionsAppendExecutionProvider_Nnapi");
@@ -730,7 +727,7 @@ static double percentile(const double *sorted, size_t n, double p) {
 /* ---------------------------------------------------------------- arguments */
 
 typedef struct {
-    const char *lib, *bundle, *target_id, *ep_key, *out;
+    const char *lib, *bundle, *target_id, *ep_key, *ep_name, *ep_append, *out;
     long latency_runs, memory_threads;
     size_t *sizes;
     size_t n_sizes;
@@ -766,6 +763,8 @@ static void parse_args(int argc, char **argv, args *a) {
         else if (!strcmp(k, "--bundle")) a->bundle = v;
         else if (!strcmp(k, "--target-id")) a->target_id = v;
         else if (!strcmp(k, "--ep")) a->ep_key = v;
+        else if (!strcmp(k, "--ep-name")) a->ep_name = v;
+        else if (!strcmp(k, "--ep-append")) a->ep_append = v;
         else if (!strcmp(k, "--out")) a->out = v;
         else if (!strcmp(k, "--latency-runs")) a->latency_runs = parse_count(k, v, 1);
         else if (!strcmp(k, "--memory-threads")) a->memory_threads = parse_count(k, v, 1);
@@ -781,17 +780,19 @@ static void parse_args(int argc, char **argv, args *a) {
         } else usage("unknown argument %s", k);
     }
     const char *missing = !a->lib ? "--lib" : !a->bundle ? "--bundle" : !a->target_id ? "--target-id"
-                        : !a->ep_key ? "--ep" : !a->out ? "--out" : NULL;
+                        : !a->ep_key ? "--ep" : !a->ep_name ? "--ep-name" : !a->out ? "--out" : NULL;
     if (missing) usage("%s is required", missing);
 }
 
-static const ep_info *find_ep(const char *key) {
-    for (size_t i = 0; i < sizeof EPS / sizeof EPS[0]; i++)
-        if (!strcmp(EPS[i].key, key)) return &EPS[i];
-    sb known = {0};
-    for (size_t i = 0; i < sizeof EPS / sizeof EPS[0]; i++) sb_printf(&known, "%s%s", i ? ", " : "", EPS[i].key);
-    usage("--ep %s: the native runner knows %s (the keys of providers.toml it can append)", key, known.s);
-    return NULL;
+/* The provider the arguments name; a usage error where one other than the CPU's has no name to be
+ * appended by (providers.toml's c_api). */
+static ep_info find_ep(const args *a) {
+    int is_cpu = !strcmp(a->ep_name, CPU_EP);
+    if (!is_cpu && !a->ep_append)
+        usage("--ep %s: %s has no --ep-append name (providers.toml's c_api) the C API appends it by", a->ep_key,
+              a->ep_name);
+    ep_info ep = {a->ep_key, a->ep_name, is_cpu ? NULL : a->ep_append};
+    return ep;
 }
 
 /* ---------------------------------------------------------------- the observation */
@@ -1194,7 +1195,7 @@ static void end_profiling(session *s, const args *a, observation *o) {
 int main(int argc, char **argv) {
     args a;
     parse_args(argc, argv, &a);
-    const ep_info *ep = find_ep(a.ep_key);
+    const ep_info found = find_ep(&a), *ep = &found;
     make_dirs(a.out);
     manifest m;
     read_manifest(a.bundle, &m);
@@ -1233,7 +1234,7 @@ int main(int argc, char **argv) {
     } else {
         ort->ReleaseStatus(st);
     }
-    int is_cpu = !strcmp(ep->key, "cpu");
+    int is_cpu = !ep->name;
     sb_json_str(&requested, ep->ep);
     if (!is_cpu) sb_printf(&requested, ", \"%s\"", CPU_EP);
 

@@ -1,7 +1,9 @@
 // The onnxruntime-node runner: observe one bundle on one target, draw no verdict.
 //
-// node observe.mjs --module DIR --bundle B --target-id ID --ep cpu --out OBSDIR [--batch-sizes 1,8]
-//   [--latency-runs N] [--memory-threads N]
+// node observe.mjs --module DIR --bundle B --target-id ID --ep cpu --ep-names cpu=CPUExecutionProvider,...
+//   --out OBSDIR [--batch-sizes 1,8] [--latency-runs N] [--memory-threads N]
+// --ep is the provider's providers.toml key (onnxruntime-node's backend name); --ep-names, from
+// providers.toml through the host, what onnxruntime registers each key under: no table lives here.
 // writes OBSDIR/observation.json (the Observation contract of ci_onnx/results.py), every observed
 // output as a TensorProto file, and the profile trace of the parity runs as node_profile.json; where a
 // release writes no trace (1.20 ignores enableProfiling), the verbose log of a session created in a
@@ -16,17 +18,15 @@ import { fileURLToPath } from 'node:url';
 import { latency, message, range, readInputs, round, rows, stack, sweepPoints } from './common.mjs';
 import { readTensor, writeTensor } from './tensorproto.mjs';
 
-const EP_NAMES = { cpu: 'CPUExecutionProvider', webgpu: 'WebGpuExecutionProvider', cuda: 'CUDAExecutionProvider',
-  tensorrt: 'TensorrtExecutionProvider', dml: 'DmlExecutionProvider', coreml: 'CoreMLExecutionProvider' };
-
 function parseArgs(argv) {
-  const args = { latencyRuns: 20, memoryThreads: 4, batchSizes: [] };
+  const args = { latencyRuns: 20, memoryThreads: 4, batchSizes: [], epNames: {} };
   for (let i = 0; i < argv.length; i += 2) {
     const [k, v] = [argv[i], argv[i + 1]];
     if (k === '--module') args.module = v;
     else if (k === '--bundle') args.bundle = v;
     else if (k === '--target-id') args.targetId = v;
     else if (k === '--ep') args.ep = v;
+    else if (k === '--ep-names') args.epNames = Object.fromEntries(v.split(',').map((kv) => kv.split('=')));
     else if (k === '--out') args.out = v;
     else if (k === '--latency-runs') args.latencyRuns = Number(v);
     else if (k === '--memory-threads') args.memoryThreads = Number(v);
@@ -73,9 +73,9 @@ async function observe(args) {
   const manifest = JSON.parse(fs.readFileSync(path.join(args.bundle, 'manifest.json'), 'utf8'));
   const bundleFile = (rel) => fs.readFileSync(path.join(args.bundle, rel));
   const available = (ort.listSupportedBackends?.() ?? [{ name: 'cpu', bundled: true }])
-    .filter((b) => b.bundled).map((b) => EP_NAMES[b.name] ?? b.name);
-  const epName = EP_NAMES[args.ep] ?? args.ep;
-  const requested = args.ep === 'cpu' ? [epName] : [epName, EP_NAMES.cpu];
+    .filter((b) => b.bundled).map((b) => args.epNames[b.name] ?? b.name);
+  const epName = args.epNames[args.ep] ?? args.ep;
+  const requested = args.ep === 'cpu' ? [epName] : [epName, args.epNames.cpu];
   const environment = {
     runtime_version: version, providers_available: available, providers_registered: [],
     platform: `${os.type()}-${os.release()}-${process.arch}-node${process.versions.node}`,

@@ -1,7 +1,7 @@
 // The onnxruntime-web runner: serve the page, drive Chromium on it, write what it observed.
 //
 // node drive.mjs --modules DIR --chromium PATH --profile DIR --bundle B --target-id ID --ep wasm
-//   --threads N --out OBSDIR [--batch-sizes 1,8] [--latency-runs N]
+//   --ep-name CPUExecutionProvider --threads N --out OBSDIR [--batch-sizes 1,8] [--latency-runs N]
 // node drive.mjs --profile-root DIR --jobs FILE
 // DIR holds node_modules/{onnxruntime-web,playwright-core} of one release. A local HTTP server on
 // 127.0.0.1 sends COOP/COEP (without them crossOriginIsolated is false and wasm threads silently
@@ -56,6 +56,7 @@ function parseArgs(argv) {
     else if (k === '--bundle') args.bundle = v;
     else if (k === '--target-id') args.targetId = v;
     else if (k === '--ep') args.ep = v;
+    else if (k === '--ep-name') args.epName = v;
     else if (k === '--threads') args.threads = Number(v);
     else if (k === '--out') args.out = v;
     else if (k === '--latency-runs') args.latencyRuns = Number(v);
@@ -214,7 +215,7 @@ function cellConfig(args) {
     .find((f) => fs.existsSync(path.join(ortDir, 'dist', f)));
   if (!ortFile) throw new Error(`onnxruntime-web ${version} ships no ES module bundle in dist/`);
   return {
-    version, ortFile, ep: args.ep, threads: args.threads, targetId: args.targetId,
+    version, ortFile, ep: args.ep, epName: args.epName, threads: args.threads, targetId: args.targetId,
     batchSizes: args.batchSizes, latencyRuns: args.latencyRuns,
   };
 }

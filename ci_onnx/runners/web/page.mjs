@@ -11,7 +11,9 @@ import { latency, message, range, readInputs, round, rows, stack, sweepPoints } 
 import { readTensor, writeTensor } from '../codec/tensorproto.mjs';
 
 const MEMORY_WAIT_MS = 2000; // it answers within 0.2 s when it answers at all (bench/WEB.md)
-const EP_NAMES = { wasm: 'CPUExecutionProvider', webgpu: 'WebGpuExecutionProvider' };
+// The cell's EP comes by onnxruntime-web's name (cfg.ep) and the name onnxruntime registers it under
+// (cfg.epName, providers.toml's, through the host): no table of providers lives here. wasm is the CPU's.
+const CPU_EP = 'CPUExecutionProvider';
 
 async function fetchBytes(url) {
   const r = await fetch(url);
@@ -77,9 +79,9 @@ async function observe(cfg) {
   ort.env.wasm.numThreads = cfg.threads;
   ort.env.wasm.proxy = false;
   const manifest = JSON.parse(new TextDecoder().decode(await fetchBytes('bundle/manifest.json')));
-  const epName = EP_NAMES[cfg.ep] ?? cfg.ep;
+  const epName = cfg.epName ?? cfg.ep;
   const eps = cfg.ep === 'wasm' ? ['wasm'] : [cfg.ep, 'wasm'];
-  const requested = cfg.ep === 'wasm' ? [epName] : [epName, EP_NAMES.wasm];
+  const requested = cfg.ep === 'wasm' ? [epName] : [epName, CPU_EP];
   const environment = {
     runtime_version: cfg.version, providers_available: [], providers_registered: [],
     platform: `${navigator.userAgent} crossOriginIsolated=${self.crossOriginIsolated}`,
@@ -87,7 +89,7 @@ async function observe(cfg) {
   };
   const adapter = cfg.ep === 'webgpu' ? await navigator.gpu?.requestAdapter().catch(() => null) : true;
   if (adapter) environment.providers_available.push(epName);
-  if (cfg.ep !== 'wasm') environment.providers_available.push(EP_NAMES.wasm);
+  if (cfg.ep !== 'wasm') environment.providers_available.push(CPU_EP);
   const obs = {
     schema_version: 1, target_id: cfg.targetId, environment, providers_requested: requested,
     outputs: {}, run_errors: {}, batch_outputs: {}, batch_errors: {}, batch_reference: {},
@@ -120,7 +122,7 @@ async function observe(cfg) {
   obs.session_create_ms = round(performance.now() - start, 3);
   // Creating the session with them is the evidence they registered; onnxruntime-web falls back to
   // wasm without a word where the browser has no WebGPU adapter, so that case registers wasm only.
-  environment.providers_registered = adapter ? requested : [EP_NAMES.wasm];
+  environment.providers_registered = adapter ? requested : [CPU_EP];
   console.log(RUNS_BEGIN); // what the console holds after it is the runs' (none at the default levels)
 
   const t2 = performance.now();

@@ -1,6 +1,6 @@
 """Triage's observer: runs INSIDE the target's environment (numpy and its onnxruntime, nothing else).
 
-``python -m ci_onnx.triage.observe JOB.json`` runs each model the job names on the inputs it names,
+``python -m ci_onnx.observer.triage JOB.json`` runs each model the job names on the inputs it names,
 with the target's provider and session settings (its preset, its arithmetic), graph optimizations at
 the level the run asks for, and writes every output the session returns as a TensorProto file plus
 ``index.json`` (output name → file). It can also save the graph the runtime optimized, so that the
@@ -79,7 +79,7 @@ def run_job(job: Mapping[str, Any]) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:
-        print("usage: python -m ci_onnx.triage.observe JOB.json", file=sys.stderr)
+        print("usage: python -m ci_onnx.observer.triage JOB.json", file=sys.stderr)
         return 2
     job_path = Path(args[0])
     job = json.loads(job_path.read_text())

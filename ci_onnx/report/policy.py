@@ -23,7 +23,7 @@ from ci_onnx.plan import Plan
 from ci_onnx.report.collect import Collection, Entry
 from ci_onnx.results import CheckResult, OutputParity, TargetResult
 from ci_onnx.target import Status
-from ci_onnx.verify_options import EVERY_BATCH, VerifyOptions
+from ci_onnx.verify_options import PerBatch, VerifyOptions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -323,14 +323,14 @@ def over_base_budgets(result: TargetResult, base: VerifyOptions) -> list[str]:
             f"peak RSS {result.peak_rss_mb:.4g} MB over the base's budgets.peak_rss_mb ({b.peak_rss_mb:g})"
         )
     for s in result.latency:
-        limit = b.p99_ms.get(str(s.batch_size), b.p99_ms.get(EVERY_BATCH))
+        limit = PerBatch(b.p99_ms).at(str(s.batch_size))
         if limit is not None and s.p99_ms > limit:
             said.append(
                 f"batch {s.batch_size}: p99 {s.p99_ms:.4g} ms over the base's budgets.p99_ms ({limit:g})"
             )
     for s in (*result.latency, *result.sweep_latency):
         key = s.point or str(s.batch_size)
-        least = b.min_throughput.get(key, b.min_throughput.get(EVERY_BATCH))
+        least = PerBatch(b.min_throughput).at(key)
         if least is not None and s.throughput < least:
             said.append(
                 f"{key}: {s.throughput:.4g} items/s under the base's budgets.min_throughput ({least:g})"

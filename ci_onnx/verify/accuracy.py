@@ -15,6 +15,7 @@ import numpy as np
 from ci_onnx.bundle import Manifest
 from ci_onnx.results import CheckResult, Observation
 from ci_onnx.target import Status
+from ci_onnx.verify.context import Context
 
 if TYPE_CHECKING:
     from ci_onnx.verify.evidence import Evidence
@@ -97,3 +98,8 @@ def verdict(
     return CheckResult(
         name, Status.PASSED, f"{text}: {how}, within budgets.accuracy_drop ({budget:g})", figures
     )
+
+
+def check(ctx: Context) -> list[CheckResult]:
+    """The registry's entry (verify/judge.CHECKS)."""
+    return checks(ctx.manifest, ctx.obs, ctx.evidence, ctx.options.accuracy_drop)

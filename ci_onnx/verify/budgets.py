@@ -13,6 +13,7 @@ from ci_onnx import serde
 from ci_onnx.observer.coldstart import KEY as COLD_START
 from ci_onnx.results import CheckResult, Observation, ServingFigures
 from ci_onnx.target import Status
+from ci_onnx.verify.context import Context
 from ci_onnx.verify_options import EVERY_BATCH, Budgets, PerBatch
 
 MB = 1 << 20
@@ -178,3 +179,8 @@ def throughput_budget(obs: Observation, budgets: PerBatch) -> CheckResult:
         return CheckResult(f"budget[{name}]", Status.FAILED, f"{text} (budgets.{name}){aside}", figures)
     text = ", ".join(f"{_where(k)}: {s.throughput:.4g} ≥ {least:.4g} items/s" for k, s, least in pairs)
     return CheckResult(f"budget[{name}]", Status.PASSED, f"within budgets.{name}: {text}{aside}", figures)
+
+
+def check(ctx: Context) -> list[CheckResult]:
+    """The registry's entry (verify/judge.CHECKS): cold start, and each budget the config sets."""
+    return checks(ctx.obs, ctx.options.budgets)

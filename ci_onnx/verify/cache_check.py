@@ -18,6 +18,7 @@ from ci_onnx import matrix
 from ci_onnx.bundle import Manifest
 from ci_onnx.results import CheckResult, Observation
 from ci_onnx.target import Status
+from ci_onnx.verify.context import Context
 from ci_onnx.verify.evidence import Evidence, Unreadable, value
 
 CHECK = "optimized-cache"
@@ -127,3 +128,8 @@ def _compare(manifest: Manifest, obs: Observation, evidence: Evidence) -> tuple[
                     "is not equivalent"
                 )
     return problems, compared, identical, worst
+
+
+def check(ctx: Context) -> list[CheckResult]:
+    """The registry's entry (verify/judge.CHECKS)."""
+    return checks(ctx.manifest, ctx.obs, ctx.evidence, ctx.target.runner)

@@ -7,26 +7,22 @@ verify stage's edge), so any pair of references and observed outputs can be judg
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
-import numpy as np
-
-from ci_onnx import matrix, serde
+from ci_onnx import matrix
 from ci_onnx.bundle import Manifest
 from ci_onnx.observer.values import element_names
 from ci_onnx.results import (
     SCHEMA_VERSION,
     CheckResult,
-    DecisionStats,
     Observation,
-    OutputParity,
     TargetResult,
 )
 from ci_onnx.shorten import fit, runtime_words
 from ci_onnx.target import Status, Target
-from ci_onnx.verify import accuracy, budgets, cache_check, compare, decode, serving, sweeps
-from ci_onnx.verify.evidence import Evidence, value
+from ci_onnx.verify import accuracy, budgets, cache_check, compare, parity, serving, sweeps
+from ci_onnx.verify.context import Context, Registered
+from ci_onnx.verify.evidence import Evidence
 from ci_onnx.verify_options import VerifyOptions
 
 
@@ -114,32 +110,16 @@ def judge(
         first = next(iter(obs.run_errors.values()))
         checks.append(CheckResult("run", Status.EXPECTED, f"{expected_skip}; the runtime says: {first}"))
         return result(target, manifest, checks, environment=env)
-    parity, parity_checks = _parity(manifest, obs, evidence)
-    checks += parity_checks
-    decisions = _decisions(manifest, evidence)
-    if decisions is not None:
-        checks.append(_decision_check(decisions))
-    checks += accuracy.checks(manifest, obs, evidence, options.accuracy_drop)
-    checks += cache_check.checks(manifest, obs, evidence, target.runner)
-    checks += serving.batch_checks(
-        manifest,
-        obs,
-        evidence,
-        options.declared_batch_sizes,
-        any_axis=matrix.runners()[target.runner].can.batch_axes,
-    )
-    checks += sweeps.checks(manifest, obs, evidence, target.runner)
-    checks.append(serving.fallback(obs, provider.accelerator, options))
-    checks += serving.timing(obs)
-    checks += budgets.checks(obs, options.budgets)  # cold start, and budgets.* where set
-    checks = [_unmeasured(c, obs.unmeasured) for c in checks]
+    ctx = Context(target, manifest, obs, evidence, options)
+    for entry in CHECKS:
+        checks += [_unmeasured(c, obs.unmeasured, entry.needs) for c in entry.check(ctx)]
     return result(
         target,
         manifest,
         checks,
         environment=env,
-        parity=tuple(parity),
-        decisions=decisions,
+        parity=tuple(parity.figures(ctx)[0]),
+        decisions=parity.decisions(ctx),
         placement=obs.placement,
         latency=obs.latency,
         session_create_ms=obs.session_create_ms,
@@ -150,16 +130,27 @@ def judge(
     )
 
 
-UNMEASURED_CHECKS = {"placement": "fallback", "memory": "memory", "latency": "latency", "batch": "batch"}
-"""What a runner may declare it could not measure → the check (or family, ``batch[N]``) that needs it."""
+CHECKS: tuple[Registered, ...] = (
+    Registered(parity.check),
+    Registered(parity.decision),
+    Registered(accuracy.check),
+    Registered(cache_check.check),
+    Registered(serving.batch, needs={"batch": "batch"}),
+    Registered(sweeps.check),
+    Registered(serving.fallback_check, needs={"fallback": "placement"}),
+    Registered(serving.timing_check, needs={"latency": "latency", "memory": "memory"}),
+    Registered(budgets.check),
+)
+"""The checks of a target that loaded and ran, in the order its report lists them: one line each
+(a function from the context to its check results, and what it needs the runner to have measured).
+Before them: the export's findings, ``runtime``, ``load`` and ``provider`` (verify/judge.judge)."""
 
 
-def _unmeasured(check: CheckResult, unmeasured: dict[str, str]) -> CheckResult:
+def _unmeasured(check: CheckResult, unmeasured: dict[str, str], needs: dict[str, str]) -> CheckResult:
     """A check that needs what the runner declared it could not measure: skipped, with its reason."""
-    family = check.name.split("[", 1)[0]
-    for what, reason in unmeasured.items():
-        if UNMEASURED_CHECKS.get(what) == family and check.status != Status.PASSED:
-            return CheckResult(check.name, Status.SKIPPED, f"not measured by this runner: {reason}")
+    what = needs.get(check.name.split("[", 1)[0])
+    if what in unmeasured and check.status != Status.PASSED:
+        return CheckResult(check.name, Status.SKIPPED, f"not measured by this runner: {unmeasured[what]}")
     return check
 
 
@@ -182,90 +173,3 @@ def _provider(ep: str, obs: Observation) -> CheckResult:
         f"(the installed package offers {', '.join(available) or 'nothing'})",
         figures,
     )
-
-
-def _parity(
-    manifest: Manifest, obs: Observation, evidence: Evidence
-) -> tuple[list[OutputParity], list[CheckResult]]:
-    stats: list[OutputParity] = []
-    checks: list[CheckResult] = []
-    for spec in manifest.outputs:
-        tol = manifest.tolerance_for(spec.name)
-        parts: list[OutputParity] = []
-        pairs: list[tuple[Any, Any]] = []
-        problems: list[str] = []
-        for ds in manifest.test_data_sets:
-            if ds.directory in obs.run_errors:
-                problems.append(f"{ds.directory}: the run failed: {obs.run_errors[ds.directory]}")
-                continue
-            observed = evidence.observed.get(ds.directory, {})
-            if spec.name not in observed:
-                problems.append(f"{ds.directory}: the model gave no output {spec.name!r}")
-                continue
-            try:
-                got = value(observed[spec.name])
-                ref = value(evidence.reference[ds.directory][spec.name])
-            except decode.DecodeError as exc:
-                problems.append(f"{ds.directory}: {exc}")
-                continue
-            p = compare.values(spec.name, got, ref, tol)
-            if isinstance(got, np.ndarray) and isinstance(ref, np.ndarray):
-                pairs.append((got, ref))
-            if p.shape_mismatch:
-                problems.append(f"{ds.directory}: {p.shape_mismatch}")
-            parts.append(p)
-        sqnr, cosine = compare.error_stats(pairs)
-        merged = dataclasses.replace(
-            _merge(spec.name, parts, tol.atol, tol.rtol), sqnr_db=sqnr, cosine=cosine
-        )
-        stats.append(merged)
-        figures = serde.to_json(merged)
-        if problems:
-            checks.append(CheckResult(f"parity[{spec.name}]", Status.FAILED, "; ".join(problems), figures))
-        else:
-            status = Status.PASSED if merged.passed else Status.FAILED
-            checks.append(CheckResult(f"parity[{spec.name}]", status, compare.describe(merged), figures))
-    return stats, checks
-
-
-def _merge(name: str, parts: list[OutputParity], atol: float, rtol: float) -> OutputParity:
-    def biggest(values: list[float]) -> float:
-        finite = [v for v in values if not math.isnan(v)]
-        return max(finite) if finite else (math.nan if values else 0.0)
-
-    return OutputParity(
-        output=name,
-        max_abs=biggest([p.max_abs for p in parts]),
-        max_rel=biggest([p.max_rel for p in parts]),
-        out_of_tolerance=sum(p.out_of_tolerance for p in parts),
-        elements=sum(p.elements for p in parts),
-        atol=atol,
-        rtol=rtol,
-        nonfinite_mismatches=sum(p.nonfinite_mismatches for p in parts),
-        shape_mismatch="; ".join(p.shape_mismatch for p in parts if p.shape_mismatch),
-        worst_share=max((p.worst_share for p in parts if p.worst_share is not None), default=None),
-    )
-
-
-def _decisions(manifest: Manifest, evidence: Evidence) -> DecisionStats | None:
-    d = manifest.decision
-    if d is None or not any(s.name == d.output for s in manifest.outputs):
-        return None
-    parts = []
-    for ds in manifest.test_data_sets:
-        observed = evidence.observed.get(ds.directory, {})
-        if d.output not in observed:
-            continue
-        ref = value(evidence.reference[ds.directory][d.output])
-        parts.append(compare.decisions(d.output, value(observed[d.output]), ref, d.top_k))
-    return compare.merge_decisions(parts) or DecisionStats(d.output, d.top_k, 0, 0)
-
-
-def _decision_check(d: DecisionStats) -> CheckResult:
-    figures = serde.to_json(d)
-    if d.total == 0:
-        return CheckResult(
-            "decision", Status.FAILED, f"no output {d.output!r} to compare decisions on", figures
-        )
-    text = f"{d.changed} of {d.total} top-{d.top_k} decisions on {d.output!r} changed"
-    return CheckResult("decision", Status.FAILED if d.changed else Status.PASSED, text, figures)

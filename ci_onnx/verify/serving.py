@@ -18,6 +18,7 @@ from ci_onnx.observer.feeds import (
 from ci_onnx.results import CheckResult, Observation
 from ci_onnx.target import Status
 from ci_onnx.verify import compare
+from ci_onnx.verify.context import Context
 from ci_onnx.verify.evidence import Evidence, value
 from ci_onnx.verify_options import VerifyOptions
 
@@ -238,3 +239,20 @@ def _first(reference: Any, n: int, axis: int) -> Any:
     import numpy as np
 
     return np.take(reference, np.arange(n), axis=axis) if isinstance(reference, np.ndarray) else reference[:n]
+
+
+def batch(ctx: Context) -> list[CheckResult]:
+    """``batch[N]`` per served size (the registry's entry, verify/judge.CHECKS)."""
+    return batch_checks(
+        ctx.manifest, ctx.obs, ctx.evidence, ctx.options.declared_batch_sizes, any_axis=ctx.kind.batch_axes
+    )
+
+
+def fallback_check(ctx: Context) -> list[CheckResult]:
+    """``fallback``: where the nodes ran (the registry's entry, verify/judge.CHECKS)."""
+    return [fallback(ctx.obs, ctx.provider.accelerator, ctx.options)]
+
+
+def timing_check(ctx: Context) -> list[CheckResult]:
+    """``latency`` and ``memory`` (the registry's entry, verify/judge.CHECKS)."""
+    return timing(ctx.obs)

@@ -16,6 +16,7 @@ from ci_onnx.observer.feeds import batch_symbols
 from ci_onnx.results import CheckResult, LatencyStat, Observation
 from ci_onnx.target import Status
 from ci_onnx.verify import compare, decode
+from ci_onnx.verify.context import Context
 from ci_onnx.verify.evidence import Evidence, value
 
 
@@ -127,3 +128,8 @@ def _declared_shape(manifest: Manifest, sw: SweepSet, output: str, got: object) 
                 f"(= {want} here)"
             )
     return out
+
+
+def check(ctx: Context) -> list[CheckResult]:
+    """The registry's entry (verify/judge.CHECKS)."""
+    return checks(ctx.manifest, ctx.obs, ctx.evidence, ctx.target.runner)

@@ -25,7 +25,7 @@ from ci_onnx.results import (
 )
 from ci_onnx.shorten import fit, runtime_words
 from ci_onnx.target import Status, Target
-from ci_onnx.verify import accuracy, budgets, cache_check, compare, decode, serving, sweeps
+from ci_onnx.verify import accuracy, budgets, cache_check, compare, decode, engine_precision, serving, sweeps
 from ci_onnx.verify.evidence import Evidence, value
 from ci_onnx.verify_options import VerifyOptions
 
@@ -124,6 +124,7 @@ def judge(
     checks += serving.batch_checks(manifest, obs, evidence, options.declared_batch_sizes)
     checks += sweeps.checks(manifest, obs, evidence, target.runner)
     checks.append(serving.fallback(obs, provider.accelerator, options))
+    checks += engine_precision.checks(obs)
     checks += serving.timing(obs)
     checks += budgets.checks(obs, options.budgets)  # cold start, and budgets.* where set
     checks = [_unmeasured(c, obs.unmeasured) for c in checks]

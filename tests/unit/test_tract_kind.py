@@ -1,0 +1,150 @@
+"""The tract runner kind without tract: its facts codec, its declarations, and the engine observer's
+loop on a stand-in engine (onnxruntime behind the engine-session seam), judged by the one judge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ci_onnx import matrix, serde
+from ci_onnx.bundle import MODEL, Manifest, read_manifest
+from ci_onnx.observer import engine, tract_engine
+from ci_onnx.observer.engine import Opened, Port
+from ci_onnx.runners import base, tract
+from ci_onnx.target import ENGINE_RUNNERS, Status, Target
+from ci_onnx.verify import evidence, judge
+from ci_onnx.verify_options import VerifyOptions
+from tests.bundles import mlp_bundle
+
+
+def test_the_inputs_facts_come_from_the_bundles_shapes_and_types() -> None:
+    assert tract_engine.fact(["batch", 1, 8, 8], "float32") == "batch,1,8,8,f32"
+    assert tract_engine.fact(["seq len", 3], "int64") == "seq_len,3,i64"  # a symbol tract can read
+    assert tract_engine.fact(["2x"], "") == "d2x,f32"  # not first a digit; no type: float32
+    assert tract_engine.fact([], "bool") == "bool"  # 0-d
+    with pytest.raises(engine.Refused, match="no datum type for the bundle's input type 'string'"):
+        tract_engine.fact([1], "string")
+
+
+def test_the_kind_declares_its_own_engine_releases_and_what_it_cannot_measure() -> None:
+    info = matrix.runners()["tract"]
+    assert (info.registry, info.package, info.providers, info.releases) == (
+        "pypi",
+        "tract",
+        ("cpu",),
+        ("latest",),
+    )
+    assert not info.can.interpreter and not info.can.cold_start and info.can.sweep_points
+    assert base.get("tract") is tract.RUNNER and tract.RUNNER.kind == "tract"
+    assert set(ENGINE_RUNNERS) == {k for k, r in matrix.runners().items() if r.releases}
+
+
+def test_its_ids_name_the_engine_and_read_back() -> None:
+    t = Target("0.23.9", "cpu", 17, "dynamo", runner="tract")
+    assert (t.id, t.family, t.release_label) == (
+        "tract0.23.9-cpu-op17-dynamo",
+        "tract-cpu-op17-dynamo",
+        "tract0.23.9",
+    )
+    assert Target.from_id(t.id) == t
+    assert Target.from_id("digitnet.tract0.23.9-cpu-op18-dynamo").model == "digitnet"
+    for wrong in ("tract-ort1.20.1-cpu-op17-dynamo", "node-tract0.23.9-cpu-op17-dynamo"):
+        with pytest.raises(Exception, match="is not of the form"):
+            Target.from_id(wrong)
+
+
+class StandIn:
+    """An engine session over onnxruntime: the seam every engine's observer fills."""
+
+    def __init__(self, model: Path, refuse_at: int = 0) -> None:
+        import onnxruntime as ort
+
+        self._sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+        self._refuse_at = refuse_at
+        self.inputs = [Port(i.name, tuple(i.shape)) for i in self._sess.get_inputs()]
+        self.outputs = [Port(o.name, ()) for o in self._sess.get_outputs()]
+
+    def get_inputs(self) -> list[Port]:
+        return self.inputs
+
+    def get_outputs(self) -> list[Port]:
+        return self.outputs
+
+    def run_values(self, values: dict[str, Any]) -> dict[str, Any]:
+        given = engine.arrays(values)
+        if self._refuse_at and next(iter(given.values())).shape[0] >= self._refuse_at:
+            raise RuntimeError(f"Undetermined symbol in expression: batch >= {self._refuse_at}")
+        got = self._sess.run(None, given)
+        return engine.tensors([o.name for o in self.outputs], got)
+
+
+def _observe(bundle: Path, tmp_path: Path, open_model: Any) -> tuple[Any, Any]:
+    """The observation as the kind's collect completes it, and the verdict on it."""
+    target = Target("0.23.9", "cpu", 17, "onnx", runner="tract")
+    env = engine.environment("0.23.9", "tract-python", ("cpu",))
+    out = tmp_path / "obs"
+    out.mkdir()
+    obs = engine.observe(bundle, target, out, env, open_model, ep="CPUExecutionProvider", latency_runs=3)
+    (out / base.OBSERVATION).write_text(serde.dumps(obs))
+    collected = tract.RUNNER.collect(out)
+    manifest = read_manifest(bundle, verify_hashes=False)
+    verdict = judge.judge(
+        target, manifest, collected, evidence.load(manifest, collected, bundle, out), VerifyOptions()
+    )
+    return collected, verdict
+
+
+def _opened(refuse_at: int = 0) -> Any:
+    def opened(bundle: Path, manifest: Manifest) -> Opened:
+        return Opened(StandIn(bundle / MODEL, refuse_at), annotate=tract_engine._unplaced)
+
+    return opened
+
+
+def test_the_engine_observer_writes_the_python_kinds_observation(tmp_path: Path) -> None:
+    obs, _ = _observe(mlp_bundle(tmp_path / "b"), tmp_path, _opened())
+    assert obs.load_error == "" and not obs.run_errors
+    assert set(obs.outputs) == {"test_data_set_0", "test_data_set_1"}
+    assert set(obs.batch_outputs) == {"1", "8"} and obs.batch_reference
+    assert [s.batch_size for s in obs.latency] == [1, 8] and all(s.runs == 3 for s in obs.latency)
+    assert obs.peak_rss_mb and obs.memory_threads == engine.MEMORY_THREADS
+    assert obs.environment.providers_registered == ("CPUExecutionProvider",)
+    assert obs.placement is None and obs.unmeasured["placement"] == tract_engine.NO_PLACEMENT
+    assert obs.unmeasured["cold_start"] == base.NO_COLD_START.format(kind="tract")  # by the can block
+
+
+def test_the_judge_skips_the_fallback_check_with_the_engines_reason(tmp_path: Path) -> None:
+    _, result = _observe(mlp_bundle(tmp_path / "b"), tmp_path, _opened())
+    checks = {c.name: c for c in result.checks}
+    assert result.status is Status.PASSED, result.summary
+    assert (
+        checks["fallback"].status is Status.SKIPPED
+        and "tract reports no placement" in checks["fallback"].message
+    )
+    assert checks["parity[logits]"].status is Status.PASSED and checks["batch[8]"].status is Status.PASSED
+
+
+def test_an_engine_that_refuses_the_model_fails_the_load_check_in_its_own_words(tmp_path: Path) -> None:
+    def refuses(bundle: Path, manifest: Manifest) -> Opened:
+        raise RuntimeError('Translating node #3 "n" Det ToTypedTranslator: Unimplemented(Det)')
+
+    obs, result = _observe(mlp_bundle(tmp_path / "b"), tmp_path, refuses)
+    assert obs.load_error.startswith("Translating node #3")
+    assert result.status is Status.FAILED
+    assert result.summary.startswith("load: Translating node #3") and "Unimplemented(Det)" in result.summary
+
+
+def test_a_batch_size_the_engine_cannot_run_is_that_batch_checks_failure(tmp_path: Path) -> None:
+    obs, result = _observe(mlp_bundle(tmp_path / "b"), tmp_path, _opened(refuse_at=8))
+    assert "Undetermined symbol" in obs.batch_errors["8"]
+    assert set(obs.batch_outputs) == {"1"} and [s.batch_size for s in obs.latency] == [1]
+    batch8 = result.check("batch[8]")
+    assert batch8 is not None and batch8.status is Status.FAILED and "Undetermined symbol" in batch8.message
+
+
+def test_a_non_tensor_input_is_refused_by_name() -> None:
+    with pytest.raises(engine.Refused, match="input 'x' is not a tensor"):
+        engine.arrays({"x": [np.zeros(2)]})

@@ -3,8 +3,10 @@
 ``python -m ci_onnx.observer.tract_engine --bundle B --target-json '{…}' --ep NAME --out OBSDIR`` runs
 with the environment's interpreter (tract + numpy). The model is loaded with ``tract.onnx()``, each
 input's fact set from the bundle's shapes and types (a dynamic axis stays a symbol, so every served
-batch size runs on one optimized model), then optimized and made runnable. tract tells nothing of
-where or in which precision a node ran: the placement is declared unmeasured, with that reason.
+batch size runs on one optimized model), then optimized and made runnable. A model tract refuses
+(an op it lacks: ``Unimplemented(Det)``) is the load error, in tract's words without its backtrace.
+tract tells nothing of where or in which precision a node ran: the placement is declared unmeasured,
+with that reason.
 """
 
 from __future__ import annotations
@@ -73,9 +75,20 @@ class Session:
 
 
 def opened(bundle: Path, manifest: Manifest) -> Opened:
+    try:
+        return _opened(bundle, manifest)
+    except engine.Refused:
+        raise
+    except Exception as exc:  # tract's words, without the Rust backtrace it appends
+        raise engine.Refused(str(exc).split("Stack backtrace:", 1)[0].strip()) from None
+
+
+def _opened(bundle: Path, manifest: Manifest) -> Opened:
     import tract
 
-    model = tract.onnx().load(str(bundle / MODEL))
+    ctx = tract.onnx()  # 0.21 and before: model_for_path and into_optimized; 0.23: load, into_model
+    load = getattr(ctx, "model_for_path", None) or ctx.load
+    model = load(str(bundle / MODEL))
     names = [model.input_name(i) for i in range(model.input_count())]
     specs = {s.name: s for s in manifest.inputs}
     inputs = []
@@ -91,7 +104,8 @@ def opened(bundle: Path, manifest: Manifest) -> Opened:
         )
     # tract names an output by the node that makes it; the file's order is the manifest's
     outputs = [Port(spec.name, ()) for spec in manifest.outputs]
-    runnable = model.into_model().into_runnable()
+    typed = model.into_optimized() if hasattr(model, "into_optimized") else model.into_model()
+    runnable = typed.into_runnable()  # optimized for this CPU on the way (0.23's default runtime)
     return Opened(Session(runnable, inputs, outputs), annotate=_unplaced)
 
 

@@ -66,7 +66,12 @@ def test_the_observation_records_the_placement_per_precision_and_what_the_engine
     assert obs.placement.nodes_by_provider == {"CPU f32": 1, "CPU bf16": 4, "CPU i64": 1}
     p = obs.engine_precision
     assert p is not None and (p.asked, p.nodes, p.set, p.effective) == ("f32", 6, {}, TOOK_BF16)
-    assert [(n.name, n.provider) for n in p.other_precision][0] == ("node_Conv_25/WithoutBiases", "CPU bf16")
+    first = p.other_precision[0]
+    assert (first.name, first.op_type, first.provider) == (
+        "node_Conv_25/WithoutBiases",
+        "Convolution",
+        "CPU bf16",
+    )
     again = serde.from_json(Observation, json.loads(serde.dumps(obs)))  # observation.json round trip
     assert again == obs
 

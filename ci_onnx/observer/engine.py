@@ -25,7 +25,7 @@ import numpy as np
 
 from ci_onnx import __version__, defaults, serde
 from ci_onnx.bundle import Manifest, read_manifest
-from ci_onnx.observer import feeds, measure, ort, sweep_runs
+from ci_onnx.observer import coldstart, feeds, measure, ort, sweep_runs
 from ci_onnx.results import SCHEMA_VERSION, Environment, Observation
 from ci_onnx.target import Target
 from ci_onnx.tensorproto import Tensor, data_type_of
@@ -86,6 +86,9 @@ class Opened:
     notes: tuple[str, ...] = ()
     annotate: Callable[[Observation], Observation] | None = None
     """Adds what only this engine tells (its placement, its effective options), after the runs."""
+    cold_start: dict[str, Any] | None = None
+    """How a fresh process opens the model on this engine (serve_once's ``engine``, with the
+    ``package`` whose size is the runtime's); None: the cold start is not timed."""
 
 
 def observe(
@@ -98,6 +101,7 @@ def observe(
     ep: str,
     latency_runs: int = int(defaults.of("verify.latency_runs")),
     memory_threads: int = MEMORY_THREADS,
+    cold_start: bool = False,
 ) -> Observation:
     """Run ``bundle`` on the engine ``open_model`` opens, and record what happened."""
     manifest = read_manifest(bundle, verify_hashes=False)
@@ -140,6 +144,10 @@ def observe(
     obs = sweep_runs.observe(sess, manifest, bundle, out, obs, latency_runs)
     if opened.annotate is not None:
         obs = opened.annotate(obs)
+    fresh = opened.cold_start
+    del sess, opened  # the engine's threads would compete with the fresh process timed below
+    if cold_start and fresh is not None:  # last: a fresh process, while nothing else runs
+        obs = coldstart.attach(obs, bundle, (ep,), out, engine=fresh)
     return obs
 
 
@@ -152,6 +160,7 @@ def parser(prog: str, doc: str | None) -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--latency-runs", type=int, default=int(defaults.of("verify.latency_runs")))
     p.add_argument("--memory-threads", type=int, default=MEMORY_THREADS)
+    p.add_argument("--no-cold-start", action="store_true", help="Do not time a fresh process (say so).")
     return p
 
 
@@ -171,8 +180,10 @@ def write(args: argparse.Namespace, env: Environment, open_model: Callable[[Path
     target = serde.from_json(Target, json.loads(args.target_json))
     args.out.mkdir(parents=True, exist_ok=True)
     obs = observe(
-        args.bundle, target, args.out, env, open_model,
-        ep=args.ep, latency_runs=args.latency_runs, memory_threads=args.memory_threads,
+        args.bundle, target, args.out, env, open_model, ep=args.ep, latency_runs=args.latency_runs,
+        memory_threads=args.memory_threads, cold_start=not args.no_cold_start,
     )  # fmt: skip
+    if args.no_cold_start:
+        obs = dataclasses.replace(obs, unmeasured={**obs.unmeasured, coldstart.KEY: ort.SERVING_OFF})
     (args.out / "observation.json").write_text(serde.dumps(obs))
     return 0

@@ -98,7 +98,8 @@ def open_model(options: dict[str, str]) -> Any:
         def annotate(obs: Observation) -> Observation:
             return annotated(obs, options, effective, nodes, asked)
 
-        return Opened(session, annotate=annotate)
+        fresh = {"name": RUNNER, "package": RUNNER, "options": options}
+        return Opened(session, annotate=annotate, cold_start=fresh)
 
     return opened
 

@@ -91,12 +91,13 @@ def _opened(bundle: Path, manifest: Manifest) -> Opened:
     model = load(str(bundle / MODEL))
     names = [model.input_name(i) for i in range(model.input_count())]
     specs = {s.name: s for s in manifest.inputs}
-    inputs = []
+    inputs, facts = [], []
     for i, name in enumerate(names):
         spec = specs.get(name)
         if spec is None:
             raise engine.Refused(f"the model's input {name!r} is not in the bundle's manifest")
-        model.set_input_fact(i, fact(spec.shape, spec.dtype))
+        facts.append(fact(spec.shape, spec.dtype))
+        model.set_input_fact(i, facts[-1])
         inputs.append(Port(name, tuple(d if isinstance(d, int) else str(d) for d in spec.shape)))
     if model.output_count() != len(manifest.outputs):
         raise engine.Refused(
@@ -106,7 +107,8 @@ def _opened(bundle: Path, manifest: Manifest) -> Opened:
     outputs = [Port(spec.name, ()) for spec in manifest.outputs]
     typed = model.into_optimized() if hasattr(model, "into_optimized") else model.into_model()
     runnable = typed.into_runnable()  # optimized for this CPU on the way (0.23's default runtime)
-    return Opened(Session(runnable, inputs, outputs), annotate=_unplaced)
+    fresh = {"name": RUNNER, "package": RUNNER, "facts": facts}
+    return Opened(Session(runnable, inputs, outputs), annotate=_unplaced, cold_start=fresh)
 
 
 def _unplaced(obs: Observation) -> Observation:

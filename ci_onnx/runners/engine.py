@@ -49,6 +49,8 @@ class EngineRunner:
         ]  # fmt: skip
         if self.options_arg:
             args += [self.options_arg, json.dumps(preset(self.kind, x.target.session_options))]
+        if not x.options.serving_figures:  # verify.serving_figures: false; the check says why it is skipped
+            args.append("--no-cold-start")
         return args
 
     def launch(self, env: RunnerEnv, x: Launch, *, base_env: Mapping[str, str]) -> proc.Completed:

@@ -37,7 +37,7 @@ def test_the_kind_declares_its_own_engine_releases_and_what_it_cannot_measure() 
         ("cpu",),
         ("latest",),
     )
-    assert not info.can.interpreter and not info.can.cold_start and info.can.sweep_points
+    assert not info.can.interpreter and info.can.cold_start and info.can.sweep_points
     assert base.get("tract") is tract.RUNNER and tract.RUNNER.kind == "tract"
     assert set(ENGINE_RUNNERS) == {k for k, r in matrix.runners().items() if r.releases}
 
@@ -81,13 +81,15 @@ class StandIn:
         return engine.tensors([o.name for o in self.outputs], got)
 
 
-def _observe(bundle: Path, tmp_path: Path, open_model: Any) -> tuple[Any, Any]:
+def _observe(bundle: Path, tmp_path: Path, open_model: Any, *, cold_start: bool = False) -> tuple[Any, Any]:
     """The observation as the kind's collect completes it, and the verdict on it."""
     target = Target("0.23.9", "cpu", 17, "onnx", runner="tract")
     env = engine.environment("0.23.9", "tract-python", ("cpu",))
     out = tmp_path / "obs"
     out.mkdir()
-    obs = engine.observe(bundle, target, out, env, open_model, ep="CPUExecutionProvider", latency_runs=3)
+    obs = engine.observe(
+        bundle, target, out, env, open_model, ep="CPUExecutionProvider", latency_runs=3, cold_start=cold_start
+    )
     (out / base.OBSERVATION).write_text(serde.dumps(obs))
     collected = tract.RUNNER.collect(out)
     manifest = read_manifest(bundle, verify_hashes=False)
@@ -97,15 +99,20 @@ def _observe(bundle: Path, tmp_path: Path, open_model: Any) -> tuple[Any, Any]:
     return collected, verdict
 
 
+FRESH = {"package": "onnxruntime"}
+"""The stand-in's fresh process: serve_once with no engine name opens the model on onnxruntime."""
+
+
 def _opened(refuse_at: int = 0) -> Any:
     def opened(bundle: Path, manifest: Manifest) -> Opened:
-        return Opened(StandIn(bundle / MODEL, refuse_at), annotate=tract_engine._unplaced)
+        session = StandIn(bundle / MODEL, refuse_at)
+        return Opened(session, annotate=tract_engine._unplaced, cold_start=FRESH)
 
     return opened
 
 
 def test_the_engine_observer_writes_the_python_kinds_observation(tmp_path: Path) -> None:
-    obs, _ = _observe(mlp_bundle(tmp_path / "b"), tmp_path, _opened())
+    obs, result = _observe(mlp_bundle(tmp_path / "b"), tmp_path, _opened(), cold_start=True)
     assert obs.load_error == "" and not obs.run_errors
     assert set(obs.outputs) == {"test_data_set_0", "test_data_set_1"}
     assert set(obs.batch_outputs) == {"1", "8"} and obs.batch_reference
@@ -113,7 +120,21 @@ def test_the_engine_observer_writes_the_python_kinds_observation(tmp_path: Path)
     assert obs.peak_rss_mb and obs.memory_threads == engine.MEMORY_THREADS
     assert obs.environment.providers_registered == ("CPUExecutionProvider",)
     assert obs.placement is None and obs.unmeasured["placement"] == tract_engine.NO_PLACEMENT
-    assert obs.unmeasured["cold_start"] == base.NO_COLD_START.format(kind="tract")  # by the can block
+    s = obs.serving  # a fresh process, timed last, its runtime's size that of the engine's package
+    assert s is not None and s.cold_start_ms and s.first_run_ms is not None and s.warm_runs > 0
+    assert s.runtime_package == "onnxruntime" and s.runtime_bytes and "cold_start" not in obs.unmeasured
+    assert result.check("cold-start").status is Status.PASSED
+
+
+def test_a_cold_start_not_asked_for_is_said_so(tmp_path: Path) -> None:
+    args = engine.parser("x", "").parse_args(
+        ["--bundle", str(mlp_bundle(tmp_path / "b")), "--target-json", "{}", "--ep", "E", "--out", "o"]
+    )
+    assert args.no_cold_start is False
+    target = Target("0.23.9", "cpu", 17, "onnx", runner="tract")
+    x = base.Launch(tmp_path / "b", target, tmp_path / "o", VerifyOptions(serving_figures=False), "E")
+    env = base.RunnerEnv("tract", "0.23.9", tmp_path, "/env/bin/python", "tract")
+    assert tract.RUNNER.argv(env, x)[-1] == "--no-cold-start"  # verify.serving_figures: false
 
 
 def test_the_judge_skips_the_fallback_check_with_the_engines_reason(tmp_path: Path) -> None:

@@ -120,15 +120,15 @@ def digitnet(run_out: Path) -> list[str]:
     python = next(i for i, r in results.items() if r["target"]["runner"] == "python")
     sets = sorted(d.name for d in (run_out / "observations" / python).glob("test_data_set_*"))
     lines = [
-        f"max abs difference from `{python}`'s outputs, per test data set; the cell's own checks.",
+        f"max abs difference from `{python}`'s outputs, per test data set; the cell's own checks; its"
+        " cold start, one fresh process each while the run verified two cells at a time (one sample:"
+        " an order of size, not a comparison; bench/NOISE.md on this machine's noise).",
         "",
         f"| cell | {' | '.join(sets)} | parity (vs PyTorch) | engine-precision "
-        "| INFERENCE_PRECISION_HINT taken |",
-        "|---|" + "---:|" * len(sets) + "---|---|---|",
+        "| INFERENCE_PRECISION_HINT taken | cold start ms (import, session) |",
+        "|---|" + "---:|" * len(sets) + "---|---|---|---:|",
     ]
-    for cell, r in sorted(results.items()):
-        if cell == python:
-            continue
+    for cell, r in sorted(results.items(), key=lambda kv: kv[0] != python):
         worst = []
         for ds in sets:
             w = 0.0
@@ -148,9 +148,16 @@ def digitnet(run_out: Path) -> list[str]:
         lines.append(
             f"| `{cell}` | {' | '.join(worst)} "
             f"| {parity['status']}, max abs {parity['figures']['max_abs']:.2g} | "
-            f"{precision['status'] if precision else 'not observed'} | {took} |"
+            f"{precision['status'] if precision else 'not observed'} | {took} | {cold(r)} |"
         )
     return lines
+
+
+def cold(result: dict[str, Any]) -> str:
+    s = result.get("serving") or {}
+    if not s.get("cold_start_ms"):
+        return "not measured"
+    return f"{s['cold_start_ms']:.0f} ({s['import_ms']:.0f}, {s['session_ms']:.0f})"
 
 
 def corpus(cases: list[Path], envs: Path) -> tuple[list[str], dict[str, Any]]:

@@ -342,9 +342,10 @@ def _excluded(target: Target, rules: Iterable[dict[str, str]]) -> bool:
 
 
 def _with_skip_reason(target: Target, ir_version: int | None = None) -> Target:
-    if target.expected_skip or matrix.runners()[target.runner].releases:
-        return target  # another engine's release: onnxruntime's table says nothing of it
-    reason = matrix.caps_for(target.runtime).cannot_load(target.opset, ir_version)
+    caps = matrix.runners()[target.runner].caps_for(target.runtime)
+    if target.expected_skip or caps is None:  # None: another engine's release, not in the table
+        return target
+    reason = caps.cannot_load(target.opset, ir_version)
     info = matrix.providers()[target.provider]
     if (
         not reason

@@ -145,6 +145,11 @@ class RunnerInfo:
     place of onnxruntime's session options: each of its cells is verified under each preset, a
     non-default one named in the id as a session-options preset is (``-so-f32``)."""
 
+    def caps_for(self, release: str) -> RuntimeCaps | None:
+        """What ``release`` loads, from onnxruntime's table (runtimes.toml); None for a kind that runs
+        another engine (``releases``): its limits are not tabled, the engine says them at load."""
+        return None if self.releases else caps_for(release)
+
     def package_for(self, provider: str) -> str:
         """The package that ships a release of this kind for ``provider``."""
         return self.package or providers()[provider].package

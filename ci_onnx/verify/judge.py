@@ -161,7 +161,8 @@ def _unmeasured(check: CheckResult, unmeasured: dict[str, str]) -> CheckResult:
 def _cannot_hold(target: Target, manifest: Manifest) -> str:
     """The runtime table's reason, when an input or output has a type this release cannot express."""
     types = [t for s in (*manifest.inputs, *manifest.outputs) if s.dtype for t in element_names(s.dtype)]
-    return matrix.caps_for(target.runtime).cannot_hold(types)
+    caps = matrix.runners()[target.runner].caps_for(target.runtime)
+    return caps.cannot_hold(types) if caps is not None else ""
 
 
 def _provider(ep: str, obs: Observation) -> CheckResult:

@@ -172,3 +172,17 @@ def test_a_batch_size_the_engine_cannot_run_is_that_batch_checks_failure(tmp_pat
 def test_a_non_tensor_input_is_refused_by_name() -> None:
     with pytest.raises(engine.Refused, match="input 'x' is not a tensor"):
         engine.arrays({"x": [np.zeros(2)]})
+
+
+def test_the_sweep_points_run_and_are_timed_on_the_engine(tmp_path: Path) -> None:
+    from tests.unit.test_shape_sweeps import heads, seq_bundle, softmax_heads
+
+    path = seq_bundle(tmp_path / "b", heads([0, 0, 2, 4]), softmax_heads, {})
+    manifest = read_manifest(path, verify_hashes=False)
+    assert [tract_engine.fact(s.shape, s.dtype) for s in manifest.inputs] == ["batch,seq,8,f32"]
+    obs, result = _observe(path, tmp_path, _opened())
+    swept = {c.name: c.status for c in result.checks if c.name.startswith("sweep[")}
+    assert swept == dict.fromkeys(
+        ["sweep[seq=1]", "sweep[seq=5]", "sweep[seq=8]", "sweep[seq=16]"], Status.PASSED
+    )
+    assert [s.point for s in obs.sweep_latency] == ["seq=1", "seq=5", "seq=8", "seq=16"]

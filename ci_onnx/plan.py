@@ -201,7 +201,7 @@ def _cells(config: Config, resolver: Resolver, opsets: Sequence[int] | None) -> 
             opsets if opsets is not None else opsets_of(config),
             config.export.exporters,
             config.export.precisions,
-            tuple(info.presets) or t.session_options,  # an engine's own options, else onnxruntime's
+            tuple(info.presets_with(t.engine_presets)) or t.session_options,  # an engine's own, else ort's
         ):
             target = Target(
                 runtime=version,
@@ -297,10 +297,11 @@ def _included(cell: dict[str, str], index: int, config: Config, resolver: Resolv
     if is_exact(cell["runtime"]):
         check_exact(version, package, resolver, f"{config.path}: targets.include[{index}].runtime")
     preset = cell.get("session_options", "default")
-    if info.presets and preset not in info.presets:
+    own = info.presets_with(config.targets.engine_presets)
+    if own and preset not in own:
         raise ConfigError(
             f"{config.path}: targets.include[{index}].session_options: the {runner} runner's presets "
-            f"are {', '.join(info.presets)} (runners.toml), not {preset!r}"
+            f"are {', '.join(own)} (runners.toml and targets.engine_presets), not {preset!r}"
         )
     try:
         if not info.presets:
@@ -395,8 +396,9 @@ def render_table(plan: Plan) -> str:
         note = f"expected skip: {t.expected_skip}" if t.expected_skip else ""
         if t.runtime_spec:
             note = f"{t.runtime_spec} → {t.runtime}" + (f"; {note}" if note else "")
-        if t.session_options != "default" and t.session_options in info.presets:
-            so = ", ".join(f"{k}={v}" for k, v in info.presets[t.session_options].items())
+        own = info.presets_with(plan.options_for(t).engine_presets)
+        if t.session_options != "default" and t.session_options in own:
+            so = ", ".join(f"{k}={v}" for k, v in own[t.session_options].items())
             note = f"{t.runner} options {so}" + (f"; {note}" if note else "")
         elif t.session_options != "default":
             so = session.resolve(t.session_options, plan.options_for(t).session_presets).describe()

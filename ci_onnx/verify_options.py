@@ -74,6 +74,8 @@ class VerifyOptions:
     """budgets.accuracy_drop, in absolute top-1 points against PyTorch (labelled samples only)."""
     session_presets: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     """targets.session_presets: the config's own presets, so a runner can apply one from the plan."""
+    engine_presets: dict[str, dict[str, dict[str, str]]] = dataclasses.field(default_factory=dict)
+    """targets.engine_presets: the config's own presets of an engine kind (openvino), likewise."""
     budgets: Budgets = dataclasses.field(default_factory=Budgets)
     declared_batch_sizes: tuple[int, ...] = ()
     """The batch sizes onnx-gate.yml writes itself (verify.batch_sizes, not the default): claims, so a
@@ -101,6 +103,7 @@ def options_from(cfg: Config | None, *, timeout_s: float | None = None) -> Verif
             timeout_s=cfg.verify.timeout_s,
             accuracy_drop=cfg.accuracy_drop,
             session_presets=cfg.targets.session_presets,
+            engine_presets=cfg.targets.engine_presets,
             budgets=cfg.budgets,
             declared_batch_sizes=cfg.verify.batch_sizes if cfg.verify.batch_sizes_declared else (),
             triage_timeout_s=cfg.verify.triage_timeout_s,

@@ -48,7 +48,8 @@ class EngineRunner:
             "--latency-runs", str(x.options.latency_runs),
         ]  # fmt: skip
         if self.options_arg:
-            args += [self.options_arg, json.dumps(preset(self.kind, x.target.session_options))]
+            chosen = preset(self.kind, x.target.session_options, x.options.engine_presets)
+            args += [self.options_arg, json.dumps(chosen)]
         if not x.options.serving_figures:  # verify.serving_figures: false; the check says why it is skipped
             args.append("--no-cold-start")
         return args
@@ -64,10 +65,10 @@ class EngineRunner:
         return collect(self.kind, out_dir)  # the observer writes its placement, or says why not
 
 
-def preset(kind: str, name: str) -> dict[str, str]:
-    """The engine properties of ``kind``'s preset ``name`` (runners.toml ``presets``); an unknown
-    name is a ValueError naming the known ones."""
-    presets = matrix.runners()[kind].presets
+def preset(kind: str, name: str, user: dict[str, dict[str, dict[str, str]]] | None = None) -> dict[str, str]:
+    """The engine properties of ``kind``'s preset ``name`` (runners.toml ``presets``, and the config's
+    ``targets.engine_presets``: ``user``); an unknown name is a ValueError naming the known ones."""
+    presets = matrix.runners()[kind].presets_with(user or {})
     if name not in presets:
         raise ValueError(f"the {kind} runner has no preset {name!r}; its presets: {', '.join(presets)}")
     return {k: str(v) for k, v in presets[name].items()}

@@ -163,7 +163,8 @@ def for_cell(
     from ci_onnx.runners import session
 
     # A kind with presets of its own engine applies them itself, by the target (runners.toml).
-    own = result.target.session_options in matrix.runners()[result.target.runner].presets
+    engine = matrix.runners()[result.target.runner].presets_with(options.engine_presets)
+    own = result.target.session_options in engine
     preset = {} if own else session.resolve(result.target.session_options, options.session_presets).settings()
     return attach(
         result, manifest, bundle, out_dir, environment=environment,

@@ -18,7 +18,7 @@ from ci_onnx.results import SCHEMA_VERSION, Environment, Observation
 from ci_onnx.runners import base, openvino
 from ci_onnx.target import Status, Target
 from ci_onnx.verify import engine_precision
-from ci_onnx.verify_options import VerifyOptions
+from ci_onnx.verify_options import VerifyOptions, options_from
 from tests.conftest import EXAMPLE_CONFIG, FakeIndex
 
 # The runtime graph of DigitNet compiled with OpenVINO 2026.4.1's defaults on a CPU with AVX512_BF16
@@ -168,7 +168,8 @@ def test_an_unknown_preset_of_an_included_cell_is_a_config_error() -> None:
         "runner": "openvino",
     }
     with pytest.raises(
-        ConfigError, match=r"the openvino runner's presets are default, f32 \(runners.toml\), not 'no_opt'"
+        ConfigError,
+        match=r"the openvino runner's presets are default, f32 \(runners.toml and targets.engine_presets\), not 'no_opt'",
     ):
         _plan(include=({**cell, "session_options": "no_opt"},))
 
@@ -183,3 +184,61 @@ def test_the_launch_hands_the_cells_preset_to_the_observer(tmp_path: Path) -> No
     default = dataclasses.replace(target, session_options="default")
     argv = openvino.RUNNER.argv(env, dataclasses.replace(x, target=default))
     assert json.loads(argv[argv.index("--engine-options") + 1]) == {}
+
+
+def _config(tmp_path: Path, presets: str) -> config.Config:
+    (tmp_path / "onnx-gate.yml").write_text(
+        "version: 1\nmodel: {onnx: model.onnx}\n"
+        "targets:\n  runtimes: [latest]\n  providers: [cpu]\n  runners: [openvino]\n" + presets
+    )
+    return config.load(tmp_path / "onnx-gate.yml")
+
+
+def test_a_config_adds_its_own_engine_presets_which_plan_and_launch_carry(tmp_path: Path) -> None:
+    cfg = _config(
+        tmp_path,
+        "  engine_presets:\n    openvino:\n"
+        "      throughput: {PERFORMANCE_HINT: THROUGHPUT, INFERENCE_NUM_THREADS: 2, ENABLE_CPU_PINNING: false}\n",
+    )
+    assert cfg.targets.engine_presets == {
+        "openvino": {
+            "throughput": {
+                "PERFORMANCE_HINT": "THROUGHPUT",
+                "INFERENCE_NUM_THREADS": "2",
+                "ENABLE_CPU_PINNING": "NO",
+            }
+        }
+    }
+    options = options_from(cfg)
+    target = Target("2026.4.1", "cpu", 18, "onnx", runner="openvino", session_options="throughput")
+    env = base.RunnerEnv("openvino", "2026.4.1", tmp_path, "/env/bin/python", "openvino")
+    argv = openvino.RUNNER.argv(
+        env, base.Launch(tmp_path, target, tmp_path / "o", options, "CPUExecutionProvider")
+    )
+    assert json.loads(argv[argv.index("--engine-options") + 1])["PERFORMANCE_HINT"] == "THROUGHPUT"
+    assert matrix.runners()["openvino"].presets_with(options.engine_presets).keys() == {
+        "default",
+        "f32",
+        "throughput",
+    }
+    assert (
+        matrix.runners()["python"].presets_with(options.engine_presets) == {}
+    )  # onnxruntime's are session options
+
+
+def test_a_config_preset_may_not_redefine_the_kinds_own(tmp_path: Path) -> None:
+    with pytest.raises(
+        ConfigError,
+        match=r"engine_presets.openvino.f32.*'f32' is a preset of the openvino runner already \(INFERENCE_PRECISION_HINT=f32\)",
+    ):
+        _config(tmp_path, "  engine_presets:\n    openvino:\n      f32: {INFERENCE_PRECISION_HINT: bf16}\n")
+    with pytest.raises(ConfigError, match="engine_presets"):
+        _config(tmp_path, "  engine_presets:\n    tract:\n      fast: {X: 1}\n")  # tract has no presets
+
+
+def test_the_config_schema_names_the_kinds_that_have_engine_presets() -> None:
+    from ci_onnx.schema import load_schema
+
+    targets = load_schema("config.schema.json")["properties"]["targets"]["properties"]
+    kinds = targets["engine_presets"]["propertyNames"]["enum"]
+    assert kinds == [k for k, info in matrix.runners().items() if info.presets] == ["openvino"]

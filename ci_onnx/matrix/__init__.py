@@ -145,9 +145,9 @@ class RunnerInfo:
     place of onnxruntime's session options: each of its cells is verified under each preset, a
     non-default one named in the id as a session-options preset is (``-so-f32``)."""
 
-    def presets_with(self, user: dict[str, dict[str, dict[str, str]]]) -> dict[str, dict[str, str]]:
+    def presets_with(self, user: dict[str, dict[str, dict[str, str]]] | None) -> dict[str, dict[str, str]]:
         """This kind's engine presets and the config's own for it (``targets.engine_presets``)."""
-        return {**self.presets, **user.get(self.name, {})} if self.presets else {}
+        return {**self.presets, **(user or {}).get(self.name, {})} if self.presets else {}
 
     def caps_for(self, release: str) -> RuntimeCaps | None:
         """What ``release`` loads, from onnxruntime's table (runtimes.toml); None for a kind that runs

@@ -68,7 +68,7 @@ class EngineRunner:
 def preset(kind: str, name: str, user: dict[str, dict[str, dict[str, str]]] | None = None) -> dict[str, str]:
     """The engine properties of ``kind``'s preset ``name`` (runners.toml ``presets``, and the config's
     ``targets.engine_presets``: ``user``); an unknown name is a ValueError naming the known ones."""
-    presets = matrix.runners()[kind].presets_with(user or {})
+    presets = matrix.runners()[kind].presets_with(user)
     if name not in presets:
         raise ValueError(f"the {kind} runner has no preset {name!r}; its presets: {', '.join(presets)}")
     return {k: str(v) for k, v in presets[name].items()}

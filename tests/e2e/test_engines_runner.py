@@ -30,6 +30,7 @@ targets:
   runtimes: [latest]
   providers: [cpu]
   runners: [python, openvino, tract]
+  engine_presets: {{openvino: {{throughput: {{PERFORMANCE_HINT: THROUGHPUT, INFERENCE_PRECISION_HINT: f32}}}}}}
 """
 
 
@@ -145,3 +146,14 @@ def test_an_op_the_engines_lack_is_a_failed_load_check_in_their_words(
         load = _check(r, "load")
         assert load["status"] == "failed" and words[kind] in load["message"], load
         assert "Stack backtrace" not in load["message"]
+
+
+def test_a_configs_own_engine_preset_is_a_cell_whose_result_records_what_the_engine_took(
+    three: tuple[dict[str, Any], int, str],
+) -> None:
+    results, _, _ = three
+    cell = next(r for r in results.values() if r["target"]["session_options"] == "throughput")
+    precision = _check(cell, "engine-precision")["figures"]
+    assert precision["set"] == {"PERFORMANCE_HINT": "THROUGHPUT", "INFERENCE_PRECISION_HINT": "f32"}
+    assert precision["effective"]["PERFORMANCE_HINT"] == "THROUGHPUT"
+    assert cell["status"] == "passed", cell["summary"]

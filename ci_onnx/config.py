@@ -109,6 +109,8 @@ class TargetsConfig:
     session_options: tuple[str, ...] = ("default",)
     """Session-options presets (matrix/session_options.toml or session_presets): an axis."""
     session_presets: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    engine_presets: dict[str, dict[str, dict[str, str]]] = dataclasses.field(default_factory=dict)
+    """targets.engine_presets: kind → name → the engine's properties, beside the kind's own presets."""
     android_api_level: int = 34
     """targets.android.api_level: the Android API level the android runner's cells run at."""
 
@@ -509,9 +511,14 @@ def _build(plain: dict[str, Any], where: guard.Where, path: Path, named: bool) -
         runners=tuple(t["runners"]),
         session_options=tuple(t["session_options"]),
         session_presets={k: dict(v) for k, v in t["session_presets"].items()},
+        engine_presets={
+            kind: {name: {k: _property(v) for k, v in row.items()} for name, row in named.items()}
+            for kind, named in t["engine_presets"].items()
+        },
         android_api_level=int(_section(plain, "targets", "android")["api_level"]),
     )
     _check_session_options(targets, where)
+    _check_engine_presets(targets, where)
     if "nightly" in targets.runtimes and not targets.nightly_index:
         raise ConfigError(
             f"{where(['targets', 'runtimes'])}: 'nightly' needs "
@@ -611,6 +618,26 @@ def _check_session_options(targets: TargetsConfig, where: guard.Where) -> None:
             session.resolve(name, targets.session_presets)
         except session.PresetError as exc:
             raise ConfigError(f"{where(['targets', 'session_options'])}: {exc}") from None
+
+
+def _property(value: Any) -> str:
+    """An engine property's value as the engine reads it: text (YES/NO for a boolean)."""
+    return ("YES" if value else "NO") if isinstance(value, bool) else str(value)
+
+
+def _check_engine_presets(targets: TargetsConfig, where: guard.Where) -> None:
+    """A user's engine preset names a kind with presets, and no preset of that kind's own."""
+    from ci_onnx import matrix
+
+    for kind, named in targets.engine_presets.items():
+        own = matrix.runners()[kind].presets
+        for name in named:
+            if name in own:
+                described = ", ".join(f"{k}={v}" for k, v in own[name].items()) or "the engine's defaults"
+                raise ConfigError(
+                    f"{where(['targets', 'engine_presets', kind, name])}: {name!r} is a preset of the {kind} "
+                    f"runner already ({described}); give yours another name"
+                )
 
 
 def _check_references(config: Config, where: guard.Where) -> None:

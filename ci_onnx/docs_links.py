@@ -22,6 +22,7 @@ PAGES = frozenset(
         "control-flow",
         "decision",
         "dynamic-axes",
+        "engine-precision",
         "environment",
         "export",
         "fallback",

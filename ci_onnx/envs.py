@@ -55,9 +55,11 @@ def find_uv() -> str | None:
         return shutil.which("uv")
 
 
-def requirements(package: str, version: str) -> list[str]:
-    """What the environment installs: the flavour pinned, and numpy within what its wheels were built for."""
-    numpy_spec = matrix.caps_for(version).numpy
+def requirements(package: str, version: str, numpy_spec: str | None = None) -> list[str]:
+    """What the environment installs: the flavour pinned, and numpy within what its wheels were built
+    for (``numpy_spec``; None: onnxruntime's runtime table says, by the release)."""
+    if numpy_spec is None:
+        numpy_spec = matrix.caps_for(version).numpy
     return [f"{package}=={version}", f"numpy{numpy_spec}"]
 
 
@@ -98,10 +100,12 @@ def ensure(
     base_python: str | None = None,
     what: str = "",
     environ: Mapping[str, str] | None = None,
+    numpy_spec: str | None = None,
 ) -> RuntimeEnv:
     """Create ``package==version`` (+ numpy) in its own environment, or reuse the cached one.
 
-    ``environ`` is the process environment for the installer (None: this process's)."""
+    ``environ`` is the process environment for the installer (None: this process's); ``numpy_spec``
+    the numpy requirement, for a package that is not onnxruntime (None: the runtime table's)."""
     env = RuntimeEnv(package, version, env_dir(cache_dir, package, version))
     marker = env.path / READY
     if marker.is_file() and env.python.exists():
@@ -112,15 +116,20 @@ def ensure(
             return env  # built by another process while we waited for the lock
         if env.path.exists():
             shutil.rmtree(env.path)  # a half-built environment from an interrupted run
-        _create(env, uv, base_python or sys.executable, what or env.requirement, environ)
+        reqs = requirements(package, version, numpy_spec)
+        _create(env, uv, base_python or sys.executable, what or env.requirement, environ, reqs)
         marker.write_text(env.requirement + "\n")
     return env
 
 
 def _create(
-    env: RuntimeEnv, uv: str | None, base_python: str, what: str, environ: Mapping[str, str] | None
+    env: RuntimeEnv,
+    uv: str | None,
+    base_python: str,
+    what: str,
+    environ: Mapping[str, str] | None,
+    reqs: list[str],
 ) -> None:
-    reqs = requirements(env.package, env.version)
     try:
         if uv:
             uv_env = uv_environment(environ) if environ is not None else None

@@ -201,7 +201,7 @@ def _cells(config: Config, resolver: Resolver, opsets: Sequence[int] | None) -> 
             opsets if opsets is not None else opsets_of(config),
             config.export.exporters,
             config.export.precisions,
-            t.session_options,
+            tuple(info.presets_with(t.engine_presets)) or t.session_options,  # an engine's own, else ort's
         ):
             target = Target(
                 runtime=version,
@@ -210,7 +210,7 @@ def _cells(config: Config, resolver: Resolver, opsets: Sequence[int] | None) -> 
                 exporter=exporter,
                 precision=precision,
                 runtime_spec="" if spec == version else spec,
-                expected_skip=skip or session.cannot_apply(runner, preset),
+                expected_skip=skip or ("" if info.presets else session.cannot_apply(runner, preset)),
                 runner=runner,
                 session_options=preset,
                 api_level=t.android_api_level if "api_level" in info.can.id_axes else 0,
@@ -224,9 +224,9 @@ def _cells(config: Config, resolver: Resolver, opsets: Sequence[int] | None) -> 
                     except NoRelease as exc:
                         missing.append(exc)
                 cells.setdefault(target.id, target)
-    n_packages = len(_runner_cells(config)) // max(1, len(t.runtimes))
-    for errors in unmatched.values():
-        if len(errors) == n_packages:  # the spec matches nothing at all: a mistake, not a cell
+    for spec, errors in unmatched.items():
+        asked = sum(1 for _, s, _ in _runner_cells(config) if s == spec)
+        if len(errors) == asked:  # the spec matches nothing at all: a mistake, not a cell
             raise errors[0]
     if missing:  # after the spec that matches nothing: that one is the bigger mistake
         raise missing[0]
@@ -253,7 +253,8 @@ def _runner_cells(config: Config) -> list[tuple[str, str, str]]:
                 f"{config.path}: targets.runners: the {runner} runner offers "
                 f"{', '.join(info.providers)}, none of targets.providers; add one of them, or drop the runner"
             )
-        cells += [(runner, spec, p) for spec, p in itertools.product(t.runtimes, offered)]
+        specs = info.releases or t.runtimes  # an engine of its own: its releases, not onnxruntime's
+        cells += [(runner, spec, p) for spec, p in itertools.product(specs, offered)]
     return cells
 
 
@@ -296,8 +297,15 @@ def _included(cell: dict[str, str], index: int, config: Config, resolver: Resolv
     if is_exact(cell["runtime"]):
         check_exact(version, package, resolver, f"{config.path}: targets.include[{index}].runtime")
     preset = cell.get("session_options", "default")
+    own = info.presets_with(config.targets.engine_presets)
+    if own and preset not in own:
+        raise ConfigError(
+            f"{config.path}: targets.include[{index}].session_options: the {runner} runner's presets "
+            f"are {', '.join(own)} (runners.toml and targets.engine_presets), not {preset!r}"
+        )
     try:
-        session.resolve(preset, config.targets.session_presets)
+        if not info.presets:
+            session.resolve(preset, config.targets.session_presets)
     except session.PresetError as exc:
         raise ConfigError(f"{config.path}: targets.include[{index}].session_options: {exc}") from None
     try:
@@ -308,7 +316,7 @@ def _included(cell: dict[str, str], index: int, config: Config, resolver: Resolv
             exporter=cell["exporter"],
             precision=cell.get("precision", "fp32"),
             runtime_spec="" if version == cell["runtime"] else cell["runtime"],
-            expected_skip=session.cannot_apply(runner, preset),
+            expected_skip="" if info.presets else session.cannot_apply(runner, preset),
             runner=runner,
             session_options=preset,
             api_level=config.targets.android_api_level if "api_level" in info.can.id_axes else 0,
@@ -335,9 +343,10 @@ def _excluded(target: Target, rules: Iterable[dict[str, str]]) -> bool:
 
 
 def with_skip_reason(target: Target, ir_version: int | None = None) -> Target:
-    if target.expected_skip:
+    caps = matrix.runners()[target.runner].caps_for(target.runtime)
+    if target.expected_skip or caps is None:  # None: another engine's release, not in the table
         return target
-    reason = matrix.caps_for(target.runtime).cannot_load(target.opset, ir_version)
+    reason = caps.cannot_load(target.opset, ir_version)
     info = matrix.providers()[target.provider]
     if (
         not reason
@@ -387,7 +396,11 @@ def render_table(plan: Plan) -> str:
         note = f"expected skip: {t.expected_skip}" if t.expected_skip else ""
         if t.runtime_spec:
             note = f"{t.runtime_spec} → {t.runtime}" + (f"; {note}" if note else "")
-        if t.session_options != "default":
+        own = info.presets_with(plan.options_for(t).engine_presets)
+        if t.session_options != "default" and t.session_options in own:
+            so = ", ".join(f"{k}={v}" for k, v in own[t.session_options].items())
+            note = f"{t.runner} options {so}" + (f"; {note}" if note else "")
+        elif t.session_options != "default":
             so = session.resolve(t.session_options, plan.options_for(t).session_presets).describe()
             note = f"session options {so}" + (f"; {note}" if note else "")
         if (m := plan.planned_model(t.model)) is not None and m.unchanged_since and not t.expected_skip:

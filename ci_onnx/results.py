@@ -139,6 +139,23 @@ class ServingFigures:
 
 
 @dataclasses.dataclass(frozen=True)
+class EnginePrecision:
+    """What an engine that picks its own precision (OpenVINO) was set, what it took, and the nodes of
+    its compiled graph that ran in another floating-point precision than asked."""
+
+    asked: str
+    """The precision asked of its floating-point nodes (``f32`` for an fp32 bundle, or the preset's)."""
+    nodes: int
+    """Computing nodes of the compiled graph (not inputs, outputs, constants or conversions)."""
+    other_precision: tuple[PlacedNode, ...] = ()
+    """Nodes that ran in another precision (``provider`` holds the device and the precision)."""
+    set: dict[str, str] = dataclasses.field(default_factory=dict)
+    """The preset's engine properties; empty: the engine's defaults."""
+    effective: dict[str, str] = dataclasses.field(default_factory=dict)
+    """The values the compiled model took (INFERENCE_PRECISION_HINT, PERFORMANCE_HINT, …)."""
+
+
+@dataclasses.dataclass(frozen=True)
 class Observation:
     """A runner's raw report for one target, before any verdict (written as observation.json)."""
 
@@ -188,6 +205,9 @@ class Observation:
     """Sweep set directory → the runtime's message, where running that point failed."""
     sweep_latency: tuple[LatencyStat, ...] = dataclasses.field(default=(), metadata=serde.OMIT_DEFAULT)
     """Each sweep point that ran, timed (``point`` names it)."""
+    engine_precision: EnginePrecision | None = dataclasses.field(default=None, metadata=serde.OMIT_DEFAULT)
+    """From a kind whose engine picks its own precision: what it was set, took and ran (the
+    ``engine-precision`` check)."""
 
 
 @dataclasses.dataclass(frozen=True)

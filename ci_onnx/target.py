@@ -6,6 +6,9 @@ be reproduced from its id alone: ``onnx-gate verify --target ID``. A runner othe
 prefixes the id with its kind (``node-ort1.24.1-cpu-op17-dynamo``); Python ids have no prefix. A
 session-options preset other than the runtime's default ends the id (``…-op17-dynamo-so-no_opt``).
 An android cell names its API level after the kind (``android-api34-ort1.29.0-nnapi-op17-dynamo``).
+A kind that runs another engine than onnxruntime names that engine and its release instead of
+``ort`` (``openvino2026.4.1-cpu-op17-dynamo``, ``tract0.23.9-cpu-op17-dynamo``): its releases are
+the engine's own.
 
 A model of a ``models`` config starts the id with its name and a dot
 (``minilm.ort1.24.1-cpu-op17-dynamo``), and so its bundle key (``minilm.op17-dynamo``): a dot is
@@ -55,6 +58,10 @@ DEFAULT_SESSION_OPTIONS = "default"
 DEFAULT_RUNNER = "python"
 """The runner kind whose ids carry no prefix (the ids onnx-gate wrote before runners were an axis)."""
 
+ENGINE_RUNNERS = ("openvino", "tract")
+"""The runner kinds whose releases are another engine's (runners.toml rows with ``releases``): their
+ids start with the engine and its release, not ``ort`` (a test ties this to the table)."""
+
 RELEASE = r"\d+\.\d+(?:\.\d+)?(?:[.+_a-zA-Z0-9]*?)?"
 """A runtime release as ids carry it: 1.20.1, 1.25.0.dev20260101, 1.24.1+cu12."""
 _PARTS = {
@@ -71,7 +78,7 @@ PART_MAX = 64
 _ID = re.compile(
     r"^(?:(?P<model>[A-Za-z][A-Za-z0-9_-]{0,39})\.)?"
     r"(?:(?P<runner>[a-z][a-z0-9]*)-)?(?:api(?P<api_level>\d+)-)?"
-    rf"ort(?P<runtime>{RELEASE})-(?P<provider>[a-z0-9]+)-op(?P<opset>\d+)"
+    rf"(?:ort|(?P<engine>{'|'.join(ENGINE_RUNNERS)}))(?P<runtime>{RELEASE})-(?P<provider>[a-z0-9]+)-op(?P<opset>\d+)"
     rf"-(?P<exporter>[a-z]+)(?:-(?P<precision>{'|'.join(DERIVED_PRECISIONS)}))?"
     r"(?:-so-(?P<session>[a-z][a-z0-9_]*))?$"
 )
@@ -119,29 +126,33 @@ class Target:
 
     @property
     def id(self) -> str:
-        return scoped(self.model, self._id(f"ort{self.runtime}"))
+        return scoped(self.model, self._id(self._release()))
 
     @property
     def cell_id(self) -> str:
         """The id without the model's name: the cell as the model's own matrix names it."""
-        return self._id(f"ort{self.runtime}")
+        return self._id(self._release())
+
+    def _release(self) -> str:
+        """``ort1.24.1``; ``openvino2026.4.1`` for a kind that runs its own engine."""
+        return f"{self.runner if self.runner in ENGINE_RUNNERS else 'ort'}{self.runtime}"
 
     @property
     def release_label(self) -> str:
         """The id's head, what its environment runs: ``ort1.24.1``, ``node-ort1.24.1``,
-        ``android-api34-ort1.22.0``."""
-        return self._head(f"ort{self.runtime}")
+        ``android-api34-ort1.22.0``, ``tract0.23.9``."""
+        return self._head(self._release())
 
     @property
     def family(self) -> str:
         """The id without its release (``node-cpu-op17-dynamo``, ``minilm.cpu-op17-dynamo-so-no_opt``):
         what stays the same from one release to the next, every other part of the cell (and its
-        model) kept."""
-        return scoped(self.model, self._id(""))
+        model) kept; a kind of its own engine keeps the engine's name (``tract-cpu-op17-dynamo``)."""
+        return scoped(self.model, self._id(self.runner if self.runner in ENGINE_RUNNERS else ""))
 
     def _head(self, release: str) -> str:
         parts = (
-            "" if self.runner == DEFAULT_RUNNER else self.runner,
+            "" if self.runner in (DEFAULT_RUNNER, *ENGINE_RUNNERS) else self.runner,
             f"api{self.api_level}" if self.api_level else "",
             release,
         )
@@ -172,9 +183,15 @@ class Target:
     @classmethod
     def from_id(cls, target_id: str) -> Target:
         m = _ID.match(target_id)
-        if not m or m["runner"] == DEFAULT_RUNNER or m["session"] == DEFAULT_SESSION_OPTIONS:
+        if (
+            not m
+            or m["runner"] in (DEFAULT_RUNNER, *ENGINE_RUNNERS)
+            or m["session"] == DEFAULT_SESSION_OPTIONS
+            or (m["engine"] and (m["runner"] or m["api_level"]))
+        ):
             raise UsageError(
                 f"target id {target_id!r} is not of the form [<model>.][<runner>-]ort<version>-<provider>"
+                f" (or <engine><version>-<provider>, engine {' or '.join(ENGINE_RUNNERS)})"
                 f"-op<opset>-<exporter>[{'|'.join('-' + p for p in DERIVED_PRECISIONS)}][-so-<preset>]; "
                 "`onnx-gate plan` lists the ids"
             )
@@ -185,7 +202,7 @@ class Target:
                 opset=int(m["opset"]),
                 exporter=m["exporter"],
                 precision=m["precision"] or "fp32",
-                runner=m["runner"] or DEFAULT_RUNNER,
+                runner=m["engine"] or m["runner"] or DEFAULT_RUNNER,
                 session_options=m["session"] or DEFAULT_SESSION_OPTIONS,
                 api_level=int(m["api_level"] or 0),
                 model=m["model"] or "",

@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ci_onnx import defaults
+from ci_onnx import defaults, serde
 
 if TYPE_CHECKING:
     from ci_onnx.config import Config
@@ -98,6 +98,12 @@ class VerifyOptions:
     """budgets.accuracy_drop, in absolute top-1 points against PyTorch (labelled samples only)."""
     session_presets: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     """targets.session_presets: the config's own presets, so a runner can apply one from the plan."""
+    engine_presets: dict[str, dict[str, dict[str, str]]] | None = dataclasses.field(
+        default=None, metadata=serde.OMIT_DEFAULT
+    )
+    """targets.engine_presets: the config's own presets of an engine kind (openvino), likewise; None
+    (left out of the JSON) when there are none, so a plan's fingerprint is what it was before the
+    key existed (serde omits a default, and a default_factory's is not one it compares)."""
     budgets: Budgets = dataclasses.field(default_factory=Budgets)
     declared_batch_sizes: tuple[int, ...] = ()
     """The batch sizes onnx-gate.yml writes itself (verify.batch_sizes, not the default): claims, so a
@@ -125,6 +131,7 @@ def options_from(cfg: Config | None, *, timeout_s: float | None = None) -> Verif
             timeout_s=cfg.verify.timeout_s,
             accuracy_drop=cfg.accuracy_drop,
             session_presets=cfg.targets.session_presets,
+            engine_presets=cfg.targets.engine_presets or None,
             budgets=cfg.budgets,
             declared_batch_sizes=cfg.verify.batch_sizes if cfg.verify.batch_sizes_declared else (),
             triage_timeout_s=cfg.verify.triage_timeout_s,

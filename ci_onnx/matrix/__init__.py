@@ -142,6 +142,23 @@ class RunnerInfo:
     """What an exact release the kind's registry lacks is: "error" (a config error naming the nearest
     releases) or "skip" (an expected skip naming them, for a registry that skips releases)."""
     can: Capabilities = dataclasses.field(default_factory=Capabilities)
+    releases: tuple[str, ...] = ()
+    """A kind that runs another engine than onnxruntime: the specs of that engine's releases it
+    verifies (``latest``), resolved on its registry instead of ``targets.runtimes``; its ids name the
+    engine (ci_onnx.target.ENGINE_RUNNERS). Empty: onnxruntime's releases, ``targets.runtimes``."""
+    presets: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+    """Such a kind's engine-options presets (name → the engine's properties to set), its own axis in
+    place of onnxruntime's session options: each of its cells is verified under each preset, a
+    non-default one named in the id as a session-options preset is (``-so-f32``)."""
+
+    def presets_with(self, user: dict[str, dict[str, dict[str, str]]] | None) -> dict[str, dict[str, str]]:
+        """This kind's engine presets and the config's own for it (``targets.engine_presets``)."""
+        return {**self.presets, **(user or {}).get(self.name, {})} if self.presets else {}
+
+    def caps_for(self, release: str) -> RuntimeCaps | None:
+        """What ``release`` loads, from onnxruntime's table (runtimes.toml); None for a kind that runs
+        another engine (``releases``): its limits are not tabled, the engine says them at load."""
+        return None if self.releases else caps_for(release)
 
     def package_for(self, provider: str) -> str:
         """The package that ships a release of this kind for ``provider``."""

@@ -36,14 +36,20 @@ KEY = "cold_start"
 # -- the observer's side ----------------------------------------------------------------------------
 
 
-def attach(obs: Any, bundle: Path, providers: Sequence[str], out: Path) -> Any:
-    """``obs`` with its ServingFigures; what could not be measured goes to ``unmeasured``."""
+def attach(
+    obs: Any, bundle: Path, providers: Sequence[str], out: Path, engine: dict[str, Any] | None = None
+) -> Any:
+    """``obs`` with its ServingFigures; what could not be measured goes to ``unmeasured``. ``engine``:
+    a kind's own engine in place of onnxruntime (serve_once's ``engine``, with its ``package``)."""
     import dataclasses
 
     from ci_onnx.bundle import MODEL, read_manifest
     from ci_onnx.results import ServingFigures
 
-    runtime, runtime_bytes = runtime_size()
+    if engine is not None:
+        runtime, runtime_bytes = engine["package"], distribution_size(engine["package"])
+    else:
+        runtime, runtime_bytes = runtime_size()
     model_bytes = sum(p.stat().st_size for p in bundle.glob(f"{MODEL}*") if p.is_file())
     numpy_bytes = distribution_size("numpy")
     sizes = [runtime_bytes, numpy_bytes, model_bytes]
@@ -57,7 +63,7 @@ def attach(obs: Any, bundle: Path, providers: Sequence[str], out: Path) -> Any:
     try:
         manifest = read_manifest(bundle, verify_hashes=False)
         names, batch = write_feeds(manifest, bundle, out / FEEDS)
-        timed = cold_start(bundle / MODEL, providers, out / FEEDS, names)
+        timed = cold_start(bundle / MODEL, providers, out / FEEDS, names, engine)
     except Unmeasurable as exc:
         unmeasured = {**obs.unmeasured, KEY: str(exc)}
         return dataclasses.replace(obs, serving=figures, unmeasured=unmeasured)
@@ -103,12 +109,20 @@ def write_feeds(manifest: Any, bundle: Path, path: Path) -> tuple[list[str], int
     return [s.name for s in manifest.inputs], batch
 
 
-def cold_start(model: Path, providers: Sequence[str], feeds_path: Path, names: list[str]) -> dict[str, Any]:
+def cold_start(
+    model: Path,
+    providers: Sequence[str],
+    feeds_path: Path,
+    names: list[str],
+    engine: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Start a fresh process of this interpreter and time it to its first answer."""
-    spec = {
+    spec: dict[str, Any] = {
         "model": str(model), "providers": list(providers), "feeds": str(feeds_path), "names": names,
         "runs": WARM_RUNS,
     }  # fmt: skip
+    if engine is not None:
+        spec["engine"] = engine
     args = [sys.executable, str(SERVE_ONCE), json.dumps(spec)]
     errors = feeds_path.with_suffix(".stderr")
     with errors.open("w") as err:

@@ -159,9 +159,13 @@ def for_cell(
 ) -> TargetResult:
     """:func:`attach` with what the verify stage holds for a cell: its options (the triage's budget,
     the config whose factory is the PyTorch reference, the session presets) and its provider."""
+    from ci_onnx import matrix
     from ci_onnx.runners import session
 
-    preset = session.resolve(result.target.session_options, options.session_presets).settings()
+    # A kind with presets of its own engine applies them itself, by the target (runners.toml).
+    engine = matrix.runners()[result.target.runner].presets_with(options.engine_presets)
+    own = result.target.session_options in engine
+    preset = {} if own else session.resolve(result.target.session_options, options.session_presets).settings()
     return attach(
         result, manifest, bundle, out_dir, environment=environment,
         providers=providers_for(ep), preset=preset, timeout_s=options.triage_timeout_s,

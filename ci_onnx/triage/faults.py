@@ -123,7 +123,7 @@ def runtime(
             "a runtime that flushes denormals to zero reads them as 0"
         )
     summary = (
-        f"runtime fault at {name(node)}: onnxruntime {s.release} differs from onnx's reference by "
+        f"runtime fault at {name(node)}: {s.runtime} {s.release} differs from onnx's reference by "
         f"{errs[value].max_abs:.2g} while the reference matches {s.source} to {ref_vs_torch.max_abs:.1g}"
     )
     return Finding(
@@ -177,7 +177,7 @@ def optimization(s: Sample, errs: Mapping[str, walk.Error], facts: list[str]) ->
         downstream(rows, first.name),
     ]
     summary = (
-        f"optimization fault at {node.name} ({node.op_type}), which onnxruntime {s.release} made of {names}: "
+        f"optimization fault at {node.name} ({node.op_type}), which {s.runtime} {s.release} made of {names}: "
         f"{value} differs from onnx's reference by {errs[value].max_abs:.2g}; "
         "with optimizations off it does not"
     )

@@ -52,6 +52,8 @@ class Sample:
     torch_labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
     """What each of ``torch``'s values is in PyTorch: ``a`` (a module's output), ``b#input`` (its
     input), ``features.1`` for a module fused into another (ci_onnx.triage.graph.module_values)."""
+    runtime: str = "onnxruntime"
+    """The engine that ran the target (``openvino`` for the openvino runner kind): what faults name."""
     """``reference`` is the target with optimizations off (onnx's reference could not run the graph):
     an export fault and a runtime fault cannot be told apart."""
 

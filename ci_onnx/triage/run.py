@@ -128,6 +128,7 @@ def _triage(req: Request, work: Path, budget: Budget, notes: list[str]) -> Triag
             picked.everywhere,
             stand_in,
             torch_labels,
+            engine(req),
         )  # fmt: skip
     finding = classify.classify(said)
     if limit.exposed is not None and ref_all is not None and off is not None and fp32_graph is None:
@@ -293,7 +294,20 @@ def _reported(
     )
 
 
+def engine(req: Request) -> str:
+    """The engine the target ran on: onnxruntime, or the package of a kind with its own engine."""
+    from ci_onnx import matrix
+
+    info = matrix.runners().get(req.kind)
+    return req.env_package if info is not None and info.releases and req.env_package else "onnxruntime"
+
+
 def _pip_hint(req: Request, where: Path) -> str:
+    if engine(req) != "onnxruntime":  # the reproduction runs onnxruntime: it cannot show this engine
+        return (
+            f"the reproduction runs onnxruntime, not {engine(req)}: run its subgraph on {engine(req)} "
+            f"{req.release} to see the difference (python {where / repro.SCRIPT} shows onnxruntime's)"
+        )
     return (
         f"the reproduction runs in Python: pip install onnxruntime=={req.release} numpy, then "
         f"python {where / repro.SCRIPT} (the {req.kind} runner's numbers may still differ from Python's)"

@@ -20,7 +20,7 @@ from ci_onnx.results import (
 )
 from ci_onnx.shorten import fit, runtime_words
 from ci_onnx.target import Status, Target
-from ci_onnx.verify import accuracy, budgets, cache_check, compare, parity, serving, sweeps
+from ci_onnx.verify import accuracy, budgets, cache_check, compare, engine_precision, parity, serving, sweeps
 from ci_onnx.verify.context import Context, Registered
 from ci_onnx.verify.evidence import Evidence
 from ci_onnx.verify_options import VerifyOptions
@@ -138,6 +138,7 @@ CHECKS: tuple[Registered, ...] = (
     Registered(serving.batch, needs={"batch": "batch"}),
     Registered(sweeps.check),
     Registered(serving.fallback_check, needs={"fallback": "placement"}),
+    Registered(engine_precision.check),
     Registered(serving.timing_check, needs={"latency": "latency", "memory": "memory"}),
     Registered(budgets.check),
 )
@@ -157,7 +158,8 @@ def _unmeasured(check: CheckResult, unmeasured: dict[str, str], needs: dict[str,
 def _cannot_hold(target: Target, manifest: Manifest) -> str:
     """The runtime table's reason, when an input or output has a type this release cannot express."""
     types = [t for s in (*manifest.inputs, *manifest.outputs) if s.dtype for t in element_names(s.dtype)]
-    return matrix.caps_for(target.runtime).cannot_hold(types)
+    caps = matrix.runners()[target.runner].caps_for(target.runtime)
+    return caps.cannot_hold(types) if caps is not None else ""
 
 
 def _provider(ep: str, obs: Observation) -> CheckResult:

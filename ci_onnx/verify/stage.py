@@ -238,9 +238,9 @@ def _prepare(
     elif manifest.export_failed or not (bundle_dir / MODEL).is_file():
         p.result = _export_failed(target, manifest)
     else:
-        p.expected = target.expected_skip or matrix.caps_for(target.runtime).cannot_load(
-            manifest.opset, manifest.ir_version
-        )
+        caps = matrix.runners()[target.runner].caps_for(target.runtime)
+        loads = caps.cannot_load(manifest.opset, manifest.ir_version) if caps is not None else ""
+        p.expected = target.expected_skip or loads
         p.obs_dir = out_dir / OBSERVATIONS / target.id
         if p.obs_dir.exists():
             shutil.rmtree(p.obs_dir)  # never judge a previous run's outputs

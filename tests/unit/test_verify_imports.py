@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import proc
+from ci_onnx import matrix, proc
 from ci_onnx.observer import CONTRACTS
 from tests.support import imports
 
@@ -29,7 +29,10 @@ def _python(code: str) -> proc.Completed:
     return proc.run([sys.executable, "-c", code], cwd=ROOT, timeout=120)
 
 
-ENVIRONMENT_PACKAGES = {"numpy", "onnxruntime"}
+ENGINES = {info.package for info in matrix.runners().values() if info.releases}
+"""The engine of each kind that runs its own (openvino, tract): one per environment, imported only
+by that kind's observer."""
+ENVIRONMENT_PACKAGES = {"numpy", "onnxruntime", *ENGINES}
 """What a target's environment holds besides the standard library (and the ci_onnx link)."""
 FORBIDDEN = ["onnx", "torch", "click", "jsonschema", "ruamel", "jinja2", "requests", "onnxscript", "yaml"]
 
@@ -93,6 +96,19 @@ def test_every_in_environment_module_imports_with_only_numpy_and_onnxruntime() -
     done = _python(code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"  # onnxruntime itself is imported only when a runner runs
+
+
+def test_an_engines_observer_imports_its_engine_and_nothing_else_outside_the_environment() -> None:
+    """Each kind's engine is allowed in its own observer only, and in the cold start's fresh process,
+    which opens the model on whichever runtime its spec names: the shared modules import no engine."""
+    for module in _in_environment():
+        engines = {e.target.split(".")[0] for e in imports.edges_of(module)} & ENGINES
+        own = module.removeprefix("ci_onnx.observer.").removesuffix("_engine")
+        assert engines <= (ENGINES if module == "ci_onnx.observer.serve_once" else {own}), module
+    assert {"openvino", "tract"} <= {
+        e.target for e in imports.edges_of("ci_onnx.observer.serve_once")
+    }  # the rule above is not empty
+    assert sorted(ENGINES) == ["openvino", "tract"]
 
 
 def test_verify_help_imports_no_runtime() -> None:

@@ -24,6 +24,11 @@ SUBSET = {
     ("tinycnn", "cache"): ("torchscript",),
     # named outputs (a dict of three): reordered
     ("multi_rank", "reorder"): ("torchscript",),
+    # the batch off axis 0 (a seq-first GRU with h0: axis 1) and on two axes ([batch, batch]): healthy,
+    # so they pass; a running statistic in the GRU's forward still fails stateful
+    ("gru_h0", "none"): ("torchscript",),
+    ("gru_h0", "running"): ("torchscript",),
+    ("similarity", "none"): ("torchscript",),
 }
 
 

@@ -40,6 +40,9 @@ class Model:
     """Whether the model names two or more outputs (dict, ModelOutput): ``reorder`` applies."""
     model_yaml: str = ""
     """The ``model:`` section, where it differs from the corpus entry's."""
+    exporters: tuple[str, ...] = ()
+    """The exporters whose export of the healthy model is right (default: both); a mutant is only a
+    finding on an export of a healthy model."""
 
 
 _BERT_UNPADDED = """\
@@ -65,7 +68,9 @@ MODELS = (
     Model("gpt2", 1, False),
     Model("multi_rank", 0, True),
     Model("vit", 0, True),
-    Model("gru_h0", 0, False),
+    # dynamo bakes the GRU's sequence length into a Reshape (tests/corpus/REAL_MODELS.md): its export of
+    # the healthy model is broken already, so only TorchScript's carries mutants
+    Model("gru_h0", 0, False, exporters=("torchscript",)),
     Model("similarity", 0, False),
 )
 
@@ -239,7 +244,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.mutation and mutation.split("_")[0] not in args.mutation:
                 continue
             t0 = time.monotonic()
-            done = run_case(model, mutation, args.out, args.exporter or real_models.EXPORTERS)
+            exporters = [e for e in args.exporter or real_models.EXPORTERS if e in (model.exporters or (e,))]
+            done = run_case(model, mutation, args.out, exporters)
             for r in done:
                 print(f"{r.model} {r.mutation} {r.exporter} {r.precision}: {r.outcome} {list(r.failed)} "
                       f"({time.monotonic() - t0:.0f} s) {r.message[:200]}", file=sys.stderr)  # fmt: skip

@@ -19,6 +19,26 @@ model:
 """The example's ``model:`` block with absolute paths, for end-to-end configs written to a temp dir."""
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``@pytest.mark.browser`` tests need Chromium, found as the web runner finds it. Without one they
+    are skipped with the reason, except in CI (``CI=true``), where the project's setup installs it and
+    a missing browser must not pass as a skip: there they run and fail, saying why."""
+    import os
+
+    from ci_onnx.errors import GateError
+    from ci_onnx.runners import web
+
+    marked = [item for item in items if item.get_closest_marker("browser")]
+    if not marked or os.environ.get("CI") == "true":
+        return
+    try:
+        web.chromium(os.environ)
+    except GateError as exc:
+        skip = pytest.mark.skip(reason=f"needs Chromium: {exc.message}")
+        for item in marked:
+            item.add_marker(skip)
+
+
 class FakeIndex:
     """A Resolver with a fixed release list per package, newest first."""
 

@@ -7,7 +7,6 @@ import contextlib
 import functools
 import http.server
 import os
-import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -22,10 +21,7 @@ from tests.unit.test_docs_site import build_site
 
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.skipif(
-        shutil.which("chromium") is None and not os.environ.get(web.CHROMIUM_ENV),
-        reason="the site is opened in Chromium: scripts/setup-web installs Debian's",
-    ),
+    pytest.mark.browser,
 ]
 
 ARTIFACTS = REPO / "test-artifacts" / "docs"

@@ -166,7 +166,11 @@ def test_a_healthy_encoder_passes_at_every_point_and_the_report_draws_it(
 
 @pytest.mark.parametrize(
     ("runner", "release", "provider"),
-    [("node", "1.24.1", "cpu"), ("web", "1.29.0", "wasm"), ("native", "1.29.0", "cpu")],
+    [
+        ("node", "1.24.1", "cpu"),
+        pytest.param("web", "1.29.0", "wasm", marks=pytest.mark.browser),
+        ("native", "1.29.0", "cpu"),
+    ],
 )
 def test_the_node_web_and_native_runners_run_the_sweep_points_too(
     tmp_path: Path, env_cache: Path, runner: str, release: str, provider: str

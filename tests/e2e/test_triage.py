@@ -225,6 +225,7 @@ def test_a_tolerance_below_rounding_is_a_tolerance_fault_with_one_that_passes(
 NODE_RELEASE = "1.24.1"
 
 
+@pytest.mark.browser
 def test_run_triages_each_kinds_cell_through_its_own_runner(tmp_path: Path, env_cache: Path) -> None:
     """`onnx-gate run` triages a failing cell of every runner kind through that kind's own runner:
     onnxruntime-node, the C API (native) and onnxruntime-web in Chromium (web, wasm) each observe the

@@ -24,10 +24,7 @@ from tests.support.cells import DIE_ENV, HOOKED_PATH, hooked, verify_at_once
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(shutil.which("npm") is None, reason="the web runner needs Node.js and npm on PATH"),
-    pytest.mark.skipif(
-        shutil.which("chromium") is None and not os.environ.get(web.CHROMIUM_ENV),
-        reason="the web runner needs Chromium: scripts/setup-web installs Debian's",
-    ),
+    pytest.mark.browser,
 ]
 
 EXAMPLE = EXAMPLE_CONFIG.parent

@@ -512,6 +512,7 @@ WEB_RUNTIME = "1.29.0"
 """A release of both onnxruntime and onnxruntime-web, as the web runner's own e2e tests use."""
 
 
+@pytest.mark.browser
 def test_the_web_runners_cell_is_verified_by_verify_web_as_locally(
     tmp_path: Path, env_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -52,8 +52,8 @@ def export(
     graph, reference-parity (onnxruntime CPU against torch), stateful.
     Exit 0 when every check passed, 1 when one failed (the bundles are still written).
     """
-    from ci_onnx import cascade
     from ci_onnx import plan as planning
+    from ci_onnx.config import cascade
     from ci_onnx.export import cache, cache_key, runner
 
     cfgs = cascade.load_all(config_path)

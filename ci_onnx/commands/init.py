@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ci_onnx.scaffold import DEFAULT_ACTION
+from ci_onnx.orchestration.scaffold import DEFAULT_ACTION
 
 
 @click.command()
@@ -68,8 +68,8 @@ def init(
     .gitignore                             onnx-gate-out/ added (what every command writes)
     With --fork-safe, onnx-gate.yml posts nothing and onnx-gate-comment.yml comments from workflow_run.
     """
-    from ci_onnx import scaffold
-    from ci_onnx.errors import UsageError
+    from ci_onnx.contracts.errors import UsageError
+    from ci_onnx.orchestration import scaffold
 
     if onnx_file and not (directory / onnx_file).is_file():
         raise UsageError(
@@ -79,7 +79,7 @@ def init(
     names = [n.strip() for n in model_names.split(",") if n.strip()]
     if names and onnx_file:
         raise UsageError("--models and --onnx: give one (several torch models, or one ONNX file)")
-    from ci_onnx.cascade import name_pattern
+    from ci_onnx.config.cascade import name_pattern
 
     for name in names:
         if not name_pattern().match(name) or names.count(name) > 1:

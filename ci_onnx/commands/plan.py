@@ -49,9 +49,10 @@ def plan(
     github_token: str,
 ) -> None:
     """Expand the declared matrix into targets (expected skips keep their reason)."""
-    from ci_onnx import cascade, reuse
     from ci_onnx import plan as planning
+    from ci_onnx.config import cascade
     from ci_onnx.export import factory
+    from ci_onnx.orchestration import reuse
 
     if explain:
         click.echo(cascade.explain(config_path))
@@ -69,7 +70,7 @@ def plan(
         if base is not None:
             the_plan = reuse.unchanged(the_plan, base, cfgs)
     if out:
-        from ci_onnx.errors import UsageError
+        from ci_onnx.contracts.errors import UsageError
 
         try:
             out.parent.mkdir(parents=True, exist_ok=True)
@@ -81,7 +82,7 @@ def plan(
     elif fmt == "json":
         click.echo(planning.to_json(the_plan), nl=False)
     else:
-        from ci_onnx import cijobs
+        from ci_onnx.plan import cijobs
 
         outputs = cijobs.github_outputs(the_plan)
         github_output = os.environ.get("GITHUB_OUTPUT")

@@ -12,13 +12,13 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ci_onnx import proc
-from ci_onnx.bundle import MODEL, Manifest, read_manifest
 from ci_onnx.config import Config
-from ci_onnx.errors import EXIT_FAIL, EXIT_PASS, ConfigError, UsageError
+from ci_onnx.contracts import proc
+from ci_onnx.contracts.bundle import MODEL, Manifest, read_manifest
+from ci_onnx.contracts.errors import EXIT_FAIL, EXIT_PASS, ConfigError, UsageError
+from ci_onnx.contracts.results import CheckResult
+from ci_onnx.contracts.target import Status, scoped
 from ci_onnx.export import writer
-from ci_onnx.results import CheckResult
-from ci_onnx.target import Status, scoped
 
 PlanKeys = Callable[[Sequence[str]], Sequence[str]]
 """Bundle keys the plan needs for the given --only globs (may ask the package index)."""

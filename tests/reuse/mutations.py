@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ci_onnx import cascade
+from ci_onnx.config import cascade
 from ci_onnx.export import cache, cache_key, record, runner
 from ci_onnx.plan import onnx_opset
 from tests.reuse import layouts

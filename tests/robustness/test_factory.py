@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ci_onnx import config
-from ci_onnx.errors import ConfigError
+from ci_onnx.contracts.errors import ConfigError
 from ci_onnx.export import factory, runner
 from tests.robustness import corpus
 from tests.robustness.test_corpus import PLANTED, TOKEN_NAMES

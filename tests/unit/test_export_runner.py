@@ -15,12 +15,12 @@ import pytest
 from click.testing import CliRunner
 
 from ci_onnx import config
-from ci_onnx.bundle import read_manifest
 from ci_onnx.cli import cli
-from ci_onnx.errors import UsageError
+from ci_onnx.contracts.bundle import read_manifest
+from ci_onnx.contracts.errors import UsageError
+from ci_onnx.contracts.schema import load_schema
+from ci_onnx.contracts.target import Status
 from ci_onnx.export import CHECKS, runner
-from ci_onnx.schema import load_schema
-from ci_onnx.target import Status
 
 
 def _write(tmp_path: Path, extra: str = "", factory: str = "net.py:build") -> Path:
@@ -162,7 +162,7 @@ def test_exports_run_side_by_side_and_report_in_the_jobs_order(
 def test_a_config_error_in_one_child_starts_no_further_child(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ci_onnx.errors import ConfigError
+    from ci_onnx.contracts.errors import ConfigError
 
     cfg = config.load(_write(tmp_path))
     started: list[str] = []

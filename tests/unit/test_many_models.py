@@ -10,16 +10,19 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from ci_onnx import cascade, cijobs, config, reuse
+from ci_onnx import config
 from ci_onnx import plan as planning
 from ci_onnx.cli import cli
-from ci_onnx.errors import ConfigError
+from ci_onnx.config import cascade
+from ci_onnx.contracts.errors import ConfigError
+from ci_onnx.contracts.results import CheckResult, TargetResult, write_result
+from ci_onnx.contracts.target import Status, Target
 from ci_onnx.export import cache, record, runner
 from ci_onnx.nightly.families import FamilyKey
+from ci_onnx.orchestration import reuse
+from ci_onnx.plan import cijobs
 from ci_onnx.report import baseline
 from ci_onnx.report.collect import collect
-from ci_onnx.results import CheckResult, TargetResult, write_result
-from ci_onnx.target import Status, Target
 from tests.conftest import EXAMPLE_CONFIG, FakeIndex
 
 INDEX = FakeIndex({"onnxruntime": ["1.32.0", "1.24.1", "1.20.1"], "onnxruntime-openvino": ["1.24.1"]})

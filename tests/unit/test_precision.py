@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from ci_onnx import config
-from ci_onnx.errors import ConfigError
+from ci_onnx.contracts.errors import ConfigError
+from ci_onnx.contracts.results import SQNR_CAP_DB
 from ci_onnx.export import precision, runner
-from ci_onnx.results import SQNR_CAP_DB
 from ci_onnx.verify import compare
 from tests.conftest import EXAMPLE_CONFIG
 

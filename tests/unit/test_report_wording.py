@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import results as results_mod
-from ci_onnx.bundle import read_manifest
+from ci_onnx.contracts import results as results_mod
+from ci_onnx.contracts.bundle import read_manifest
+from ci_onnx.contracts.results import CheckResult, ServingFigures
+from ci_onnx.contracts.shorten import runtime_words
+from ci_onnx.contracts.target import Status
 from ci_onnx.export import runner, signature
 from ci_onnx.report import accuracy, gate, render, view
 from ci_onnx.report.collect import merge
-from ci_onnx.results import CheckResult, ServingFigures
-from ci_onnx.shorten import runtime_words
-from ci_onnx.target import Status
 from ci_onnx.verify import accuracy as verify_accuracy
 from tests import bundles
 from tests.golden import scenarios

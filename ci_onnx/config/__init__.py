@@ -16,15 +16,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ci_onnx import config_guard as guard
-from ci_onnx import config_hints as hints
-from ci_onnx import defaults
-from ci_onnx.bundle import Decision, Preprocessing, TensorSpec, Tolerance
-from ci_onnx.errors import ConfigError
-from ci_onnx.gate_settings import ExpectedFailure, GateSettings, ServingRule
-from ci_onnx.schema import load_schema
-from ci_onnx.target import DERIVED_PRECISIONS
-from ci_onnx.verify_options import Budgets
+from ci_onnx.config import guard, hints
+from ci_onnx.contracts import defaults
+from ci_onnx.contracts.bundle import Decision, Preprocessing, TensorSpec, Tolerance
+from ci_onnx.contracts.errors import ConfigError
+from ci_onnx.contracts.gate_settings import ExpectedFailure, GateSettings, ServingRule
+from ci_onnx.contracts.schema import load_schema
+from ci_onnx.contracts.target import DERIVED_PRECISIONS
+from ci_onnx.contracts.verify_options import Budgets
 
 CONFIG_SCHEMA = "config.schema.json"
 DEFAULT_NAME = "onnx-gate.yml"
@@ -117,13 +116,13 @@ class TargetsConfig:
 
 @dataclasses.dataclass(frozen=True)
 class CiConfig:
-    """ci: how the generated workflows split the verify work over jobs (ci_onnx/cijobs.py)."""
+    """ci: how the generated workflows split the verify work over jobs (ci_onnx/plan/cijobs.py)."""
 
     max_job_minutes: float = float(defaults.of("ci.max_job_minutes"))
     max_cells_per_job: int = int(defaults.of("ci.max_cells_per_job"))
     """0: the estimate decides; else at most this many cells in one job, in place of the estimate."""
     export: str = str(defaults.of("ci.export"))
-    """auto, plan or jobs: where the bundles are exported (ci_onnx/cijobs.py export_layout)."""
+    """auto, plan or jobs: where the bundles are exported (ci_onnx/plan/cijobs.py export_layout)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,7 +189,7 @@ def key_location(cfg: Config, *keys: str) -> str:
 
 def parse(text: str, path: Path) -> Config:
     """The Config of the one model in ``text``; every problem, whatever its kind, is a ConfigError
-    naming ``path``. A file of several models (``models``, ``include``): ci_onnx/cascade.py."""
+    naming ``path``. A file of several models (``models``, ``include``): ci_onnx/config/cascade.py."""
     plain, doc = read(text, path)
     if "model" not in plain:
         raise ConfigError(

@@ -25,9 +25,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ci_onnx import defaults, serde
-from ci_onnx.errors import BundleError
-from ci_onnx.results import CheckResult
+from ci_onnx.contracts import defaults, serde
+from ci_onnx.contracts.errors import BundleError
+from ci_onnx.contracts.results import CheckResult
 
 SCHEMA_VERSION = 2
 READS = (1, 2)

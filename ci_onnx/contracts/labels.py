@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ci_onnx.errors import ConfigError
+from ci_onnx.contracts.errors import ConfigError
 
 LABELS = "labels"
 PREFIX = "label:"
@@ -71,7 +71,7 @@ def load_labels(
 
 def write_labels(set_dir: Path, outputs: Sequence[str], labels: Mapping[str, np.ndarray]) -> None:
     """``label_<i>.pb`` in the sample test data set, for each labelled output ``i``."""
-    from ci_onnx import tensorproto
+    from ci_onnx.contracts import tensorproto
 
     for i, name in enumerate(outputs):
         if name in labels:

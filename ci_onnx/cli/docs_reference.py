@@ -3,14 +3,14 @@
 One command regenerates every one of them, and ``tests/unit/test_docs_site.py`` fails when a page
 drifts from its source:
 
-- ``docs/reference/cli.md``: the command table, from the click commands (ci_onnx.cli_reference);
-- ``docs/reference/configuration.md``: the key table, from the config schema (ci_onnx.config_reference);
+- ``docs/reference/cli.md``: the command table, from the click commands (ci_onnx.cli.reference);
+- ``docs/reference/configuration.md``: the key table, from the config schema (ci_onnx.config.reference);
 - ``docs/reference/action.md``: the inputs and outputs, from ``action.yml``, ``slim/action.yml`` and
   ``runner/action.yml``;
 - ``docs/reference/exit-codes.md``: from ``ci_onnx.cli.EXIT_CODES``;
 - ``docs/checks/index.md`` and the "Checks" navigation of ``mkdocs.yml``: from the check pages.
 
-``python -m ci_onnx.docs_reference`` lists the pages that drifted (exit 1 if any); ``--write``
+``python -m ci_onnx.cli.docs_reference`` lists the pages that drifted (exit 1 if any); ``--write``
 rewrites them. Run it from the repository's root.
 """
 
@@ -21,14 +21,15 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ci_onnx import cli_reference, config_reference
+from ci_onnx.cli import reference as cli_reference
+from ci_onnx.config import reference as config_reference
 
 ACTIONS = (("action.yml", "container"), ("slim/action.yml", "slim"), ("runner/action.yml", "composite"))
 """The three actions, by the name the table gives each."""
 
-ACTION_BEGIN = "<!-- action-reference:begin (python -m ci_onnx.docs_reference --write) -->"
+ACTION_BEGIN = "<!-- action-reference:begin (python -m ci_onnx.cli.docs_reference --write) -->"
 ACTION_END = "<!-- action-reference:end -->"
-NAV_BEGIN = "      # checks-nav:begin (python -m ci_onnx.docs_reference --write)"
+NAV_BEGIN = "      # checks-nav:begin (python -m ci_onnx.cli.docs_reference --write)"
 NAV_END = "      # checks-nav:end"
 
 
@@ -71,7 +72,7 @@ def exit_codes() -> str:
     lines = [
         "# Exit codes",
         "",
-        "<!-- generated from ci_onnx.cli.EXIT_CODES by python -m ci_onnx.docs_reference --write -->",
+        "<!-- generated from ci_onnx.cli.EXIT_CODES by python -m ci_onnx.cli.docs_reference --write -->",
         "",
         "Every `onnx-gate` command exits with one of these (`onnx-gate --help` lists them too). The",
         "action's `verdict` output says `pass`, `fail` or `error` for the same outcomes.",
@@ -118,7 +119,8 @@ def checks_index(root: Path) -> str:
         [
             "# Checks",
             "",
-            "<!-- generated from the pages beside this one by python -m ci_onnx.docs_reference --write -->",
+            "<!-- generated from the pages beside this one by "
+            "python -m ci_onnx.cli.docs_reference --write -->",
             "",
             "Every check onnx-gate can report has a page: what it compares, what a failure usually means,",
             "what to change, and an example. The pull request comment, the job summary and the terminal",
@@ -187,7 +189,7 @@ def main(argv: list[str]) -> int:
         return 0
     stale = drifted(root)
     for path in stale:
-        print(f"{path.relative_to(root)} is out of date: python -m ci_onnx.docs_reference --write")
+        print(f"{path.relative_to(root)} is out of date: python -m ci_onnx.cli.docs_reference --write")
     return 1 if stale else 0
 
 

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ci_onnx import serde
-from ci_onnx.errors import UsageError
-from ci_onnx.target import Status, Target
-from ci_onnx.triage_contract import Triage
+from ci_onnx.contracts import serde
+from ci_onnx.contracts.errors import UsageError
+from ci_onnx.contracts.target import Status, Target
+from ci_onnx.contracts.triage_contract import Triage
 
 SCHEMA_VERSION = 1
 

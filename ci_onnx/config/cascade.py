@@ -23,9 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ci_onnx import config_guard as guard
-from ci_onnx.config import Config, build, read, schema
-from ci_onnx.errors import ConfigError
+from ci_onnx.config import Config, build, guard, read, schema
+from ci_onnx.contracts.errors import ConfigError
 
 SECTIONS = ("export", "verify", "targets", "budgets")
 """What the top of a file sets for its models, and a model's block may override."""

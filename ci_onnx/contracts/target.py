@@ -23,7 +23,7 @@ import dataclasses
 import enum
 import re
 
-from ci_onnx.errors import UsageError
+from ci_onnx.contracts.errors import UsageError
 
 SCHEMA_VERSION = 1
 

@@ -19,15 +19,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ci_onnx import config as config_mod
-from ci_onnx import envs, matrix
+from ci_onnx import matrix
 from ci_onnx import plan as planning
 from ci_onnx.config import Config
-from ci_onnx.errors import ConfigError, GateError
-from ci_onnx.progress import Progress
-from ci_onnx.resolve import Resolver
-from ci_onnx.results import TargetResult
-from ci_onnx.shorten import fit
-from ci_onnx.target import Status, Target
+from ci_onnx.contracts.errors import ConfigError, GateError
+from ci_onnx.contracts.progress import Progress
+from ci_onnx.contracts.results import TargetResult
+from ci_onnx.contracts.shorten import fit
+from ci_onnx.contracts.target import Status, Target
+from ci_onnx.host import envs
+from ci_onnx.host.resolve import Resolver
 
 if TYPE_CHECKING:
     from ci_onnx.report.baseline import Baseline
@@ -61,7 +62,8 @@ class RunOptions:
     """The base commit's bundles (``--baseline``, ``--baseline-ref``): each target's base bundle is
     timed beside its own where the runner kind can."""
     base: Baseline | None = None
-    """The base commit's run: a model unchanged since then takes its results from it (ci_onnx/reuse.py)."""
+    """The base commit's run: a model unchanged since then takes its results from it
+    (ci_onnx/orchestration/reuse.py)."""
     run_all: bool = False
     """``--all``: every model runs, changed or not."""
 
@@ -81,8 +83,8 @@ def run(
 ) -> RunSummary:
     """Every model of ``configs`` (one Config, or each of a ``models`` file's): one plan, each
     model's bundles, every target in its environment (models of one release share it)."""
-    from ci_onnx import reuse
     from ci_onnx.export import factory
+    from ci_onnx.orchestration import reuse
 
     every = (configs,) if isinstance(configs, Config) else tuple(configs)
     for cfg in every:
@@ -256,7 +258,7 @@ def _verify_groups(
 def terminal_table(results_dir: Path, plan: planning.Plan) -> str:
     """One line per target for the terminal: verdict, parity, decisions, CPU share, median latency,
     and why a target was skipped or failed."""
-    from ci_onnx.results import read_result
+    from ci_onnx.contracts.results import read_result
 
     found: dict[str, TargetResult] = {}
     for p in sorted(results_dir.glob("*.json")):
@@ -346,6 +348,6 @@ def default_jobs(cpu_count: int | None) -> int:
 
 def child_env(environ: Mapping[str, str]) -> dict[str, str]:
     """The environment for export and runner processes: the one rule, :func:`proc.child_environment`."""
-    from ci_onnx import proc
+    from ci_onnx.contracts import proc
 
     return proc.child_environment(environ)

@@ -17,12 +17,14 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ci_onnx import matrix, serde
-from ci_onnx.cijobs import CiSettings
+from ci_onnx import matrix
 from ci_onnx.config import Config
-from ci_onnx.errors import ConfigError, UsageError
-from ci_onnx.gate_settings import GateSettings
-from ci_onnx.resolve import (
+from ci_onnx.contracts import serde
+from ci_onnx.contracts.errors import ConfigError, UsageError
+from ci_onnx.contracts.gate_settings import GateSettings
+from ci_onnx.contracts.target import DEFAULT_RUNNER, Target
+from ci_onnx.contracts.verify_options import VerifyOptions
+from ci_onnx.host.resolve import (
     NoRelease,
     Resolver,
     absent,
@@ -32,9 +34,8 @@ from ci_onnx.resolve import (
     resolve,
     resolve_all,
 )
+from ci_onnx.plan.cijobs import CiSettings
 from ci_onnx.runners import session
-from ci_onnx.target import DEFAULT_RUNNER, Target
-from ci_onnx.verify_options import VerifyOptions
 
 SCHEMA_VERSION = 1
 
@@ -48,7 +49,7 @@ class PlannedModel:
     name: str
     verify: VerifyOptions = dataclasses.field(default_factory=VerifyOptions)
     export_key: str = ""
-    """The export cache keys of its bundles, in one digest (ci_onnx/reuse.py); "" where they
+    """The export cache keys of its bundles, in one digest (ci_onnx/orchestration/reuse.py); "" where they
     cannot be told (a factory onnx-gate cannot see into)."""
     fingerprint: str = ""
     """Its export key, its targets (resolved releases, expected skips) and verify settings, in one
@@ -71,7 +72,7 @@ class Plan:
     judges by the same settings as a local run without checking out the repository (the first
     model's; each model's are in ``models``, read through :meth:`options_for`)."""
     ci: CiSettings = dataclasses.field(default_factory=CiSettings)
-    """How the workflows group its cells into verify jobs (ci_onnx/cijobs.py)."""
+    """How the workflows group its cells into verify jobs (ci_onnx/plan/cijobs.py)."""
     gate: GateSettings = dataclasses.field(default_factory=GateSettings)
     """The config's gate mode, expected-failure ledger and thresholds, for the report job likewise."""
     models: tuple[PlannedModel, ...] = ()
@@ -146,7 +147,7 @@ def expand(
 ) -> Plan:
     """One plan for every model of ``configs`` (a Config, or each model's of a ``models`` file);
     ``opsets`` overrides :func:`opsets_of` (the demo matrix does)."""
-    from ci_onnx.verify_options import options_from
+    from ci_onnx.contracts.verify_options import options_from
 
     every = (configs,) if isinstance(configs, Config) else tuple(configs)
     first = every[0]
@@ -166,7 +167,7 @@ def expand(
 
 def _ci_settings(every: Sequence[Config], targets: Sequence[Target]) -> CiSettings:
     """The CI layout settings: the first model's ``ci`` section, and every model's bundle sizes."""
-    from ci_onnx import cijobs
+    from ci_onnx.plan import cijobs
 
     each = [
         cijobs.settings(c, (t for t in targets if t.model == c.model.id and not t.expected_skip))
@@ -418,7 +419,7 @@ def render_table(plan: Plan) -> str:
         if m.reuse
     ]
     models = f" of {len(plan.models)} models" if len(plan.models) > 1 else ""
-    from ci_onnx import cijobs
+    from ci_onnx.plan import cijobs
 
     jobs = cijobs.verify_jobs(plan)
     lines.append(
@@ -436,7 +437,7 @@ def to_json(plan: Plan) -> str:
 
 
 def read_plan(path: Path) -> Plan:
-    from ci_onnx.results import check_schema_version
+    from ci_onnx.contracts.results import check_schema_version
 
     try:
         data = json.loads(path.read_bytes())

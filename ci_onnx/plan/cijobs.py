@@ -22,9 +22,10 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ci_onnx import defaults, matrix, proc
-from ci_onnx.errors import ConfigError
-from ci_onnx.target import Target
+from ci_onnx import matrix
+from ci_onnx.contracts import defaults, proc
+from ci_onnx.contracts.errors import ConfigError
+from ci_onnx.contracts.target import Target
 
 if TYPE_CHECKING:
     from ci_onnx.config import Config

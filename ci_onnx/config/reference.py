@@ -1,7 +1,7 @@
 """Render the configuration reference (the docs' reference/configuration.md table) from the config
 schema.
 
-The schema is the one place that declares keys and defaults; ``python -m ci_onnx.docs_reference
+The schema is the one place that declares keys and defaults; ``python -m ci_onnx.cli.docs_reference
 --write`` splices the table into the page, and a test keeps the page in step with it.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from ci_onnx.config import schema
 
-BEGIN = "<!-- config-reference:begin (python -m ci_onnx.docs_reference --write) -->"
+BEGIN = "<!-- config-reference:begin (python -m ci_onnx.cli.docs_reference --write) -->"
 END = "<!-- config-reference:end -->"
 
 

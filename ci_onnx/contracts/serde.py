@@ -2,7 +2,7 @@
 
 The contracts (Target, Manifest, Observation, TargetResult) are plain frozen dataclasses with type
 hints. This module turns them into JSON-ready dicts and back from those hints alone; it knows no
-contract by name (ci_onnx.schema derives their JSON Schemas from the same hints).
+contract by name (ci_onnx.contracts.schema derives their JSON Schemas from the same hints).
 """
 
 from __future__ import annotations

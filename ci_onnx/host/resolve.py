@@ -28,8 +28,8 @@ from typing import Protocol
 
 from packaging.version import InvalidVersion, Version
 
-from ci_onnx import proc
-from ci_onnx.errors import ConfigError, EnvironmentProblem
+from ci_onnx.contracts import proc
+from ci_onnx.contracts.errors import ConfigError, EnvironmentProblem
 from ci_onnx.matrix import version_key
 
 _EXACT = re.compile(r"^\d+\.\d+\.\d+$")

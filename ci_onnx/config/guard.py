@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ci_onnx.errors import ConfigError
+from ci_onnx.contracts.errors import ConfigError
 
 MAX_BYTES = 1 << 20
 """A config is a page of YAML; anything larger is not one (and would be slow to validate)."""

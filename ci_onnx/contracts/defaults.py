@@ -2,9 +2,9 @@
 
 The settings also live past the config: in VerifyOptions (what a plan carries to each verify job),
 in bundle.Tolerance (what a manifest says), in the Python runner's Options and its command line.
-Each of those takes its default from here, config.py fills every key the user left out from the
+Each of those takes its default from here, ci_onnx/config/ fills every key the user left out from the
 same schema, and the docs' configuration reference is generated from it
-(``python -m ci_onnx.docs_reference --write``). tests/unit/test_defaults.py checks that
+(``python -m ci_onnx.cli.docs_reference --write``). tests/unit/test_defaults.py checks that
 they agree.
 
 Only json and pathlib: the runner child imports this beside numpy and onnxruntime.
@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-CONFIG_SCHEMA = Path(__file__).resolve().parent / "schemas" / "config.schema.json"
+CONFIG_SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.json"
 
 
 @functools.cache

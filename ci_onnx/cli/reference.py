@@ -2,7 +2,7 @@
 
 Each command's row is its synopsis, built from its click parameters, and its one-line help; the exit
 codes come from ``ci_onnx.cli.EXIT_CODES``, the list ``--help`` shows. ``python -m
-ci_onnx.docs_reference --write`` splices it into the page, and a test keeps the page in step (an
+ci_onnx.cli.docs_reference --write`` splices it into the page, and a test keeps the page in step (an
 option added to a command and not to the page fails it).
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-BEGIN = "<!-- cli-reference:begin (python -m ci_onnx.docs_reference --write) -->"
+BEGIN = "<!-- cli-reference:begin (python -m ci_onnx.cli.docs_reference --write) -->"
 END = "<!-- cli-reference:end -->"
 
 _SHORT = {"INTEGER": "N", "INTEGER RANGE": "N", "FLOAT": "S", "FLOAT RANGE": "S"}

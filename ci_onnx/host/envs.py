@@ -18,8 +18,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from ci_onnx import matrix, proc
-from ci_onnx.errors import EnvironmentProblem
+from ci_onnx import matrix
+from ci_onnx.contracts import proc
+from ci_onnx.contracts.errors import EnvironmentProblem
 
 READY = "onnx-gate-env.txt"
 INSTALL_TIMEOUT_S = 1200.0

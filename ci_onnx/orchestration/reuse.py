@@ -24,8 +24,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from ci_onnx import serde
 from ci_onnx.config import Config
+from ci_onnx.contracts import serde
 from ci_onnx.export import record
 from ci_onnx.plan import Plan, PlannedModel, onnx_opset
 from ci_onnx.report.baseline import Baseline

@@ -1,8 +1,8 @@
 """What a triage found, as the result JSON of a triaged cell carries it (``TargetResult.triage``).
 
 Frozen dataclasses with no imports beyond the standard library: results.py embeds them, and the
-JSON Schema of a TargetResult is generated from them (``python -m ci_onnx.schema``). The object has a
-version of its own, so readers can tell what they hold while the TargetResult's stays the same.
+JSON Schema of a TargetResult is generated from them (``python -m ci_onnx.contracts.schema``). The
+object has a version of its own, so readers can tell what they hold while the TargetResult's stays the same.
 """
 
 from __future__ import annotations

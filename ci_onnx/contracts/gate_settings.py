@@ -10,7 +10,7 @@ import dataclasses
 import datetime
 import enum
 
-from ci_onnx import defaults
+from ci_onnx.contracts import defaults
 
 
 class Mode(enum.StrEnum):

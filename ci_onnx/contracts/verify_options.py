@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ci_onnx import defaults, serde
+from ci_onnx.contracts import defaults, serde
 
 if TYPE_CHECKING:
     from ci_onnx.config import Config

@@ -16,9 +16,9 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from ci_onnx import cascade, proc
-from ci_onnx.config import Config
-from ci_onnx.errors import EnvironmentProblem, UsageError
+from ci_onnx.config import Config, cascade
+from ci_onnx.contracts import proc
+from ci_onnx.contracts.errors import EnvironmentProblem, UsageError
 
 GIT_TIMEOUT_S = 120.0
 

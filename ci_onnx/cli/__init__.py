@@ -1,6 +1,6 @@
 """The ``onnx-gate`` command: the only place that reads the process environment and exits.
 
-Exit codes (ci_onnx.errors declares them): 0 the gate passed, 1 the gate failed, 2 bad usage or
+Exit codes (ci_onnx.contracts.errors declares them): 0 the gate passed, 1 the gate failed, 2 bad usage or
 configuration, 3 an internal or environment error. ``onnx-gate --help`` imports neither torch nor
 onnxruntime: every command imports what it needs when it runs.
 """
@@ -24,7 +24,14 @@ from ci_onnx.commands.reverify import reverify
 from ci_onnx.commands.run import run
 from ci_onnx.commands.triage import triage
 from ci_onnx.commands.verify import verify
-from ci_onnx.errors import EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_PASS, EXIT_USAGE, GateError
+from ci_onnx.contracts.errors import (
+    EXIT_FAIL,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_PASS,
+    EXIT_USAGE,
+    GateError,
+)
 
 COMMANDS = {
     "plan": "Expand the target matrix from onnx-gate.yml.",
@@ -61,7 +68,7 @@ class GateGroup(click.Group):
             raise KeyboardInterrupt from None
 
     def invoke(self, ctx: click.Context) -> Any:
-        from ci_onnx import proc
+        from ci_onnx.contracts import proc
 
         try:
             with proc.interruptible():
@@ -111,7 +118,7 @@ for _name, _help in COMMANDS.items():
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    from ci_onnx import proc
+    from ci_onnx.contracts import proc
 
     proc.end_children_on_signals()  # a signal to onnx-gate ends its runners, browsers and adb calls
     try:

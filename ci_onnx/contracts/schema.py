@@ -1,7 +1,7 @@
 """The JSON Schemas of the contracts, derived from the dataclasses' type hints.
 
 Runners in other languages check what they write against them, and they can never drift from the
-code: ``python -m ci_onnx.schema`` rewrites the files in ``ci_onnx/schemas`` (a test fails when they
+code: ``python -m ci_onnx.contracts.schema`` rewrites the files in ``ci_onnx/schemas`` (a test fails when they
 drift). The registry of contracts lives here, above them, so that serde (which they all use) needs
 none of them.
 """
@@ -16,12 +16,12 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from ci_onnx.bundle import Manifest
-from ci_onnx.results import Observation, TargetResult
-from ci_onnx.serde import field_types
-from ci_onnx.target import Target
+from ci_onnx.contracts.bundle import Manifest
+from ci_onnx.contracts.results import Observation, TargetResult
+from ci_onnx.contracts.serde import field_types
+from ci_onnx.contracts.target import Target
 
-SCHEMA_DIR = Path(__file__).parent / "schemas"
+SCHEMA_DIR = Path(__file__).parents[1] / "schemas"
 _SCHEMA_BASE = "https://onnx-gate.dev/schemas/"
 CONTRACTS: dict[str, type] = {
     "target.schema.json": Target,

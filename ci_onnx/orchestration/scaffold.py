@@ -14,9 +14,10 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ci_onnx import _data, cijobs, matrix
-from ci_onnx.errors import UsageError
+from ci_onnx import _data, matrix
+from ci_onnx.contracts.errors import UsageError
 from ci_onnx.matrix import JobInfo, Step
+from ci_onnx.plan import cijobs
 from ci_onnx.report import CHECK_NAME
 
 DEFAULT_ACTION = "onnx-gate/onnx-gate@v1"
@@ -348,5 +349,5 @@ def write(directory: Path, files: dict[Path, str], force: bool = False) -> list[
 
 
 if __name__ == "__main__":
-    # Regenerates the committed self-test workflow: python -m ci_onnx.scaffold
+    # Regenerates the committed self-test workflow: python -m ci_onnx.orchestration.scaffold
     Path(sys.argv[1] if len(sys.argv) > 1 else SELF_TEST).write_text(self_test_workflow())

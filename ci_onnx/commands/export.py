@@ -54,16 +54,16 @@ def export(
     """
     from ci_onnx import plan as planning
     from ci_onnx.config import cascade
-    from ci_onnx.export import cache, cache_key, runner
+    from ci_onnx.export import cache, cache_key, parent
 
     cfgs = cascade.load_all(config_path)
 
     def plan_keys(patterns: Sequence[str]) -> Sequence[str]:
         return planning.select(planning.expand(cfgs, package_index(cfgs)), patterns).bundle_keys()
 
-    every = [job for cfg in cfgs for job in runner.candidates(cfg, planning.onnx_opset(cfg))]
+    every = [job for cfg in cfgs for job in parent.candidates(cfg, planning.onnx_opset(cfg))]
     precisions = sorted({p for cfg in cfgs for p in cfg.export.precisions})
-    chosen = runner.select(every, only, plan_keys, precisions)
+    chosen = parent.select(every, only, plan_keys, precisions)
     # each model's jobs, in the order the config declares the models
     per_model = [(cfg, mine) for cfg in cfgs if (mine := [j for j in chosen if j.model == cfg.model.id])]
     if key_only:
@@ -74,7 +74,7 @@ def export(
             planning.write_github_output(Path(github_output), {"cache-key": key})
         return
     log = lambda line: click.echo(line, err=True)  # noqa: E731
-    export_all = functools.partial(runner.export_all, parallel=jobs or 0)
+    export_all = functools.partial(parent.export_all, parallel=jobs or 0)
     outcomes = []
     for cfg, mine in per_model:
         if cache_dir is not None:
@@ -84,7 +84,7 @@ def export(
         else:
             outcomes += export_all(cfg, mine, out, log)
     click.echo(f"wrote {len(outcomes)} bundle(s) to {out}")
-    click.get_current_context().exit(runner.exit_code(outcomes))
+    click.get_current_context().exit(parent.exit_code(outcomes))
 
 
 def _export_cache_key(per_model: Sequence[tuple[Any, list[Any]]], cache_dir: Path | None, out: Path) -> str:

@@ -176,7 +176,7 @@ class Target:
 
     @property
     def export_key(self) -> str:
-        """The export job behind its bundle (export.runner.Job.key): a derived precision's bundle
+        """The export job behind its bundle (export.parent.Job.key): a derived precision's bundle
         comes from its fp32 export."""
         return scoped(self.model, f"op{self.opset}-{self.exporter}")
 

@@ -31,7 +31,7 @@ from ci_onnx.contracts.errors import BundleError
 from ci_onnx.contracts.results import CheckResult
 from ci_onnx.export import record
 from ci_onnx.export.cache_key import FORMAT, Key, bundle_keys, key_for
-from ci_onnx.export.runner import Job, Outcome, binding_lines, export_all
+from ci_onnx.export.parent import Job, Outcome, binding_lines, export_all
 
 ENTRY = "entry.json"
 EXPORTS = "exports"

@@ -194,11 +194,11 @@ def _export(cfg: Config, bundle_keys: Sequence[str], options: RunOptions, echo: 
     """Export the bundles the plan needs, from the Config in hand (which may differ from the file on
     disk: the demo matrix replaces the example's opsets), each in its own process as in CI; or reuse
     them from the cache when nothing that determines them changed. Returns how many were reused."""
-    from ci_onnx.export import cache, runner
+    from ci_onnx.export import cache, parent
 
     jobs = [  # a derived precision's bundle (op17-dynamo-fp16) comes from its fp32 export; one model's
         job
-        for job in runner.candidates(cfg, planning.onnx_opset(cfg))
+        for job in parent.candidates(cfg, planning.onnx_opset(cfg))
         if any(k == job.key or k.startswith(f"{job.key}-") for k in bundle_keys)
     ]
     outcomes = cache.export_cached(

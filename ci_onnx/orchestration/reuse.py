@@ -38,7 +38,7 @@ def _digest(material: object) -> str:
 def fingerprinted(plan: Plan, configs: Sequence[Config], exclude: Sequence[Path] = ()) -> Plan:
     """``plan`` with each model's export key and fingerprint; ``exclude``: directories never hashed
     (a run's output, the cache), as the export cache's own keys leave them out."""
-    from ci_onnx.export import cache, runner
+    from ci_onnx.export import cache, parent
 
     by_id = {c.model.id: c for c in configs}
     models = []
@@ -50,7 +50,7 @@ def fingerprinted(plan: Plan, configs: Sequence[Config], exclude: Sequence[Path]
         try:
             keys = [
                 cache.key_for(cfg, job, exclude=exclude).digest
-                for job in runner.candidates(cfg, onnx_opset(cfg))
+                for job in parent.candidates(cfg, onnx_opset(cfg))
             ]
         except OSError:
             models.append(dataclasses.replace(m, export_key="", fingerprint=""))

@@ -15,7 +15,7 @@ from ci_onnx.contracts.bundle import MANIFEST, MODEL, read_manifest
 from ci_onnx.contracts.results import CheckResult
 from ci_onnx.contracts.target import Status
 from ci_onnx.export import cache, cache_key, record, writer
-from ci_onnx.export.runner import Job, Outcome
+from ci_onnx.export.parent import Job, Outcome
 
 CONFIG = """\
 version: 1

@@ -20,7 +20,7 @@ from ci_onnx.contracts.bundle import read_manifest
 from ci_onnx.contracts.errors import UsageError
 from ci_onnx.contracts.schema import load_schema
 from ci_onnx.contracts.target import Status
-from ci_onnx.export import CHECKS, runner
+from ci_onnx.export import CHECKS, parent
 
 
 def _write(tmp_path: Path, extra: str = "", factory: str = "net.py:build") -> Path:
@@ -49,34 +49,34 @@ def _no_plan(patterns: Sequence[str]) -> Sequence[str]:
 
 def test_candidates_and_only_by_bundle_key(tmp_path: Path) -> None:
     cfg = config.load(_write(tmp_path))
-    jobs = runner.candidates(cfg)
+    jobs = parent.candidates(cfg)
     assert [j.key for j in jobs] == ["op17-dynamo", "op17-torchscript", "op18-dynamo", "op18-torchscript"]
-    assert [j.key for j in runner.select(jobs, ["op18-*"], _no_plan)] == ["op18-dynamo", "op18-torchscript"]
-    assert runner.select(jobs, [], _no_plan) == jobs
+    assert [j.key for j in parent.select(jobs, ["op18-*"], _no_plan)] == ["op18-dynamo", "op18-torchscript"]
+    assert parent.select(jobs, [], _no_plan) == jobs
 
 
 def test_a_derived_precisions_bundle_key_selects_its_job_without_the_plan(tmp_path: Path) -> None:
     """What the export job passes (`only: <bundle key>`): no plan, so no package index is asked."""
-    jobs = runner.candidates(config.load(_write(tmp_path)))
-    chosen = runner.select(jobs, ["op17-dynamo-fp16"], _no_plan, ("fp32", "fp16"))
+    jobs = parent.candidates(config.load(_write(tmp_path)))
+    chosen = parent.select(jobs, ["op17-dynamo-fp16"], _no_plan, ("fp32", "fp16"))
     assert [j.key for j in chosen] == ["op17-dynamo"]
-    assert [j.key for j in runner.select(jobs, ["op18-torchscript"], _no_plan, ("fp32",))] == [
+    assert [j.key for j in parent.select(jobs, ["op18-torchscript"], _no_plan, ("fp32",))] == [
         "op18-torchscript"
     ]
 
 
 def test_only_by_target_id_goes_through_the_plan(tmp_path: Path) -> None:
-    jobs = runner.candidates(config.load(_write(tmp_path)))
+    jobs = parent.candidates(config.load(_write(tmp_path)))
     asked: list[Sequence[str]] = []
 
     def plan_keys(patterns: Sequence[str]) -> Sequence[str]:
         asked.append(patterns)
         return ["op17-torchscript"]
 
-    chosen = runner.select(jobs, ["ort1.20.1-cpu-op17-torchscript"], plan_keys)
+    chosen = parent.select(jobs, ["ort1.20.1-cpu-op17-torchscript"], plan_keys)
     assert [j.key for j in chosen] == ["op17-torchscript"] and asked == [["ort1.20.1-cpu-op17-torchscript"]]
     with pytest.raises(UsageError, match="selects no bundle"):
-        runner.select(jobs, ["ort9*"], lambda _: [])
+        parent.select(jobs, ["ort9*"], lambda _: [])
 
 
 @pytest.mark.parametrize(
@@ -111,7 +111,7 @@ def test_an_export_that_does_not_finish_becomes_a_failed_export_finding(tmp_path
     cfg = config.load(_write(tmp_path))
     cfg = dataclasses.replace(cfg, export=dataclasses.replace(cfg.export, timeout_s=0.05))
     lines: list[str] = []
-    (outcome,) = runner.export_all(cfg, [runner.Job(18, "dynamo")], tmp_path / "out", lines.append)
+    (outcome,) = parent.export_all(cfg, [parent.Job(18, "dynamo")], tmp_path / "out", lines.append)
     m = read_manifest(tmp_path / "out" / "op18-dynamo")
     manifest_json = json.loads((tmp_path / "out" / "op18-dynamo" / "manifest.json").read_text())
     jsonschema.validate(manifest_json, load_schema("manifest.schema.json"))
@@ -124,7 +124,7 @@ def test_an_export_that_does_not_finish_becomes_a_failed_export_finding(tmp_path
     )
     assert all(f.status is Status.SKIPPED for f in m.findings[1:])
     assert (m.opset, m.node_count, m.files) == (0, 0, {})
-    assert runner.exit_code([outcome]) == 1
+    assert parent.exit_code([outcome]) == 1
     assert lines[0] == "[1/1] op18-dynamo: exporting…" and lines[1].startswith(
         "[1/1] op18-dynamo: FAILED [export] export: the dynamo export did not finish"
     )
@@ -141,20 +141,20 @@ def test_exports_run_side_by_side_and_report_in_the_jobs_order(
     both = threading.Barrier(2, timeout=30)
     ended: list[str] = []
 
-    def export_one(cfg: config.Config, job: runner.Job, bundle_dir: Path) -> runner.Outcome:
+    def export_one(cfg: config.Config, job: parent.Job, bundle_dir: Path) -> parent.Outcome:
         both.wait()
         if job.opset == 17:
             both.wait()  # the other ends first
         ended.append(job.key)
         if job.opset == 18:
             both.wait()
-        return runner.Outcome(job, bundle_dir, None, 0.0)  # type: ignore[arg-type]
+        return parent.Outcome(job, bundle_dir, None, 0.0)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(runner, "export_one", export_one)
-    monkeypatch.setattr(runner, "describe", lambda outcome: "done")
-    monkeypatch.setattr(runner, "binding_lines", lambda manifest: [])
-    jobs = [runner.Job(17, "dynamo"), runner.Job(18, "dynamo")]
-    outcomes = runner.export_all(cfg, jobs, tmp_path / "out", lambda line: None, parallel=2)
+    monkeypatch.setattr(parent, "export_one", export_one)
+    monkeypatch.setattr(parent, "describe", lambda outcome: "done")
+    monkeypatch.setattr(parent, "binding_lines", lambda manifest: [])
+    jobs = [parent.Job(17, "dynamo"), parent.Job(18, "dynamo")]
+    outcomes = parent.export_all(cfg, jobs, tmp_path / "out", lambda line: None, parallel=2)
     assert ended == ["op18-dynamo", "op17-dynamo"]
     assert [o.job.key for o in outcomes] == ["op17-dynamo", "op18-dynamo"]
 
@@ -167,14 +167,14 @@ def test_a_config_error_in_one_child_starts_no_further_child(
     cfg = config.load(_write(tmp_path))
     started: list[str] = []
 
-    def export_one(cfg: config.Config, job: runner.Job, bundle_dir: Path) -> runner.Outcome:
+    def export_one(cfg: config.Config, job: parent.Job, bundle_dir: Path) -> parent.Outcome:
         started.append(job.key)
         raise ConfigError(f"{job.key}: model.factory: no such function")
 
-    monkeypatch.setattr(runner, "export_one", export_one)
-    jobs = [runner.Job(o, "dynamo") for o in (15, 16, 17, 18)]
+    monkeypatch.setattr(parent, "export_one", export_one)
+    jobs = [parent.Job(o, "dynamo") for o in (15, 16, 17, 18)]
     with pytest.raises(ConfigError, match=r"op15-dynamo: model\.factory"):
-        runner.export_all(cfg, jobs, tmp_path / "out", lambda line: None, parallel=2)
+        parent.export_all(cfg, jobs, tmp_path / "out", lambda line: None, parallel=2)
     assert len(started) <= 3, started  # the two running, and at most one taken up as the first ended
 
 
@@ -186,4 +186,4 @@ def test_as_many_children_as_cpus_jobs_and_memory_allow(
     tmp_path: Path, cpus: int, available_mb: float, expected: int
 ) -> None:
     cfg = config.load(_write(tmp_path))  # no weight files: a child is its base alone
-    assert runner.workers(cfg, 4, cpus=cpus, available_mb=available_mb) == expected
+    assert parent.workers(cfg, 4, cpus=cpus, available_mb=available_mb) == expected

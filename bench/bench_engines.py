@@ -41,9 +41,10 @@ HERE = Path(__file__).resolve().parent
 
 def provision(kind: str, envs: Path) -> tuple[str, str]:
     """The engine's latest release and its environment's python, as its runner kind makes it."""
-    from ci_onnx import envs as envs_mod
-    from ci_onnx import matrix, proc
-    from ci_onnx.resolve import PipIndex, resolve
+    from ci_onnx import matrix
+    from ci_onnx.contracts import proc
+    from ci_onnx.host import envs as envs_mod
+    from ci_onnx.host.resolve import PipIndex, resolve
     from ci_onnx.runners import base
 
     release = resolve("latest", matrix.runners()[kind].index_name("cpu"), PipIndex())
@@ -114,7 +115,7 @@ def _read(child: subprocess.Popen[str], done: dict[str, dict[str, Any]]) -> tupl
 def digitnet(run_out: Path) -> list[str]:
     """Each engine cell's outputs against the python cell's, per test data set, from an
     ``onnx-gate run`` out directory."""
-    from ci_onnx import tensorproto
+    from ci_onnx.contracts import tensorproto
 
     results = {p.stem: json.loads(p.read_text()) for p in (run_out / "results").glob("*.json")}
     python = next(i for i, r in results.items() if r["target"]["runner"] == "python")

@@ -10,7 +10,7 @@ from bench import common, harness
 
 def measure(work: Path, ort_version: str) -> list[harness.Section]:
     from bench.prepare import ROOT
-    from ci_onnx import envs
+    from ci_onnx.host import envs
 
     uv = envs.find_uv()
     runtime = envs.ensure("onnxruntime", ort_version, work / "cache", uv=uv)

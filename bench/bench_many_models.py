@@ -33,7 +33,7 @@ OUT = Path(__file__).parent / "MANY_MODELS.md"
 @contextlib.contextmanager
 def _repository(work: Path) -> Iterator[tuple[Path, str, str, str]]:
     """The repository, its base commit, and the two heads (one model changed, all three)."""
-    from ci_onnx import scaffold
+    from ci_onnx.orchestration import scaffold
     from tests.act import harness as act
     from tests.e2e import many_models
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from bench import common, harness
 from bench.bench_node import bundle
-from ci_onnx import tensorproto
-from ci_onnx.bundle import read_manifest
+from ci_onnx.contracts import tensorproto
+from ci_onnx.contracts.bundle import read_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 BARE_SOURCE = Path(__file__).resolve().parent / "bare_native.c"
@@ -54,9 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--release", default="1.29.0")
     parser.add_argument("--work", type=Path, default=Path(__file__).resolve().parent / ".work" / "native")
     args = parser.parse_args(argv)
-    from ci_onnx import proc
+    from ci_onnx.contracts import proc
+    from ci_onnx.contracts.target import Target
     from ci_onnx.runners import base, native
-    from ci_onnx.target import Target
 
     work = args.work.resolve()
     b = bundle(work)
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     spec = bare_spec(b, work / "bare")
     sizes = sorted(read_manifest(b).batch_sizes)
     runs = str(common.LATENCY_RUNS)
-    from ci_onnx.verify_options import VerifyOptions
+    from ci_onnx.contracts.verify_options import VerifyOptions
 
     observer = native.observer_argv(
         env.program,

@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 
 from bench import common, harness
-from ci_onnx import tensorproto
-from ci_onnx.bundle import read_manifest
+from ci_onnx.contracts import tensorproto
+from ci_onnx.contracts.bundle import read_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 BARE = Path(__file__).resolve().parent / "bare_node.mjs"
@@ -92,9 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--release", default="1.24.1")
     parser.add_argument("--work", type=Path, default=Path(__file__).resolve().parent / ".work" / "node")
     args = parser.parse_args(argv)
-    from ci_onnx import proc
+    from ci_onnx.contracts import proc
+    from ci_onnx.contracts.target import Target
     from ci_onnx.runners import base, node
-    from ci_onnx.target import Target
 
     work = args.work.resolve()
     b = bundle(work)

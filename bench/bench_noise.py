@@ -32,10 +32,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench import common
-from ci_onnx.gate_settings import GateSettings
+from ci_onnx.contracts.gate_settings import GateSettings
+from ci_onnx.contracts.results import TargetResult
+from ci_onnx.contracts.target import Target
 from ci_onnx.report import diff
-from ci_onnx.results import TargetResult
-from ci_onnx.target import Target
 
 HERE = Path(__file__).resolve().parent
 SETTINGS = dataclasses.replace(GateSettings(), stored_figures="block")
@@ -110,7 +110,7 @@ def _paired_dir(work: Path, base_bundle: Path, key: str) -> Path:
     """A directory holding the base bundle under its key, as `OUT/baseline/bundles/` would; the copy
     holds one more file (a note), so the runner times it beside the head rather than skipping a
     bundle of the very same files: the same model, timed in turns with itself."""
-    from ci_onnx.bundle import read_manifest, sha256_of, write_manifest
+    from ci_onnx.contracts.bundle import read_manifest, sha256_of, write_manifest
 
     directory = work / "noise" / f"paired-{base_bundle.parent.parent.name}"
     if not (directory / key / "manifest.json").is_file():
@@ -126,8 +126,8 @@ def _paired_dir(work: Path, base_bundle: Path, key: str) -> Path:
 
 def _verify(bundle: Path, target: Target, out: Path, paired: Path | None) -> TargetResult:
     from ci_onnx.commands.options import default_cache_dir
-    from ci_onnx.envs import find_uv
-    from ci_onnx.localrun import child_env
+    from ci_onnx.host.envs import find_uv
+    from ci_onnx.orchestration.localrun import child_env
     from ci_onnx.runners.base import Provisioning
     from ci_onnx.verify import stage
 
@@ -179,7 +179,7 @@ class Tally:
 
 
 def _read(directory: Path) -> TargetResult:
-    from ci_onnx.results import read_result
+    from ci_onnx.contracts.results import read_result
 
     return read_result(next((directory / "results").glob("*.json")))
 

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from bench import common, harness
-from ci_onnx import tensorproto
-from ci_onnx.bundle import MODEL, read_manifest
+from ci_onnx.contracts import tensorproto
+from ci_onnx.contracts.bundle import MODEL, read_manifest
 from ci_onnx.observer import optcache
 from ci_onnx.runners import session as presets
 

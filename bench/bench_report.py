@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench import common, harness
-from ci_onnx.results import TargetResult
+from ci_onnx.contracts.results import TargetResult
 
 N = 256
 HELP, REPORT = "onnx-gate --help", f"onnx-gate report ({N} results) --no-publish"
@@ -54,8 +54,8 @@ def sizes(results_dir: Path, plan_path: Path) -> str:
 
 
 def measure(work: Path, runs: int) -> list[harness.Section]:
+    from ci_onnx.contracts.results import write_result
     from ci_onnx.plan import to_json
-    from ci_onnx.results import write_result
     from ci_onnx.verify import junit
     from tests.golden import scenarios
 

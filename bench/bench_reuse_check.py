@@ -6,10 +6,10 @@ scorer).
 
 The repository's bundles are exported once (each export child records what it read); a baseline is
 made of one result per target carrying its bundle's export finding (the record), and the plan of
-the same commit. Then, ``--repeats`` times, the plan's reuse step (ci_onnx.reuse.unchanged: every
-recorded file hashed, every recorded version read) is timed alone, and so is the whole
-``onnx-gate plan --baseline DIR`` command in a fresh process. Prints the medians and how much the
-records name.
+the same commit. Then, ``--repeats`` times, the plan's reuse step
+(ci_onnx.orchestration.reuse.unchanged: every recorded file hashed, every recorded version read) is
+timed alone, and so is the whole ``onnx-gate plan --baseline DIR`` command in a fresh process. Prints
+the medians and how much the records name.
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from ci_onnx import cascade, reuse
 from ci_onnx import plan as planning
-from ci_onnx.bundle import read_manifest
+from ci_onnx.config import cascade
+from ci_onnx.contracts.bundle import read_manifest
+from ci_onnx.contracts.results import write_result
+from ci_onnx.orchestration import reuse
 from ci_onnx.report import baseline
-from ci_onnx.results import write_result
 from ci_onnx.verify import judge
 from tests.conftest import FakeIndex
 from tests.e2e import many_models

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from bench import common, harness, prepare
-from ci_onnx import bundle
+from ci_onnx.contracts import bundle
 
 HERE = Path(__file__).resolve().parent
 

@@ -29,9 +29,9 @@ CHILD = """
 import json, resource, sys
 from pathlib import Path
 import onnxruntime
-from ci_onnx.target import Target
+from ci_onnx.contracts.target import Target
 from ci_onnx.verify import stage
-from ci_onnx.verify_options import VerifyOptions
+from ci_onnx.contracts.verify_options import VerifyOptions
 bundle, out, limit, cfg = Path(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 manifest = json.loads((bundle / "manifest.json").read_text())
 target = Target(onnxruntime.__version__, "cpu", manifest["requested_opset"], manifest["exporter"],

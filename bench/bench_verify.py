@@ -35,7 +35,7 @@ FULL, PARITY, RUNNER, VERIFY, LEAN, POLY = (
 def polygraphy_env(work: Path, ort_version: str) -> Path:
     """Polygraphy with the same onnxruntime and no torch: Polygraphy imports torch whenever it is
     installed (1.7 s of its 2.1 s on the CNN in the dev venv), which a parity job would not have."""
-    from ci_onnx import envs
+    from ci_onnx.host import envs
 
     version = common.version("polygraphy")
     spec = f"polygraphy=={version}" if version != "not installed" else "polygraphy"
@@ -44,8 +44,8 @@ def polygraphy_env(work: Path, ort_version: str) -> Path:
 
 
 def cases(p: prepare.Prepared, python: str, work: Path, phases: Path) -> dict[str, harness.Case]:
-    from ci_onnx import serde
-    from ci_onnx.target import Target
+    from ci_onnx.contracts import serde
+    from ci_onnx.contracts.target import Target
 
     ort_version = common.output(
         [python, "-c", "import onnxruntime; print(onnxruntime.__version__)"]

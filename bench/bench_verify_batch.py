@@ -88,11 +88,11 @@ def drive(argv: list[str]) -> int:
     ``drive MODE PYTHON OUT BUNDLE=TARGET …`` with MODE ``one`` (stage.verify_many) or ``each``; a
     ``-lean`` suffix turns verify.serving_figures off (parity only: Polygraphy's check). With
     ``$INNER_TIMES`` set, the seconds the stage call itself took are appended to that file."""
-    from ci_onnx import proc
+    from ci_onnx.contracts import proc
+    from ci_onnx.contracts.target import Target
+    from ci_onnx.contracts.verify_options import options_from
     from ci_onnx.runners.python import from_interpreter
-    from ci_onnx.target import Target
     from ci_onnx.verify import stage
-    from ci_onnx.verify_options import options_from
 
     mode, python, out, *pairs = argv
     lean = mode.endswith("-lean")  # the same check as Polygraphy: parity only, no serving figures
@@ -175,11 +175,11 @@ def _write_jobs(
     path: Path, models: list[prepare.Prepared], targets: list[str], out: Path, env_path: Path
 ) -> None:
     """The jobs file verify's parent writes for these targets (its arguments, untimed)."""
+    from ci_onnx.contracts.target import Target
+    from ci_onnx.contracts.verify_options import options_from
     from ci_onnx.observer.jobs import write_jobs
     from ci_onnx.runners.base import Launch
     from ci_onnx.runners.python import observer_args
-    from ci_onnx.target import Target
-    from ci_onnx.verify_options import options_from
 
     options = options_from(None)
     args = [
@@ -230,7 +230,7 @@ class CpuTimed:
 
 def measure(work: Path, ort: str, runs: int, warmup: int = 1) -> harness.Section:
     from bench import harness
-    from ci_onnx import envs
+    from ci_onnx.host import envs
 
     runtime = envs.ensure("onnxruntime", ort, work / "cache", uv=envs.find_uv())
     models = bundles(work)

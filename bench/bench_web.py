@@ -67,7 +67,7 @@ BARE = (
 
 def once(argv: list[str], out: Path) -> dict[str, float]:
     """One run of the driver: the page's phases, the bare work and the wall clock, in ms."""
-    from ci_onnx import proc
+    from ci_onnx.contracts import proc
 
     if out.exists():
         import shutil
@@ -89,7 +89,7 @@ def group_once(env: RunnerEnv, cells: list[Launch], *, shared: bool) -> float:
     """One group's wall clock in ms: through launch_many (shared) or one launch per cell (alone)."""
     import shutil
 
-    from ci_onnx import proc
+    from ci_onnx.contracts import proc
     from ci_onnx.runners import web
 
     for x in cells:
@@ -118,11 +118,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.minilm:
         return minilm(args)
-    from ci_onnx import proc
-    from ci_onnx.bundle import read_manifest
+    from ci_onnx.contracts import proc
+    from ci_onnx.contracts.bundle import read_manifest
+    from ci_onnx.contracts.target import Target
+    from ci_onnx.contracts.verify_options import VerifyOptions
     from ci_onnx.runners import base, web
-    from ci_onnx.target import Target
-    from ci_onnx.verify_options import VerifyOptions
 
     work = args.work.resolve()
     b = bundle(work)
@@ -252,7 +252,7 @@ def cell_once(argv: list[str], out: Path) -> dict[str, Any]:
     """One cell through the driver: its wall clock, the page's phases and runs, the runs' console."""
     import shutil
 
-    from ci_onnx import proc
+    from ci_onnx.contracts import proc
     from ci_onnx.runners import web
 
     shutil.rmtree(out, ignore_errors=True)
@@ -270,11 +270,11 @@ def cell_once(argv: list[str], out: Path) -> dict[str, Any]:
 
 
 def minilm(args: argparse.Namespace) -> int:
-    from ci_onnx import proc
-    from ci_onnx.bundle import read_manifest
+    from ci_onnx.contracts import proc
+    from ci_onnx.contracts.bundle import read_manifest
+    from ci_onnx.contracts.target import Target
+    from ci_onnx.contracts.verify_options import VerifyOptions
     from ci_onnx.runners import base, web
-    from ci_onnx.target import Target
-    from ci_onnx.verify_options import VerifyOptions
 
     work = args.work.resolve()
     b = minilm_bundle(work)

@@ -7,7 +7,7 @@ case the child prints ``START <name>``, then one JSON line: the case, ``status``
 the engine refused to prepare the model, run: a run failed, skip) and the engine's or numpy's message.
 A case is run as onnx's backend runner runs it: every test_data_set's inputs fed (their own shapes),
 every output compared with ``np.testing.assert_allclose`` at the case's rtol/atol (data.json, else
-onnx's 1e-3/1e-7). Only tensors of numpy's element types are read (ci_onnx.tensorproto): a case with
+onnx's 1e-3/1e-7). Only tensors of numpy's element types are read (ci_onnx.contracts.tensorproto): a case with
 a sequence, map or optional, or a bfloat16, float8 or 4-bit tensor, is ``skip``.
 bench/bench_engines.py starts it, and again after a crash.
 """
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ci_onnx import tensorproto
+from ci_onnx.contracts import tensorproto
 
 RTOL, ATOL = 1e-3, 1e-7
 TRACT_DATUM = {

@@ -1,11 +1,11 @@
-"""Verify jobs per cell (the layout before) against per environment (ci_onnx/cijobs.py), modelled.
+"""Verify jobs per cell (the layout before) against per environment (ci_onnx/plan/cijobs.py), modelled.
 
 The parts are bench/pipeline_model.py's (the slim design: the full image for export, the torch-free
 one for every other job) plus what a grouped job does differently, measured on the same commit:
 one ``onnx-gate verify`` of several targets of one environment against one of a single target (so
 the work of N targets in one job is ``fixed + N × per_target``), ``onnx-gate export --cache-key``
 and an export whose bundles come from the export cache. The verify jobs of the grouped layout are
-the ones ci_onnx.cijobs makes of a plan of that shape (its grouping, its estimate and its split),
+the ones ci_onnx.plan.cijobs makes of a plan of that shape (its grouping, its estimate and its split),
 not a copy of its rules. Every job is billed rounded up to a whole minute; the critical path is
 plan → export (in waves of ``concurrency``) → verify (in waves) → report.
 """
@@ -150,7 +150,7 @@ SHAPES = (
 LAYOUTS = ("per cell", "per environment, export jobs", "per environment")
 """The layout before; verify jobs per environment with one export job per bundle (``ci.export:
 jobs``); and what the workflows do by default (``ci.export: auto``): the plan job exports where
-ci_onnx.cijobs.export_layout says that ends no later."""
+ci_onnx.plan.cijobs.export_layout says that ends no later."""
 CPUS = 2
 """A GitHub-hosted Linux runner of a private repository (the ones billed): 2 CPUs."""
 
@@ -177,9 +177,10 @@ class Run:
 def _plan(shape: Shape, costs: ModelCosts) -> Plan:
     """A plan of this shape: one environment per release and provider, its cells across the bundles
     (opsets × the shape's precisions)."""
-    from ci_onnx import cijobs, matrix
+    from ci_onnx import matrix
     from ci_onnx import plan as planning
-    from ci_onnx.target import Target
+    from ci_onnx.contracts.target import Target
+    from ci_onnx.plan import cijobs
 
     targets = []
     for e, n in enumerate(shape.environments):
@@ -198,15 +199,15 @@ def _plan(shape: Shape, costs: ModelCosts) -> Plan:
 
 
 def _groups(plan: Plan) -> list[int]:
-    """The grouped layout's verify jobs (targets in each), as ci_onnx.cijobs lays the plan out."""
-    from ci_onnx import cijobs
+    """The grouped layout's verify jobs (targets in each), as ci_onnx.plan.cijobs lays the plan out."""
+    from ci_onnx.plan import cijobs
 
     return [len(v.targets) for v in cijobs.verify_jobs(plan)]
 
 
 def in_plan(shape: Shape, costs: ModelCosts) -> bool:
-    """Whether ci_onnx.cijobs (``ci.export: auto``) has the plan job export a plan of this shape."""
-    from ci_onnx import cijobs
+    """Whether ci_onnx.plan.cijobs (``ci.export: auto``) has the plan job export a plan of this shape."""
+    from ci_onnx.plan import cijobs
 
     return cijobs.export_layout(_plan(shape, costs), cpus=CPUS).in_plan
 
@@ -290,12 +291,12 @@ def render(costs: Mapping[str, ModelCosts], p: Parts, a: Assumptions) -> list[st
         "",
         "Medians of the same interleaved runs as the parts above. `per cell`: one verify job per target "
         "(the layout before); `per environment`: one per runner kind, package, release and labels, split "
-        "where ci_onnx/cijobs.py's estimate exceeds `ci.max_job_minutes` (10), its targets verified by "
+        "where ci_onnx/plan/cijobs.py's estimate exceeds `ci.max_job_minutes` (10), its targets verified by "
         f"one command, side by side on the runner's {CPUS} CPUs as a verify job runs them (every core), at "
         "the parallel efficiency measured (one after another where it was not measured). Every "
         "export computes the export cache key and asks actions/cache first. `export jobs`: one export "
         "job per bundle (`ci.export: jobs`). Without it (`ci.export: auto`, the default) the plan job "
-        "exports every bundle itself, side by side, where ci_onnx/cijobs.py's estimate (matrix/ci.toml) "
+        "exports every bundle itself, side by side, where ci_onnx/plan/cijobs.py's estimate (matrix/ci.toml) "
         f"says that ends no later than export jobs would on a {CPUS}-CPU runner, and uploads each; a "
         "plan without a `per environment (exports in the plan job)` row keeps its export jobs. Either "
         "way the plan job pulls the full image too: GitHub pulls every container action's image while "

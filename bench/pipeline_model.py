@@ -343,7 +343,7 @@ def _gate(*args: str) -> harness.Command:
 
 
 def measure(work: Path, runs: int, torch_wheel: Path | None) -> Parts:
-    from ci_onnx import envs
+    from ci_onnx.host import envs
 
     uv = envs.find_uv()
     if not uv:

@@ -13,8 +13,8 @@ import shutil
 from pathlib import Path
 
 from bench import common
-from ci_onnx import tensorproto
-from ci_onnx.bundle import MODEL, read_manifest
+from ci_onnx.contracts import tensorproto
+from ci_onnx.contracts.bundle import MODEL, read_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if "verify" in chosen:
         from bench import bench_verify, prepare
-        from ci_onnx import envs
+        from ci_onnx.host import envs
 
         runtime = envs.ensure("onnxruntime", args.ort, work / "cache", uv=envs.find_uv())
         makers = {"tinycnn": prepare.tinycnn, "minilm": prepare.minilm}

@@ -20,13 +20,14 @@ from pathlib import Path
 
 from onnx import TensorProto, helper
 
-from ci_onnx import matrix, tensorproto
+from ci_onnx import matrix
+from ci_onnx.contracts import tensorproto
 
 PROBE = r"""
 import json, sys
 import numpy as np, onnxruntime as ort
 from ci_onnx.observer import values
-from ci_onnx.tensorproto import Tensor, storage_dtype, STRING
+from ci_onnx.contracts.tensorproto import Tensor, storage_dtype, STRING
 so = ort.SessionOptions(); so.log_severity_level = 4
 ok = {}
 for spec in json.loads(sys.argv[1]):

@@ -3,7 +3,7 @@
     git clone --bare https://github.com/actions/checkout /tmp/checkout.git
     python scripts/record_action_inputs.py actions/checkout /tmp/checkout.git
 
-reads action.yml at the pinned commit (ci_onnx.scaffold.PINNED) of that clone and writes
+reads action.yml at the pinned commit (ci_onnx.orchestration.scaffold.PINNED) of that clone and writes
 tests/data/actions/<owner>--<repo>.json: the commit, its tag, what the action runs on, and each
 input's name, whether it is required and its default. Only that metadata is recorded: no code, no
 descriptions. ``--from COMMIT`` reads another commit where the pinned one is not in the clone, and
@@ -25,7 +25,7 @@ from ruamel.yaml import YAML
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ci_onnx import scaffold  # noqa: E402
+from ci_onnx.orchestration import scaffold  # noqa: E402
 
 OUT = ROOT / "tests" / "data" / "actions"
 

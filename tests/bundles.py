@@ -2,7 +2,7 @@
 
 Models are made with onnx.helper (or exported from the DigitNet example with torch), inputs are
 seeded, and reference outputs are computed with onnxruntime (or torch), then written with
-onnx.numpy_helper next to a Manifest whose file hashes come from ci_onnx.bundle.hash_files.
+onnx.numpy_helper next to a Manifest whose file hashes come from ci_onnx.contracts.bundle.hash_files.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from ci_onnx import bundle
-from ci_onnx.bundle import Decision, Manifest, TensorSpec, TestDataSet, Tolerance
-from ci_onnx.results import CheckResult
-from ci_onnx.target import Status
+from ci_onnx.contracts import bundle
+from ci_onnx.contracts.bundle import Decision, Manifest, TensorSpec, TestDataSet, Tolerance
+from ci_onnx.contracts.results import CheckResult
+from ci_onnx.contracts.target import Status
 
 Feeds = dict[str, np.ndarray]
 Reference = Callable[[Feeds], list[np.ndarray]]

@@ -13,7 +13,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from ci_onnx.bundle import TensorSpec
+from ci_onnx.contracts.bundle import TensorSpec
 from tests import bundles
 
 

@@ -74,7 +74,7 @@ def _ctrl_c_ends_children() -> Iterator[None]:
     """Ctrl-C stops the run at once with every child onnx-gate started, also where a test calls the
     library directly (through the CLI, the CLI does the same): the children run in sessions of their
     own and never see the terminal's SIGINT (tests/unit/test_interrupt.py)."""
-    from ci_onnx import proc
+    from ci_onnx.contracts import proc
 
     with proc.interruptible():
         yield

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from ci_onnx.errors import EnvironmentProblem
+from ci_onnx.contracts.errors import EnvironmentProblem
 
 _HERE = Path(__file__).resolve().parent
 _CHECKOUT = _HERE.parents[1]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from ci_onnx.errors import EXIT_FAIL, EXIT_PASS, UsageError
+from ci_onnx.contracts.errors import EXIT_FAIL, EXIT_PASS, UsageError
 
 COMMANDS = ("plan", "export", "verify", "reverify", "report", "nightly")
 

@@ -1,6 +1,6 @@
 """``python -m ci_onnx.action``: the entry point of the container action and of the composite one.
 
-This is an edge, like cli.py: it reads the environment GitHub gives a step, changes directory, and
+This is an edge, like ci_onnx/cli/: it reads the environment GitHub gives a step, changes directory, and
 exits with the CLI's exit code after writing the ``verdict`` output.
 """
 
@@ -15,7 +15,7 @@ import click
 
 from ci_onnx import action
 from ci_onnx.action import pr_context, runtime
-from ci_onnx.errors import EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_PASS, GateError
+from ci_onnx.contracts.errors import EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_PASS, GateError
 from ci_onnx.github import workflow
 
 
@@ -55,7 +55,7 @@ def run(environ: MutableMapping[str, str]) -> int:
 
 
 def main() -> None:
-    from ci_onnx import proc
+    from ci_onnx.contracts import proc
 
     proc.end_children_on_signals()  # a cancelled step ends its runners as `onnx-gate` does
     code = run(os.environ)

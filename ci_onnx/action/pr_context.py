@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import MutableMapping
 from pathlib import Path
 
-from ci_onnx.errors import UsageError
+from ci_onnx.contracts.errors import UsageError
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 

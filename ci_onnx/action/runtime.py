@@ -13,9 +13,10 @@ import sys
 from collections.abc import Callable, Sequence
 from importlib import metadata
 
-from ci_onnx import matrix, proc
-from ci_onnx.errors import UsageError
-from ci_onnx.target import Target
+from ci_onnx import matrix
+from ci_onnx.contracts import proc
+from ci_onnx.contracts.errors import UsageError
+from ci_onnx.contracts.target import Target
 
 INSTALL_TIMEOUT_S = 900
 

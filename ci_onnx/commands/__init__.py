@@ -1,1 +1,1 @@
-"""The CLI's larger commands, one module each; ci_onnx/cli.py assembles the group."""
+"""The CLI's commands, one module each; ci_onnx/cli/__init__.py assembles the group."""

@@ -16,7 +16,7 @@ from ci_onnx.commands.options import (
     plan_option,
     results_option,
 )
-from ci_onnx.errors import EXIT_FAIL
+from ci_onnx.contracts.errors import EXIT_FAIL
 
 
 @click.command()
@@ -83,20 +83,20 @@ def nightly(
     """
     import datetime
 
-    from ci_onnx import cascade
-    from ci_onnx.envs import find_uv
-    from ci_onnx.errors import UsageError
+    from ci_onnx.config import cascade
+    from ci_onnx.contracts.errors import UsageError
+    from ci_onnx.contracts.target import Target
+    from ci_onnx.contracts.verify_options import VerifyOptions
     from ci_onnx.github import workflow
     from ci_onnx.github.client import Client
     from ci_onnx.github.context import from_env
+    from ci_onnx.host.envs import find_uv
+    from ci_onnx.host.resolve import releases_between
     from ci_onnx.nightly import command
     from ci_onnx.nightly.text import Night
     from ci_onnx.nightly.verifier import for_family
     from ci_onnx.plan import read_plan
     from ci_onnx.report.model import Commit
-    from ci_onnx.resolve import releases_between
-    from ci_onnx.target import Target
-    from ci_onnx.verify_options import VerifyOptions
 
     ctx = from_env(os.environ, token=github_token)
     if not dry_run and not ctx.can_publish:
@@ -111,7 +111,7 @@ def nightly(
         run_url=ctx.run_url,
         commit=Commit(ctx.sha, ctx.commit_url),
     )
-    from ci_onnx.verify_options import options_from
+    from ci_onnx.contracts.verify_options import options_from
 
     the_plan = read_plan(plan_path)
     by_model = {c.model.id: options_from(c) for c in every}

@@ -1,6 +1,7 @@
-"""What the CLI's commands share: common options, where the cache lives (exit codes: ci_onnx.errors).
+"""What the CLI's commands share: common options, where the cache lives (exit codes:
+ci_onnx.contracts.errors).
 
-This package and ci_onnx/cli.py are the edge: the only code that reads the process environment and
+This package and ci_onnx/cli/__init__.py are the edge: the only code that reads the process environment and
 decides exit codes.
 """
 
@@ -47,7 +48,7 @@ def package_index(cfgs: Config | Sequence[Config] | None) -> Any:
     pre-release look-ups (a command that built its index without it resolved ``nightly`` otherwise;
     of a ``models`` file, the first model's that names one)."""
     from ci_onnx.config import Config
-    from ci_onnx.resolve import PipIndex
+    from ci_onnx.host.resolve import PipIndex
 
     every = () if cfgs is None else (cfgs,) if isinstance(cfgs, Config) else tuple(cfgs)
     nightly_index = next((c.targets.nightly_index for c in every if c.targets.nightly_index), "")

@@ -14,8 +14,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from ci_onnx.bundle import MANIFEST
-from ci_onnx.target import Target
+from ci_onnx.contracts.bundle import MANIFEST
+from ci_onnx.contracts.target import Target
 
 GITHUB = "github"
 

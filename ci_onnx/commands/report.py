@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ci_onnx.commands.options import out_dir_option, plan_option, results_option
-from ci_onnx.errors import EXIT_FAIL, GateError
+from ci_onnx.contracts.errors import EXIT_FAIL, GateError
 from ci_onnx.report import CHECK_NAME
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ def _baseline_dest(out: Path, results_dirs: Sequence[Path]) -> Path:
 def _refuse_own_output(directory: Path, out: Path, results_dirs: Sequence[Path]) -> None:
     """A baseline must be another run's: the head's own --out would make every failure "known", and
     one inside --results would fill a missing head target with the base's result."""
-    from ci_onnx.errors import UsageError
+    from ci_onnx.contracts.errors import UsageError
 
     where = directory.resolve()
     if where == out.resolve():
@@ -190,7 +190,7 @@ def report(
 
     ``baseline_source`` and ``commit`` are for `onnx-gate run` (what the baseline is, and the commit
     of these results), not options."""
-    from ci_onnx import escape
+    from ci_onnx.contracts import escape
     from ci_onnx.github import workflow
     from ci_onnx.github.context import from_env
     from ci_onnx.plan import read_plan
@@ -220,7 +220,8 @@ def report(
         base, missing = _from_github(ctx, _baseline_dest(out, results_dirs), info)
     else:
         base = baseline.load(Path(baseline_dir), source=baseline_source) if baseline_dir else None
-    # a model unchanged since the base was not run: its results are the base's (ci_onnx/reuse.py)
+    # a model unchanged since the base was not run: its results are the base's
+    # (ci_onnx/orchestration/reuse.py)
     collection = collect(results_dirs, the_plan, base.results if base is not None else None)
     # the base's policy judges a pull request (or any comparison with a base), never the head's own
     judged_by = policy.between(

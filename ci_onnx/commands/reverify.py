@@ -48,7 +48,8 @@ def reverify(
     gate.fork_results. No triage runs here. The exit code is 0 unless the command cannot start:
     verdicts are the report's.
     """
-    from ci_onnx import localrun, proc
+    from ci_onnx.contracts import proc
+    from ci_onnx.orchestration import localrun
     from ci_onnx.plan import read_plan
     from ci_onnx.runners.base import Provisioning
     from ci_onnx.verify import job, reverify

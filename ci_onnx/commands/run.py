@@ -13,7 +13,7 @@ import click
 import ci_onnx
 from ci_onnx.commands.options import default_cache_dir, only_option, out_dir_option, package_index
 from ci_onnx.commands.report import report
-from ci_onnx.errors import EnvironmentProblem
+from ci_onnx.contracts.errors import EnvironmentProblem
 
 
 @click.command()
@@ -71,9 +71,12 @@ def run(
     run_all: bool = False,
 ) -> None:
     """Export, verify every target in its own environment, and report, on this machine."""
-    from ci_onnx import baseref, cascade, config, localrun, proc
-    from ci_onnx.envs import find_uv
-    from ci_onnx.errors import UsageError
+    from ci_onnx import config
+    from ci_onnx.config import cascade
+    from ci_onnx.contracts import proc
+    from ci_onnx.contracts.errors import UsageError
+    from ci_onnx.host.envs import find_uv
+    from ci_onnx.orchestration import baseref, localrun
 
     if config_path is None and Path(config.DEFAULT_NAME).is_file():
         config_path = Path(config.DEFAULT_NAME)

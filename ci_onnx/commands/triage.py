@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from ci_onnx.commands.options import default_cache_dir, finite, out_dir_option
-from ci_onnx.errors import EXIT_FAIL, EXIT_PASS
+from ci_onnx.contracts.errors import EXIT_FAIL, EXIT_PASS
 
 
 @click.command()
@@ -70,13 +70,15 @@ def triage(
     """
     import onnxruntime
 
-    from ci_onnx import cascade, defaults, matrix, proc, serde
-    from ci_onnx.bundle import read_manifest
-    from ci_onnx.errors import UsageError
-    from ci_onnx.results import read_result, write_result
+    from ci_onnx import matrix
+    from ci_onnx.config import cascade
+    from ci_onnx.contracts import defaults, proc, serde
+    from ci_onnx.contracts.bundle import read_manifest
+    from ci_onnx.contracts.errors import UsageError
+    from ci_onnx.contracts.results import read_result, write_result
+    from ci_onnx.contracts.target import Target
     from ci_onnx.runners import base, session
     from ci_onnx.runners.python import from_interpreter
-    from ci_onnx.target import Target
     from ci_onnx.triage import attach, run
     from ci_onnx.verify import stage
 
@@ -122,7 +124,7 @@ def triage(
 
 
 def _check(check: str, result: object, manifest: object) -> tuple[str, str]:
-    from ci_onnx.errors import UsageError
+    from ci_onnx.contracts.errors import UsageError
     from ci_onnx.triage import attach
 
     if check:

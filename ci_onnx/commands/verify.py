@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 import click
 
 from ci_onnx.commands.options import default_cache_dir, finite, out_dir_option
-from ci_onnx.errors import EXIT_FAIL, EXIT_PASS, UsageError
+from ci_onnx.contracts.errors import EXIT_FAIL, EXIT_PASS, UsageError
 
 if TYPE_CHECKING:
     from ci_onnx.config import Config
-    from ci_onnx.verify_options import VerifyOptions
+    from ci_onnx.contracts.verify_options import VerifyOptions
 
 
 def _ids(_ctx: click.Context, _param: click.Parameter, values: Sequence[str]) -> tuple[str, ...]:
@@ -113,10 +113,13 @@ def verify(
     a share of them, and a crash or a hang is only its own target's error; each target writes its
     own result and JUnit. A target that cannot be verified at all gets an error result saying why.
     """
-    from ci_onnx import cascade, localrun, matrix, proc
+    from ci_onnx import matrix
     from ci_onnx import plan as planning
+    from ci_onnx.config import cascade
+    from ci_onnx.contracts import proc
+    from ci_onnx.contracts.target import Target
+    from ci_onnx.orchestration import localrun
     from ci_onnx.runners.base import Provisioning
-    from ci_onnx.target import Target
     from ci_onnx.verify import job, stage
 
     if (bundle_dir is None) == (bundles_root is None):

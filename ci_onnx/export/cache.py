@@ -25,13 +25,13 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from ci_onnx.bundle import MANIFEST, Manifest, read_manifest, sha256_of, write_manifest
 from ci_onnx.config import Config
-from ci_onnx.errors import BundleError
+from ci_onnx.contracts.bundle import MANIFEST, Manifest, read_manifest, sha256_of, write_manifest
+from ci_onnx.contracts.errors import BundleError
+from ci_onnx.contracts.results import CheckResult
 from ci_onnx.export import record
 from ci_onnx.export.cache_key import FORMAT, Key, bundle_keys, key_for
-from ci_onnx.export.runner import Job, Outcome, binding_lines, export_all
-from ci_onnx.results import CheckResult
+from ci_onnx.export.parent import Job, Outcome, binding_lines, export_all
 
 ENTRY = "entry.json"
 EXPORTS = "exports"

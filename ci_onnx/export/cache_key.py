@@ -33,12 +33,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ci_onnx import __version__, serde
-from ci_onnx.bundle import sha256_of
+from ci_onnx import __version__
 from ci_onnx.config import Config, key_location
-from ci_onnx.errors import ConfigError
+from ci_onnx.contracts import serde
+from ci_onnx.contracts.bundle import sha256_of
+from ci_onnx.contracts.errors import ConfigError
 from ci_onnx.export.files import name_of as _name
-from ci_onnx.export.runner import Job
+from ci_onnx.export.parent import Job
 
 FORMAT = 2
 """Bumped when what goes into a key, or an entry's layout, changes."""

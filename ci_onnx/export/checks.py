@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ci_onnx.bundle import TensorSpec
-from ci_onnx.results import CheckResult
-from ci_onnx.target import Status
+from ci_onnx.contracts.bundle import TensorSpec
+from ci_onnx.contracts.results import CheckResult
+from ci_onnx.contracts.target import Status
 
 RANDOM_OPS = frozenset(
     {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Bernoulli", "Multinomial"}

@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ci_onnx.bundle import TensorSpec
+from ci_onnx.contracts.bundle import TensorSpec
+from ci_onnx.contracts.results import CheckResult
+from ci_onnx.contracts.target import Status
 from ci_onnx.export import inputs
 from ci_onnx.export.probing import Comparer, Outcome, Probe, Verdict
-from ci_onnx.results import CheckResult
-from ci_onnx.target import Status
 
 Arrays = dict[str, npt.NDArray[np.generic]]
 Reproduce = Callable[[Arrays], Mapping[str, Any] | None]

@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from ci_onnx.config import Config
+from ci_onnx.contracts.results import CheckResult
+from ci_onnx.contracts.target import Status
 from ci_onnx.export import checks, control_flow, inputs, reference, sweep, torch_export
 from ci_onnx.export.probing import Comparer, Probe, Verdict
-from ci_onnx.results import CheckResult
-from ci_onnx.target import Status
 
 Arrays = Mapping[str, Any]
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ci_onnx.errors import ConfigError
+from ci_onnx.contracts.errors import ConfigError
 
 if TYPE_CHECKING:
     from ci_onnx.config import Config

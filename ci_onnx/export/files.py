@@ -1,6 +1,6 @@
 """How large a model's weights are, from the weight files below its factory's directory.
 
-The plan estimates an export's and a verify job's work from it (ci_onnx/cijobs.py, the export
+The plan estimates an export's and a verify job's work from it (ci_onnx/plan/cijobs.py, the export
 workers); what an export reads is recorded, not looked for here (ci_onnx/export/record.py).
 Standard library only: the plan imports this, and must stay light.
 """
@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ci_onnx.bundle import MANIFEST
+from ci_onnx.contracts.bundle import MANIFEST
 
 if TYPE_CHECKING:
     from ci_onnx.config import Config

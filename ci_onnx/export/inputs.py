@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from ci_onnx.bundle import TensorSpec, batch_axis, batch_symbol
-from ci_onnx.errors import ConfigError
+from ci_onnx.contracts.bundle import TensorSpec, batch_axis, batch_symbol
+from ci_onnx.contracts.errors import ConfigError
 
 if TYPE_CHECKING:
     from ci_onnx.config import Config
@@ -147,7 +147,7 @@ def count_of(arrays: Mapping[str, npt.NDArray[np.generic]], specs: Sequence[Tens
 
 def labels_of(cfg: Config, samples: Mapping[str, np.ndarray] | None) -> dict[str, np.ndarray]:
     """The labels of ``model.samples`` (already loaded as ``samples``), checked against the config."""
-    from ci_onnx.labels import load_labels
+    from ci_onnx.contracts.labels import load_labels
 
     m = cfg.model
     if not samples or not m.samples:

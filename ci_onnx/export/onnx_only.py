@@ -10,14 +10,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ci_onnx import tensorproto
-from ci_onnx.bundle import MODEL, Manifest, SweepSet, TensorSpec, TestDataSet
 from ci_onnx.config import Config
-from ci_onnx.errors import ConfigError
+from ci_onnx.contracts import tensorproto
+from ci_onnx.contracts.bundle import MODEL, Manifest, SweepSet, TensorSpec, TestDataSet
+from ci_onnx.contracts.errors import ConfigError
+from ci_onnx.contracts.results import CheckResult
+from ci_onnx.contracts.target import Status
 from ci_onnx.export import checks, inputs, writer
 from ci_onnx.observer import values
-from ci_onnx.results import CheckResult
-from ci_onnx.target import Status
 from ci_onnx.verify import decode
 
 ONLY = "ONNX-only mode: the model was exported elsewhere"

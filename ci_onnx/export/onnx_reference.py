@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from ci_onnx.bundle import TensorSpec
 from ci_onnx.config import Config
-from ci_onnx.errors import ConfigError
+from ci_onnx.contracts.bundle import TensorSpec
+from ci_onnx.contracts.errors import ConfigError
 from ci_onnx.export import inputs
 
 Arrays = dict[str, np.ndarray]

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ci_onnx.bundle import Tolerance
-from ci_onnx.results import CheckResult
-from ci_onnx.target import Status
+from ci_onnx.contracts.bundle import Tolerance
+from ci_onnx.contracts.results import CheckResult
+from ci_onnx.contracts.target import Status
 
 Arrays = Mapping[str, npt.NDArray[np.generic]]
 

@@ -9,9 +9,11 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from ci_onnx import labels as labelled
-from ci_onnx.bundle import MODEL, Manifest, TensorSpec, TestDataSet, batch_symbol
 from ci_onnx.config import Config
+from ci_onnx.contracts import labels as labelled
+from ci_onnx.contracts.bundle import MODEL, Manifest, TensorSpec, TestDataSet, batch_symbol
+from ci_onnx.contracts.results import CheckResult
+from ci_onnx.contracts.target import Status
 from ci_onnx.export import (
     checks,
     differential,
@@ -26,8 +28,6 @@ from ci_onnx.export import (
     torch_export,
     writer,
 )
-from ci_onnx.results import CheckResult
-from ci_onnx.target import Status
 
 NO_MODEL = "not run: the export produced no model"
 

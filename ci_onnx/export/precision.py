@@ -21,12 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from ci_onnx.bundle import MODEL, Manifest, hash_files, read_manifest, write_manifest
 from ci_onnx.config import Config
-from ci_onnx.errors import EXIT_PASS, ConfigError, GateError
-from ci_onnx.results import CheckResult
-from ci_onnx.target import DERIVED_PRECISIONS as DERIVED
-from ci_onnx.target import Status
+from ci_onnx.contracts.bundle import MODEL, Manifest, hash_files, read_manifest, write_manifest
+from ci_onnx.contracts.errors import EXIT_PASS, ConfigError, GateError
+from ci_onnx.contracts.results import CheckResult
+from ci_onnx.contracts.target import DERIVED_PRECISIONS as DERIVED
+from ci_onnx.contracts.target import Status
 
 FP16_BLOCKED = {
     "Exp": "e^x overflows fp16 (max 65504) from x > 11",
@@ -327,7 +327,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--bundle-dir", type=Path, required=True)
     args = parser.parse_args(argv)
     try:
-        from ci_onnx import cascade
+        from ci_onnx.config import cascade
 
         derive(cascade.load_one(args.config, args.model), args.precision, args.source, args.bundle_dir)
     except GateError as exc:

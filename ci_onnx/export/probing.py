@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ci_onnx.bundle import Tolerance
+from ci_onnx.contracts.bundle import Tolerance
 
 Arrays = dict[str, npt.NDArray[np.generic]]
 TorchRun = Callable[[Arrays], Mapping[str, npt.NDArray[np.generic]]]

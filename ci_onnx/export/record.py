@@ -31,8 +31,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ci_onnx.bundle import Manifest, sha256_of
-from ci_onnx.results import CheckResult
+from ci_onnx.contracts.bundle import Manifest, sha256_of
+from ci_onnx.contracts.results import CheckResult
 
 TOOL = Path(__file__).resolve().parents[1]
 """onnx-gate's own package."""

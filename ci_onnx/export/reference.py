@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ci_onnx.bundle import TensorSpec
+from ci_onnx.contracts.bundle import TensorSpec
 from ci_onnx.export import signature
 from ci_onnx.export.state import Snapshot
 

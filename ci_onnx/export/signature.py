@@ -26,7 +26,7 @@ import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ci_onnx.errors import ConfigError
+from ci_onnx.contracts.errors import ConfigError
 
 KEY = "model.inputs"
 

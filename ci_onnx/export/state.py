@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from ci_onnx.bundle import Tolerance
-from ci_onnx.results import CheckResult
-from ci_onnx.target import Status
+from ci_onnx.contracts.bundle import Tolerance
+from ci_onnx.contracts.results import CheckResult
+from ci_onnx.contracts.target import Status
 
 CALLS = 3
 """How many calls ``stateful`` makes on the same inputs: a cache filled by the first call is read by

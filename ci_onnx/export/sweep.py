@@ -18,11 +18,11 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ci_onnx.bundle import TensorSpec, batch_symbol
+from ci_onnx.contracts.bundle import TensorSpec, batch_symbol
+from ci_onnx.contracts.results import CheckResult
+from ci_onnx.contracts.target import Status
 from ci_onnx.export import inputs
 from ci_onnx.export.probing import Comparer, Outcome, Probe, Verdict
-from ci_onnx.results import CheckResult
-from ci_onnx.target import Status
 
 
 @dataclasses.dataclass(frozen=True)

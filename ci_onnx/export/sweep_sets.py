@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ci_onnx.bundle import SweepSet, TensorSpec
-from ci_onnx.errors import ConfigError
+from ci_onnx.contracts.bundle import SweepSet, TensorSpec
+from ci_onnx.contracts.errors import ConfigError
 from ci_onnx.export import inputs, sweep, writer
 
 Arrays = Mapping[str, Any]

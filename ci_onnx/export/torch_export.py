@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ci_onnx.bundle import TensorSpec
+from ci_onnx.contracts.bundle import TensorSpec
 from ci_onnx.export import errors, origin, signature
 
 EXTERNAL_DATA_BYTES = 1_800_000_000

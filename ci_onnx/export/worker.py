@@ -14,8 +14,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ci_onnx.bundle import write_manifest
-from ci_onnx.errors import EXIT_PASS, GateError
+from ci_onnx.contracts.bundle import write_manifest
+from ci_onnx.contracts.errors import EXIT_PASS, GateError
 from ci_onnx.export import record
 
 
@@ -28,7 +28,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--bundle-dir", type=Path, required=True)
     args = parser.parse_args(argv)
     try:
-        from ci_onnx import cascade
+        from ci_onnx.config import cascade
 
         cfg = cascade.load_one(args.config, args.model)
         recorder = record.Recorder().start()  # the config is keyed by its values, not recorded

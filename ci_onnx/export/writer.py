@@ -17,7 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ci_onnx import __version__
-from ci_onnx.bundle import (
+from ci_onnx.config import Config
+from ci_onnx.contracts.bundle import (
     SCHEMA_VERSION,
     Manifest,
     SweepSet,
@@ -26,10 +27,9 @@ from ci_onnx.bundle import (
     hash_files,
     write_manifest,
 )
-from ci_onnx.config import Config
+from ci_onnx.contracts.results import CheckResult
+from ci_onnx.contracts.target import Status
 from ci_onnx.export import CHECKS
-from ci_onnx.results import CheckResult
-from ci_onnx.target import Status
 
 Arrays = Mapping[str, npt.NDArray[np.generic]]
 

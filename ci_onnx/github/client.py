@@ -17,7 +17,7 @@ from typing import Any
 
 import requests
 
-from ci_onnx.errors import EnvironmentProblem
+from ci_onnx.contracts.errors import EnvironmentProblem
 
 Log = Callable[[str], None]
 API_VERSION = "2022-11-28"

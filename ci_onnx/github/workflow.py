@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from ci_onnx import escape
+from ci_onnx.contracts import escape
 
 MAX_JOB_SUMMARY_BYTES = 1024 * 1024
 
@@ -24,7 +24,7 @@ def annotation(
     line: int | None = None,
 ) -> str:
     """``::error file=…,line=…,title=…::message``, escaped so that any text stays one command, and
-    capped (ci_onnx.escape: a 50 MB summary is cut, saying so)."""
+    capped (ci_onnx.contracts.escape: a 50 MB summary is cut, saying so)."""
     props = []
     if file:
         props.append(f"file={escape.workflow_property(file)}")

@@ -14,7 +14,8 @@ from collections.abc import Iterable
 
 from packaging.version import InvalidVersion, Version
 
-from ci_onnx import _data, serde
+from ci_onnx import _data
+from ci_onnx.contracts import serde
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,7 +146,7 @@ class RunnerInfo:
     releases: tuple[str, ...] = ()
     """A kind that runs another engine than onnxruntime: the specs of that engine's releases it
     verifies (``latest``), resolved on its registry instead of ``targets.runtimes``; its ids name the
-    engine (ci_onnx.target.ENGINE_RUNNERS). Empty: onnxruntime's releases, ``targets.runtimes``."""
+    engine (ci_onnx.contracts.target.ENGINE_RUNNERS). Empty: onnxruntime's releases, ``targets.runtimes``."""
     presets: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
     """Such a kind's engine-options presets (name → the engine's properties to set), its own axis in
     place of onnxruntime's session options: each of its cells is verified under each preset, a
@@ -193,7 +194,8 @@ class Step:
     """One workflow step a CI job declares (runners.toml): a pinned action (``uses``) or a script."""
 
     uses: str = ""
-    """An action of the pinned set (ci_onnx/scaffold.py), written with its pin; empty: a ``run`` step."""
+    """An action of the pinned set (ci_onnx/orchestration/scaffold.py), written with its pin; empty: a
+    ``run`` step."""
     name: str = ""
     id: str = ""
     when: str = ""

@@ -11,9 +11,9 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
-from ci_onnx.errors import GateError
+from ci_onnx.contracts.errors import GateError
+from ci_onnx.contracts.target import Status
 from ci_onnx.matrix import version_key
-from ci_onnx.target import Status
 
 
 class VerifyAt(Protocol):

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ci_onnx.errors import EnvironmentProblem, UsageError
+from ci_onnx.contracts.errors import EnvironmentProblem, UsageError
 from ci_onnx.github.client import Client
 from ci_onnx.github.context import Repo
 from ci_onnx.nightly import publish, state, text

@@ -12,10 +12,10 @@ from __future__ import annotations
 import dataclasses
 
 from ci_onnx import matrix
+from ci_onnx.contracts.target import DEFAULT_RUNNER, Status, Target
 from ci_onnx.matrix import version_key
 from ci_onnx.report.collect import Collection, Entry
 from ci_onnx.report.gate import Gate
-from ci_onnx.target import DEFAULT_RUNNER, Status, Target
 
 
 @dataclasses.dataclass(frozen=True, order=True)

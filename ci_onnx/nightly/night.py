@@ -15,13 +15,13 @@ import dataclasses
 import enum
 from collections.abc import Callable, Mapping, Sequence
 
-from ci_onnx.errors import EnvironmentProblem
+from ci_onnx.contracts.errors import EnvironmentProblem
+from ci_onnx.contracts.target import Status
 from ci_onnx.matrix import version_key
 from ci_onnx.nightly import text
 from ci_onnx.nightly.bisect import VerifyAt, bisect
 from ci_onnx.nightly.families import FamilyNight, newest_passing
 from ci_onnx.nightly.state import SCHEMA_VERSION, Memory, TrackState, extract
-from ci_onnx.target import Status
 
 Log = Callable[[str], None]
 Releases = Callable[[str, str, str], list[str]]

@@ -17,8 +17,8 @@ import json
 import re
 from pathlib import Path
 
-from ci_onnx import serde
-from ci_onnx.errors import UsageError
+from ci_onnx.contracts import serde
+from ci_onnx.contracts.errors import UsageError
 
 SCHEMA_VERSION = 1
 _STATE = re.compile(r"<!-- onnx-gate:nightly-state (\{.*?\}) -->", re.DOTALL)

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from ci_onnx.contracts.target import Status
 from ci_onnx.nightly.families import FamilyNight
 from ci_onnx.nightly.state import TrackState, embed
 from ci_onnx.report import gate, limits, render, view
 from ci_onnx.report.collect import Collection
 from ci_onnx.report.model import Commit, Failure, FallbackRow, LatencyTable, ParityRow, ReportView
-from ci_onnx.target import Status
 
 
 @dataclasses.dataclass(frozen=True)

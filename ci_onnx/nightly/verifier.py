@@ -12,11 +12,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ci_onnx import matrix
+from ci_onnx.contracts.target import Status, Target
+from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.nightly.bisect import VerifyAt
 from ci_onnx.nightly.families import FamilyNight
 from ci_onnx.nightly.night import VerifierFor
-from ci_onnx.target import Status, Target
-from ci_onnx.verify_options import VerifyOptions
 
 
 @dataclasses.dataclass(frozen=True)

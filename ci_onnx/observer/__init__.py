@@ -11,14 +11,15 @@ The gate's side may import from here (placement, values, feeds, session presets)
 CONTRACTS = (
     "ci_onnx",
     "ci_onnx._data",
-    "ci_onnx.bundle",
-    "ci_onnx.defaults",
-    "ci_onnx.errors",
-    "ci_onnx.results",
-    "ci_onnx.serde",
-    "ci_onnx.target",
-    "ci_onnx.tensorproto",
-    "ci_onnx.triage_contract",
+    "ci_onnx.contracts",
+    "ci_onnx.contracts.bundle",
+    "ci_onnx.contracts.defaults",
+    "ci_onnx.contracts.errors",
+    "ci_onnx.contracts.results",
+    "ci_onnx.contracts.serde",
+    "ci_onnx.contracts.target",
+    "ci_onnx.contracts.tensorproto",
+    "ci_onnx.contracts.triage_contract",
 )
 """The modules of onnx-gate outside this package that an environment may import: the contracts an
 observer reads (Target, Manifest) and writes (Observation), and what they stand on."""

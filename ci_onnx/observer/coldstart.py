@@ -43,8 +43,8 @@ def attach(
     a kind's own engine in place of onnxruntime (serve_once's ``engine``, with its ``package``)."""
     import dataclasses
 
-    from ci_onnx.bundle import MODEL, read_manifest
-    from ci_onnx.results import ServingFigures
+    from ci_onnx.contracts.bundle import MODEL, read_manifest
+    from ci_onnx.contracts.results import ServingFigures
 
     if engine is not None:
         runtime, runtime_bytes = engine["package"], distribution_size(engine["package"])
@@ -86,9 +86,9 @@ def write_feeds(manifest: Any, bundle: Path, path: Path) -> tuple[list[str], int
     """One request's inputs (the first sample where there is a batch axis) as arrays i0, i1, …"""
     import numpy as np
 
-    from ci_onnx import tensorproto
+    from ci_onnx.contracts import tensorproto
+    from ci_onnx.contracts.tensorproto import Tensor
     from ci_onnx.observer import feeds
-    from ci_onnx.tensorproto import Tensor
 
     if not manifest.test_data_sets:
         raise Unmeasurable("the bundle holds no test data to answer a request with")

@@ -23,12 +23,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ci_onnx import __version__, defaults, serde
-from ci_onnx.bundle import Manifest, read_manifest
+from ci_onnx import __version__
+from ci_onnx.contracts import defaults, serde
+from ci_onnx.contracts.bundle import Manifest, read_manifest
+from ci_onnx.contracts.results import SCHEMA_VERSION, Environment, Observation
+from ci_onnx.contracts.target import Target
+from ci_onnx.contracts.tensorproto import Tensor, data_type_of
 from ci_onnx.observer import coldstart, feeds, measure, ort, sweep_runs
-from ci_onnx.results import SCHEMA_VERSION, Environment, Observation
-from ci_onnx.target import Target
-from ci_onnx.tensorproto import Tensor, data_type_of
 
 MEMORY_THREADS = ort.MEMORY_THREADS
 

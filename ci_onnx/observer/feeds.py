@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ci_onnx.bundle import Manifest, TensorSpec, batch_axis, batch_symbol
+from ci_onnx.contracts.bundle import Manifest, TensorSpec, batch_axis, batch_symbol
+from ci_onnx.contracts.tensorproto import Tensor
 from ci_onnx.observer import values
-from ci_onnx.tensorproto import Tensor
 
 Values = dict[str, Any]
 
@@ -31,7 +31,7 @@ def read_inputs(manifest: Manifest, bundle: Path, directory: str) -> Values:
 
 def served_sizes(bundle: Path) -> list[int]:
     """The batch sizes a runner serves the bundle at (:func:`served`)."""
-    from ci_onnx.bundle import read_manifest
+    from ci_onnx.contracts.bundle import read_manifest
 
     return served(read_manifest(bundle, verify_hashes=False))
 

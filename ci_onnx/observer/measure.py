@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ci_onnx.results import LatencyStat
+from ci_onnx.contracts.results import LatencyStat
 
 WARMUP_RUNS = 3
 SWEEP_BUDGET_MS = 2000.0

@@ -20,10 +20,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ci_onnx.bundle import MODEL, Manifest
+from ci_onnx.contracts.bundle import MODEL, Manifest
+from ci_onnx.contracts.results import EnginePrecision, Observation, PlacedNode, Placement
 from ci_onnx.observer import engine
 from ci_onnx.observer.engine import Opened, Port
-from ci_onnx.results import EnginePrecision, Observation, PlacedNode, Placement
 
 RUNNER = "openvino"
 DEVICE = "CPU"

@@ -25,13 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from ci_onnx import __version__, defaults, serde
-from ci_onnx.bundle import MODEL, Manifest, read_manifest
+from ci_onnx import __version__
+from ci_onnx.contracts import defaults, serde
+from ci_onnx.contracts.bundle import MODEL, Manifest, read_manifest
+from ci_onnx.contracts.results import SCHEMA_VERSION, Environment, Observation, PairedLatency
+from ci_onnx.contracts.target import Target
+from ci_onnx.contracts.tensorproto import Tensor
 from ci_onnx.observer import coldstart, feeds, measure, optcache, session, sweep_runs
 from ci_onnx.observer.placement import CPU, from_verbose_log, profile_nodes, summarise
-from ci_onnx.results import SCHEMA_VERSION, Environment, Observation, PairedLatency
-from ci_onnx.target import Target
-from ci_onnx.tensorproto import Tensor
 
 MEMORY_THREADS = 4
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ci_onnx.results import PlacedNode, Placement
+from ci_onnx.contracts.results import PlacedNode, Placement
 
 CPU = "CPUExecutionProvider"
 _KERNEL = "_kernel_time"

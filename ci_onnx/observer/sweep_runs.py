@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ci_onnx.bundle import Manifest
+from ci_onnx.contracts.bundle import Manifest
+from ci_onnx.contracts.results import LatencyStat, Observation
 from ci_onnx.observer import feeds, measure
-from ci_onnx.results import LatencyStat, Observation
 
 
 def observe(

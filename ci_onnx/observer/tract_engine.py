@@ -17,10 +17,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ci_onnx.bundle import MODEL, Manifest
+from ci_onnx.contracts.bundle import MODEL, Manifest
+from ci_onnx.contracts.results import Observation
 from ci_onnx.observer import engine
 from ci_onnx.observer.engine import Opened, Port
-from ci_onnx.results import Observation
 
 RUNNER = "tract"
 NO_PLACEMENT = "tract reports no placement: it runs every node on the CPU and says nothing per node"

@@ -21,7 +21,7 @@ INDEX = "index.json"
 
 def write_values(directory: Path, arrays: Mapping[str, Any]) -> None:
     """``arrays`` (name → numpy array) as ``v<i>.pb`` files and their index."""
-    from ci_onnx import tensorproto
+    from ci_onnx.contracts import tensorproto
 
     directory.mkdir(parents=True, exist_ok=True)
     index = {}
@@ -34,7 +34,7 @@ def write_values(directory: Path, arrays: Mapping[str, Any]) -> None:
 
 def read_values(directory: Path) -> dict[str, Any]:
     """What :func:`write_values` wrote: name → numpy array (bits for the types numpy lacks)."""
-    from ci_onnx import tensorproto
+    from ci_onnx.contracts import tensorproto
 
     index = json.loads((directory / INDEX).read_text())
     return {name: tensorproto.load_tensor(directory / rel).array for name, rel in index.items()}

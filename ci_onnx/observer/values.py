@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ci_onnx import tensorproto
-from ci_onnx.tensorproto import Tensor, TensorProtoError, storage_dtype
+from ci_onnx.contracts import tensorproto
+from ci_onnx.contracts.tensorproto import Tensor, TensorProtoError, storage_dtype
 
 Value = Any
 CODES = {name: code for code, name in tensorproto.NAMES.items()}

@@ -16,11 +16,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ci_onnx import serde
-from ci_onnx.errors import UsageError
+from ci_onnx.contracts import serde
+from ci_onnx.contracts.errors import UsageError
+from ci_onnx.contracts.results import TargetResult
 from ci_onnx.export import record
 from ci_onnx.export.record import Record
-from ci_onnx.results import TargetResult
 
 if TYPE_CHECKING:
     from ci_onnx.plan import Plan
@@ -62,7 +62,8 @@ class Baseline:
     problems: tuple[str, ...] = ()
     """Base result files that could not be read (shown; they do not block the head)."""
     fingerprints: dict[str, str] = dataclasses.field(default_factory=dict)
-    """Model id → its fingerprint in the base plan (ci_onnx/reuse.py): which models are unchanged."""
+    """Model id → its fingerprint in the base plan (ci_onnx/orchestration/reuse.py): which models are
+    unchanged."""
     plan: Plan | None = dataclasses.field(default=None, repr=False, compare=False)
     """The base's plan: its policy judges the head (ci_onnx/report/policy.py); None where the
     baseline holds none."""
@@ -96,7 +97,7 @@ def read_meta(directory: Path) -> Meta:
     path = directory / META
     if not path.is_file():
         return Meta(SCHEMA_VERSION)
-    from ci_onnx.results import check_schema_version
+    from ci_onnx.contracts.results import check_schema_version
 
     try:
         data = json.loads(path.read_bytes())

@@ -16,9 +16,9 @@ import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ci_onnx import escape
+from ci_onnx.contracts import escape
+from ci_onnx.contracts.results import LatencyStat
 from ci_onnx.report.collect import Entry
-from ci_onnx.results import LatencyStat
 
 PALETTE = (
     ("🟦", "#1f6feb"),

@@ -12,10 +12,10 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from ci_onnx.errors import GateError, UsageError
+from ci_onnx.contracts.errors import GateError, UsageError
+from ci_onnx.contracts.results import TargetResult, read_result
+from ci_onnx.contracts.target import Status, Target
 from ci_onnx.plan import Plan, sort_key
-from ci_onnx.results import TargetResult, read_result
-from ci_onnx.target import Status, Target
 
 MAX_FILES = 100_000
 """A bound on the files walked, so a wrong --results (a home directory) ends with a message."""

@@ -14,9 +14,9 @@ import dataclasses
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
-from ci_onnx.gate_settings import GateSettings, ServingRule
+from ci_onnx.contracts.gate_settings import GateSettings, ServingRule
+from ci_onnx.contracts.results import LatencyStat, TargetResult
 from ci_onnx.report import noise
-from ci_onnx.results import LatencyStat, TargetResult
 
 SERVING = "serving"
 NOT_COMPARED = "serving not compared"

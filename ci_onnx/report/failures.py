@@ -7,11 +7,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ci_onnx import docs_links
+from ci_onnx.contracts import docs_links
+from ci_onnx.contracts.target import Status
 from ci_onnx.report.collect import Entry
 from ci_onnx.report.gate import ABSOLUTE_WHY, Cell, Gate
 from ci_onnx.report.model import FailedCheck, Failure
-from ci_onnx.target import Status
 
 ICON = {
     Status.PASSED: "✅",

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from ci_onnx.contracts.target import Status
 from ci_onnx.plan import Plan
 from ci_onnx.report.collect import Collection, Entry
-from ci_onnx.target import Status
 from ci_onnx.verify import reverify
 from ci_onnx.verify.reverify import Record
 

@@ -31,13 +31,13 @@ import datetime
 import enum
 from collections.abc import Sequence
 
-from ci_onnx.gate_settings import ExpectedFailure, GateSettings, Mode
+from ci_onnx.contracts.gate_settings import ExpectedFailure, GateSettings, Mode
+from ci_onnx.contracts.results import TargetResult
+from ci_onnx.contracts.target import Status, Target
 from ci_onnx.plan import Plan
 from ci_onnx.report import diff, ledger, policy
 from ci_onnx.report.baseline import Baseline
 from ci_onnx.report.collect import Collection, Entry
-from ci_onnx.results import TargetResult
-from ci_onnx.target import Status, Target
 
 ABSOLUTE_WHY = "absolute mode: every failure blocks"
 

@@ -18,7 +18,7 @@ import functools
 import re
 from collections.abc import Iterable, Sequence
 
-from ci_onnx.gate_settings import ExpectedFailure
+from ci_onnx.contracts.gate_settings import ExpectedFailure
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,7 +18,7 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from ci_onnx.results import tail  # the one naming of a tail, the judge's and the report's
+from ci_onnx.contracts.results import tail  # the one naming of a tail, the judge's and the report's
 
 MIN_SAMPLES = 8
 """Fewer timed runs a side cannot reach p < 0.01 with a rank test; such figures use the threshold

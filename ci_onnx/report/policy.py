@@ -18,12 +18,12 @@ import dataclasses
 import math
 from collections.abc import Iterable
 
-from ci_onnx.gate_settings import ExpectedFailure, GateSettings, Mode, ServingRule
+from ci_onnx.contracts.gate_settings import ExpectedFailure, GateSettings, Mode, ServingRule
+from ci_onnx.contracts.results import CheckResult, OutputParity, TargetResult
+from ci_onnx.contracts.target import Status
+from ci_onnx.contracts.verify_options import PerBatch, VerifyOptions
 from ci_onnx.plan import Plan
 from ci_onnx.report.collect import Collection, Entry
-from ci_onnx.results import CheckResult, OutputParity, TargetResult
-from ci_onnx.target import Status
-from ci_onnx.verify_options import PerBatch, VerifyOptions
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,10 +12,10 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from ci_onnx.contracts.results import TargetResult
+from ci_onnx.contracts.target import PRECISIONS
 from ci_onnx.report.collect import Entry
 from ci_onnx.report.model import PrecisionRow
-from ci_onnx.results import TargetResult
-from ci_onnx.target import PRECISIONS
 
 
 def _cell(entry: Entry) -> tuple[Any, ...]:

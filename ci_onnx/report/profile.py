@@ -10,8 +10,8 @@ import itertools
 import math
 from collections.abc import Sequence
 
+from ci_onnx.contracts.results import LatencyStat
 from ci_onnx.report.collect import Entry
-from ci_onnx.results import LatencyStat
 
 GROWTH = 0.10
 """Throughput that grows by less than this from one batch size to the next has stopped growing."""

@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import PurePath
 
-from ci_onnx import escape
+from ci_onnx.contracts import escape
 from ci_onnx.github.checks import MAX_TITLE, Annotation, CheckRunResult, publish_check_run, publish_status
 from ci_onnx.github.client import Ambiguous, Client, Forbidden, GitHubError
 from ci_onnx.github.comments import CommentResult, upsert

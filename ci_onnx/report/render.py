@@ -7,7 +7,8 @@ from typing import Any
 
 import jinja2
 
-from ci_onnx import _data, escape
+from ci_onnx import _data
+from ci_onnx.contracts import escape
 from ci_onnx.report.limits import UNLIMITED, Limit, truncate
 
 MARKER = "<!-- onnx-gate:report -->"
@@ -25,7 +26,8 @@ JUNIT_LIMIT = 20
 
 
 def cell(value: Any) -> str:
-    """Text safe inside a Markdown table cell or a <summary>: ci_onnx.escape.markdown, the one path."""
+    """Text safe inside a Markdown table cell or a <summary>: ci_onnx.contracts.escape.markdown, the one
+    path."""
     return escape.markdown(value)
 
 

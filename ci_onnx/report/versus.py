@@ -7,7 +7,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from ci_onnx.gate_settings import Mode
+from ci_onnx.contracts.gate_settings import Mode
+from ci_onnx.contracts.results import TargetResult
 from ci_onnx.report import diff
 from ci_onnx.report.gate import Change, Gate, Summary
 from ci_onnx.report.model import (
@@ -20,7 +21,6 @@ from ci_onnx.report.model import (
     Regression,
     ServingRow,
 )
-from ci_onnx.results import TargetResult
 
 CPU_EP = "CPUExecutionProvider"
 

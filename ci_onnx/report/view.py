@@ -12,6 +12,8 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
+from ci_onnx.contracts.results import SQNR_CAP_DB, TargetResult
+from ci_onnx.contracts.target import Status
 from ci_onnx.report import accuracy, charts, failures, models, precisions, profile, triage, versus
 from ci_onnx.report.collect import Collection, Entry
 from ci_onnx.report.figures import fmt_ms, fmt_num, fmt_share
@@ -29,8 +31,6 @@ from ci_onnx.report.model import (
     ServingRow,
     Skip,
 )
-from ci_onnx.results import SQNR_CAP_DB, TargetResult
-from ci_onnx.target import Status
 
 CPU_EP = "CPUExecutionProvider"
 

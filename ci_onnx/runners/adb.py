@@ -21,8 +21,8 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ci_onnx import proc
-from ci_onnx.errors import EnvironmentProblem
+from ci_onnx.contracts import proc
+from ci_onnx.contracts.errors import EnvironmentProblem
 
 RC_MARKER = "onnx-gate-rc="
 _RC_LINE = re.compile(rf"^{RC_MARKER}(\d+)\s*$", re.MULTILINE)

@@ -34,9 +34,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 
-from ci_onnx import envs, proc, serde
-from ci_onnx.errors import EnvironmentProblem
-from ci_onnx.results import Observation
+from ci_onnx.contracts import proc, serde
+from ci_onnx.contracts.errors import EnvironmentProblem
+from ci_onnx.contracts.results import Observation
+from ci_onnx.host import envs
 from ci_onnx.runners.adb import DEVICE_TIMEOUT_S, Adb
 from ci_onnx.runners.base import OBSERVATION, Launch, Provisioning, RunnerEnv
 

@@ -9,7 +9,7 @@ Adding a kind is one module that defines ``RUNNER`` plus a row in matrix/runners
 block declares what the kind can do; :func:`collect` completes every kind's observation by that
 declaration and the placement sources the kind names. A kind whose cells need a CI job of their own
 also declares that job's table there (its set-up steps and how it verifies; the workflows are
-generated from it, ci_onnx/scaffold.py). A kind may also implement ``launch_many``
+generated from it, ci_onnx/orchestration/scaffold.py). A kind may also implement ``launch_many``
 (:class:`BatchRunner`): several targets of one environment in one child, the interpreter and imports
 paid once; the others keep one child per target.
 """
@@ -24,12 +24,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from ci_onnx import matrix, proc, serde
-from ci_onnx.errors import UsageError
+from ci_onnx import matrix
+from ci_onnx.contracts import proc, serde
+from ci_onnx.contracts.errors import UsageError
+from ci_onnx.contracts.results import Observation
+from ci_onnx.contracts.target import Target
+from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.observer.coldstart import KEY as COLD_START
-from ci_onnx.results import Observation
-from ci_onnx.target import Target
-from ci_onnx.verify_options import VerifyOptions
 
 OBSERVATION = "observation.json"
 

@@ -12,9 +12,10 @@ markers with every job's own timeout, counted from the moment the child became f
   signal, and the rest run in a fresh child;
 - a job that raised in the child is that job's ``exit code 1`` with its traceback, and the child goes on.
 
-Each job's :class:`~ci_onnx.proc.Completed` reads as a per-target launch's would, so the verify stage
-judges the two alike. The child's environment is :func:`ci_onnx.proc.child_environment` of what the
-caller passes: the one rule, no token of any name.
+Each job's :class:`~ci_onnx.contracts.proc.Completed` reads as a per-target launch's would, so the
+verify stage judges the two alike. The child's environment is
+:func:`ci_onnx.contracts.proc.child_environment` of what the caller passes: the one rule, no token
+of any name.
 """
 
 from __future__ import annotations
@@ -33,10 +34,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from ci_onnx import proc
-from ci_onnx.errors import EnvironmentProblem
+from ci_onnx.contracts import proc
+from ci_onnx.contracts.errors import EnvironmentProblem
+from ci_onnx.contracts.target import Target
 from ci_onnx.observer.jobs import parse_marker, write_jobs
-from ci_onnx.target import Target
 
 JOBS_FILE = "jobs-{attempt}.json"
 MAX_ATTEMPTS_EXTRA = 1

@@ -1,7 +1,7 @@
 """The host's side of a runner kind that runs another engine than onnxruntime (openvino, tract).
 
 Such a kind's release is its engine's (runners.toml ``releases``, resolved on PyPI at plan time); its
-environment holds that engine and numpy (ci_onnx.envs, one cached environment per release), and its
+environment holds that engine and numpy (ci_onnx.host.envs, one cached environment per release), and its
 observer is a module of ci_onnx.observer run with the environment's interpreter, the ci_onnx package
 linked in as the python kind links it. Each kind's module is an :class:`EngineRunner` with its
 observer and the arguments its presets give the observer.
@@ -14,8 +14,9 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from ci_onnx import matrix, proc, serde
-from ci_onnx.results import Observation
+from ci_onnx import matrix
+from ci_onnx.contracts import proc, serde
+from ci_onnx.contracts.results import Observation
 from ci_onnx.runners.base import Launch, Provisioning, RunnerEnv, collect
 from ci_onnx.runners.python import package_path
 
@@ -29,7 +30,7 @@ class EngineRunner:
     """The observer's argument that takes the cell's preset as JSON; empty: the kind has no presets."""
 
     def provision(self, release: str, provider: str, how: Provisioning) -> RunnerEnv:
-        from ci_onnx import envs
+        from ci_onnx.host import envs
 
         package = matrix.runners()[self.kind].package_for(provider)
         env = envs.ensure(

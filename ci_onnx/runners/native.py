@@ -32,12 +32,13 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ci_onnx import matrix, proc
-from ci_onnx.errors import EnvironmentProblem
-from ci_onnx.results import Observation
+from ci_onnx import matrix
+from ci_onnx.contracts import proc
+from ci_onnx.contracts.errors import EnvironmentProblem
+from ci_onnx.contracts.results import Observation
+from ci_onnx.contracts.target import Target
+from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.runners.base import Launch, PlacementSources, Provisioning, RunnerEnv, collect
-from ci_onnx.target import Target
-from ci_onnx.verify_options import VerifyOptions
 
 KIND = "native"
 SOURCES = Path(__file__).parent / "native"
@@ -198,7 +199,7 @@ def _arch() -> str:
 
 def releases_with_a_library(environ: Mapping[str, str]) -> list[str]:
     """The releases a library comes from: the Unity package's, and onnxruntime-node's from 1.12 on."""
-    from ci_onnx.resolve import _ask_npm, _is_final
+    from ci_onnx.host.resolve import _ask_npm, _is_final
 
     try:
         found = [v for v in _ask_npm(LIB_PACKAGE, environ) if _is_final(v)]

@@ -14,9 +14,10 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from ci_onnx import matrix, proc
-from ci_onnx.errors import EnvironmentProblem
-from ci_onnx.results import Observation
+from ci_onnx import matrix
+from ci_onnx.contracts import proc
+from ci_onnx.contracts.errors import EnvironmentProblem
+from ci_onnx.contracts.results import Observation
 from ci_onnx.runners import npm
 from ci_onnx.runners.base import Launch, PlacementSources, Provisioning, RunnerEnv, collect
 

@@ -11,8 +11,9 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ci_onnx import envs, proc
-from ci_onnx.errors import EnvironmentProblem
+from ci_onnx.contracts import proc
+from ci_onnx.contracts.errors import EnvironmentProblem
+from ci_onnx.host import envs
 
 READY = envs.READY
 """The marker of a complete install, the Python environments' own (so a run counts both alike)."""

@@ -1,6 +1,6 @@
 """The Python runner kind: onnxruntime (and its flavours) from PyPI, in one cached environment each.
 
-Provisioning is ci_onnx.envs (uv or venv + pip); the observer is ``python -m ci_onnx.observer.ort``,
+Provisioning is ci_onnx.host.envs (uv or venv + pip); the observer is ``python -m ci_onnx.observer.ort``,
 run with the environment's interpreter and a PYTHONPATH that holds only the ci_onnx package (a link
 to it in a temporary directory), so the environment needs nothing but numpy and its onnxruntime.
 :meth:`PythonRunner.launch_many` observes several targets of one environment in one such process.
@@ -15,11 +15,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import ci_onnx
-from ci_onnx import matrix, proc, serde
-from ci_onnx.results import Observation
+from ci_onnx import matrix
+from ci_onnx.contracts import proc, serde
+from ci_onnx.contracts.results import Observation
+from ci_onnx.contracts.target import Target
 from ci_onnx.runners import batch, session
 from ci_onnx.runners.base import Launch, Provisioning, RunnerEnv, collect
-from ci_onnx.target import Target
 
 KIND = "python"
 OBSERVER = "ci_onnx.observer.ort"
@@ -44,7 +45,7 @@ class PythonRunner:
     kind = KIND
 
     def provision(self, release: str, provider: str, how: Provisioning) -> RunnerEnv:
-        from ci_onnx import envs  # not for verify's parent with an interpreter given (--python)
+        from ci_onnx.host import envs  # not for verify's parent with an interpreter given (--python)
 
         package = matrix.runners()[KIND].package_for(provider)
         env = envs.ensure(package, release, how.cache_dir, uv=how.uv, environ=how.environ)

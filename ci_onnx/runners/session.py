@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ci_onnx import matrix
+from ci_onnx.contracts.target import DEFAULT_SESSION_OPTIONS
 from ci_onnx.observer.session import PROCESS_WIDE, Preset, PresetError, preset_from
-from ci_onnx.target import DEFAULT_SESSION_OPTIONS
 
 FILE = "session_options.toml"
 

@@ -33,10 +33,11 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from ci_onnx import matrix, proc
-from ci_onnx.errors import EnvironmentProblem
+from ci_onnx import matrix
+from ci_onnx.contracts import proc
+from ci_onnx.contracts.errors import EnvironmentProblem
+from ci_onnx.contracts.results import Observation
 from ci_onnx.observer.feeds import served_sizes
-from ci_onnx.results import Observation
 from ci_onnx.runners import batch, npm
 from ci_onnx.runners.base import Launch, PlacementSources, Provisioning, RunnerEnv, collect
 

@@ -7,7 +7,7 @@ other kind through its own runner) + ``reference`` (onnx's ReferenceEvaluator) +
 (PyTorch, module by module) → ``walk`` (the first node out of tolerance whose inputs are within it) →
 ``classify`` and ``faults`` (export, runtime, precision, optimization, tolerance, with ``findings``)
 → ``repro`` (the extracted subgraph with its real inputs). ``graph`` holds the topology, the nodes'
-origins and the exposed graph; ci_onnx/triage_contract.py holds the ``triage`` object of a result.
+origins and the exposed graph; ci_onnx/contracts/triage_contract.py holds the ``triage`` object of a result.
 Nothing here imports onnx at import time: ``observe`` runs in target environments that hold only
 numpy and onnxruntime.
 """

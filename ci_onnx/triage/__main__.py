@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ci_onnx import serde
+from ci_onnx.contracts import serde
 
 
 def main(argv: Sequence[str] | None = None) -> int:

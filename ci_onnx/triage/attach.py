@@ -14,14 +14,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ci_onnx import proc, serde
-from ci_onnx.bundle import Manifest
-from ci_onnx.results import TargetResult
+from ci_onnx.contracts import proc, serde
+from ci_onnx.contracts.bundle import Manifest
+from ci_onnx.contracts.results import TargetResult
+from ci_onnx.contracts.target import Status, Target
+from ci_onnx.contracts.triage_contract import TRIAGE_VERSION, Triage
+from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.runners.base import RunnerEnv
-from ci_onnx.target import Status, Target
 from ci_onnx.triage.request import Request
-from ci_onnx.triage_contract import TRIAGE_VERSION, Triage
-from ci_onnx.verify_options import VerifyOptions
 
 CPU = "CPUExecutionProvider"
 KILL_GRACE_S = 10.0

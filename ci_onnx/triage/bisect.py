@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from ci_onnx.contracts.triage_contract import FaultClass
 from ci_onnx.triage import classify
 from ci_onnx.triage.bounds import Bound
 from ci_onnx.triage.findings import Finding, Sample, region
-from ci_onnx.triage_contract import FaultClass
 
 ROUNDS = 8
 """Runs of the target at most: each halves the stretch or more, so 8 cover 256 values at a time."""

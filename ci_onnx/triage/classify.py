@@ -12,9 +12,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ci_onnx.contracts.triage_contract import FaultClass
 from ci_onnx.triage import faults, walk
 from ci_onnx.triage.findings import Finding, Sample, fmt, name, times
-from ci_onnx.triage_contract import FaultClass
 
 __all__ = ["FEW", "Finding", "Sample", "classify"]
 

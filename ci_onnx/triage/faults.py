@@ -7,9 +7,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ci_onnx.contracts.triage_contract import FaultClass
 from ci_onnx.triage import graph, walk
 from ci_onnx.triage.findings import Finding, Sample, boundary, downstream, fmt, name, region
-from ci_onnx.triage_contract import FaultClass
 
 
 def export(s: Sample, torch_errs: Mapping[str, walk.Error], within: set[str], facts: list[str]) -> Finding:

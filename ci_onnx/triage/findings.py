@@ -12,9 +12,9 @@ from collections.abc import Container, Mapping
 
 import numpy as np
 
+from ci_onnx.contracts.triage_contract import FaultClass, NodeError
 from ci_onnx.triage import walk
 from ci_onnx.triage.graph import Graph, Node
-from ci_onnx.triage_contract import FaultClass, NodeError
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ci_onnx import proc
-from ci_onnx.bundle import MODEL, Manifest, TensorSpec, TestDataSet
+from ci_onnx.contracts import proc
+from ci_onnx.contracts.bundle import MODEL, Manifest, TensorSpec, TestDataSet
 from ci_onnx.observer import triage as triage_observer
 from ci_onnx.triage import graph
 from ci_onnx.triage.request import Budget, Request, Stop
@@ -43,9 +43,9 @@ def _python(
 
 def _kind(req: Request, bundle: Path, out: Path, budget: Budget) -> dict[str, dict[str, np.ndarray]]:
     """``bundle`` observed by the target's own runner kind: each test data set's outputs."""
-    from ci_onnx import tensorproto
+    from ci_onnx.contracts import tensorproto
+    from ci_onnx.contracts.verify_options import VerifyOptions
     from ci_onnx.runners import base
-    from ci_onnx.verify_options import VerifyOptions
 
     runner = base.get(req.kind)
     env = base.RunnerEnv(req.kind, req.release, Path(req.env_path), req.python, req.env_package)
@@ -141,7 +141,7 @@ def _exposed_bundle(model: Any, manifest: Manifest, sample: dict[str, np.ndarray
     declared (its element type from the graph)."""
     import onnx
 
-    from ci_onnx import bundle, tensorproto
+    from ci_onnx.contracts import bundle, tensorproto
 
     graph.save(model, where / MODEL)
     data = where / "test_data_set_0"

@@ -73,7 +73,7 @@ def write(
     import onnx
     from onnx.utils import Extractor
 
-    from ci_onnx import tensorproto
+    from ci_onnx.contracts import tensorproto
 
     if out_dir.exists():
         shutil.rmtree(out_dir)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ci_onnx.target import Target
+from ci_onnx.contracts.target import Target
 
 
 @dataclasses.dataclass(frozen=True)

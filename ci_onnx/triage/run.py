@@ -21,12 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from ci_onnx import proc
-from ci_onnx.bundle import MODEL, read_manifest
+from ci_onnx.contracts import proc
+from ci_onnx.contracts.bundle import MODEL, read_manifest
+from ci_onnx.contracts.triage_contract import TRIAGE_VERSION, Triage
 from ci_onnx.observer import triage as triage_observer
 from ci_onnx.triage import bisect, bounds, classify, graph, observers, repro, sample
 from ci_onnx.triage.request import Budget, Request, Stop
-from ci_onnx.triage_contract import TRIAGE_VERSION, Triage
 
 TRIAGE_DIR = "triage"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ci_onnx.bundle import Manifest
+from ci_onnx.contracts.bundle import Manifest
 from ci_onnx.observer import triage as triage_observer
 from ci_onnx.triage import observers, walk
 from ci_onnx.triage.request import Budget, Request, Stop
@@ -32,8 +32,8 @@ def tolerance(manifest: Manifest, output: str) -> tuple[float, float]:
 
 
 def inputs_of(manifest: Manifest, bundle: Path, directory: str) -> dict[str, np.ndarray]:
+    from ci_onnx.contracts.tensorproto import Tensor
     from ci_onnx.observer import feeds
-    from ci_onnx.tensorproto import Tensor
 
     got = feeds.read_inputs(manifest, bundle, directory)
     if not all(isinstance(v, Tensor) for v in got.values()):
@@ -42,7 +42,7 @@ def inputs_of(manifest: Manifest, bundle: Path, directory: str) -> dict[str, np.
 
 
 def reference_output(manifest: Manifest, bundle: Path, directory: str, output: str) -> np.ndarray:
-    from ci_onnx import tensorproto
+    from ci_onnx.contracts import tensorproto
 
     index = [s.name for s in manifest.outputs].index(output)
     return tensorproto.load_tensor(bundle / directory / f"output_{index}.pb").array

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ci_onnx.errors import EXIT_PASS, GateError
+from ci_onnx.contracts.errors import EXIT_PASS, GateError
 
 INPUT = "#input"
 """The suffix of a module's input among the values written (``b#input``)."""
@@ -32,7 +32,7 @@ FX_PREFIX = "fx:"
 def module_outputs(
     cfg_path: Path, inputs: Path, model_id: str = "", fx: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
-    from ci_onnx import cascade
+    from ci_onnx.config import cascade
     from ci_onnx.export import factory, signature
     from ci_onnx.observer.triage import read_values
 

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ci_onnx.contracts.triage_contract import NodeError
 from ci_onnx.triage.graph import Graph, Node
-from ci_onnx.triage_contract import NodeError
 
 INF = float("inf")
 

@@ -1,6 +1,6 @@
 """The task metric on labelled samples: top-1 accuracy of a cell and of PyTorch on the same samples.
 
-The labels' format is ci_onnx.labels; samples without labels keep today's behaviour: no accuracy
+The labels' format is ci_onnx.contracts.labels; samples without labels keep today's behaviour: no accuracy
 check. PyTorch's accuracy comes from the reference outputs in the bundle (computed by PyTorch at
 export), a cell's from the outputs it observed; ``budgets.accuracy_drop`` (absolute points) fails a
 cell whose accuracy is that much below PyTorch's.
@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ci_onnx.bundle import Manifest
-from ci_onnx.results import CheckResult, Observation
-from ci_onnx.target import Status
+from ci_onnx.contracts.bundle import Manifest
+from ci_onnx.contracts.results import CheckResult, Observation
+from ci_onnx.contracts.target import Status
 from ci_onnx.verify.context import Context
 
 if TYPE_CHECKING:

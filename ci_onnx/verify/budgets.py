@@ -9,12 +9,12 @@ headroom, skipped with the reason where the runner could not measure what it nee
 
 from __future__ import annotations
 
-from ci_onnx import serde
+from ci_onnx.contracts import serde
+from ci_onnx.contracts.results import CheckResult, Observation, ServingFigures
+from ci_onnx.contracts.target import Status
+from ci_onnx.contracts.verify_options import EVERY_BATCH, Budgets, PerBatch
 from ci_onnx.observer.coldstart import KEY as COLD_START
-from ci_onnx.results import CheckResult, Observation, ServingFigures
-from ci_onnx.target import Status
 from ci_onnx.verify.context import Context
-from ci_onnx.verify_options import EVERY_BATCH, Budgets, PerBatch
 
 MB = 1 << 20
 

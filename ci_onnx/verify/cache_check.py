@@ -15,9 +15,9 @@ import math
 import numpy as np
 
 from ci_onnx import matrix
-from ci_onnx.bundle import Manifest
-from ci_onnx.results import CheckResult, Observation
-from ci_onnx.target import Status
+from ci_onnx.contracts.bundle import Manifest
+from ci_onnx.contracts.results import CheckResult, Observation
+from ci_onnx.contracts.target import Status
 from ci_onnx.verify.context import Context
 from ci_onnx.verify.evidence import Evidence, Unreadable, value
 

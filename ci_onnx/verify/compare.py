@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from ci_onnx.bundle import Tolerance
-from ci_onnx.results import SQNR_CAP_DB, DecisionStats, OutputParity, PlacedNode, Placement
-from ci_onnx.target import Status
+from ci_onnx.contracts.bundle import Tolerance
+from ci_onnx.contracts.results import SQNR_CAP_DB, DecisionStats, OutputParity, PlacedNode, Placement
+from ci_onnx.contracts.target import Status
 
 CPU = "CPUExecutionProvider"
 

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ci_onnx import matrix
-from ci_onnx.bundle import Manifest
-from ci_onnx.results import CheckResult, Observation
-from ci_onnx.target import Target
+from ci_onnx.contracts.bundle import Manifest
+from ci_onnx.contracts.results import CheckResult, Observation
+from ci_onnx.contracts.target import Target
+from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.verify.evidence import Evidence
-from ci_onnx.verify_options import VerifyOptions
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,7 +20,7 @@ def load(path: Path, type_str: str = "") -> Any:
     """The value in ``path``: an ndarray, a list (sequence), a dict (map) or None (empty optional)."""
     k = kind(type_str) if type_str else "tensor"
     if k == "tensor":  # a numeric tensor: numpy alone reads it as numpy_helper does (no onnx import)
-        from ci_onnx import tensorproto
+        from ci_onnx.contracts import tensorproto
 
         try:
             t = tensorproto.load_tensor(path)

@@ -9,9 +9,9 @@ settings are the check's figures, so the result records them.
 
 from __future__ import annotations
 
-from ci_onnx import serde
-from ci_onnx.results import CheckResult, Observation
-from ci_onnx.target import Status
+from ci_onnx.contracts import serde
+from ci_onnx.contracts.results import CheckResult, Observation
+from ci_onnx.contracts.target import Status
 from ci_onnx.verify.context import Context
 
 NAME = "engine-precision"

@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ci_onnx.bundle import Manifest
-from ci_onnx.labels import label_file
-from ci_onnx.results import Observation
+from ci_onnx.contracts.bundle import Manifest
+from ci_onnx.contracts.labels import label_file
+from ci_onnx.contracts.results import Observation
 from ci_onnx.verify import decode
 
 
@@ -137,8 +137,8 @@ def load(manifest: Manifest, obs: Observation, bundle_dir: Path, obs_dir: Path) 
 
 def _optcache(obs_dir: Path, specs: Mapping[str, tuple[int, str]]) -> tuple[Any, dict[str, dict[str, Any]]]:
     """The cache record the python runner left, and the outputs of the cached graph it names."""
-    from ci_onnx.bundle import confined
-    from ci_onnx.errors import BundleError
+    from ci_onnx.contracts.bundle import confined
+    from ci_onnx.contracts.errors import BundleError
     from ci_onnx.observer.optcache import FILE
 
     path = obs_dir / FILE

@@ -21,12 +21,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ci_onnx import matrix
+from ci_onnx.contracts.shorten import fit
+from ci_onnx.contracts.target import Status, Target
+from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.runners import base
 from ci_onnx.runners.batch import environment_key, groups
-from ci_onnx.shorten import fit
-from ci_onnx.target import Status, Target
 from ci_onnx.verify import stage
-from ci_onnx.verify_options import VerifyOptions
 
 Found = stage.Written | Exception
 Say = Callable[[str, str, str], None]
@@ -170,7 +170,7 @@ def _environment(target: Target, how: base.Provisioning, python: str | None) -> 
 def bundle_for(root: Path, key: str) -> Path:
     """Where the bundle ``key`` lies under ``root``: ``root/KEY`` as ``onnx-gate export --out``
     writes it, or ``root/onnx-gate-bundle-KEY`` as download-artifact lays out several artifacts."""
-    from ci_onnx.cijobs import BUNDLE_ARTIFACT
+    from ci_onnx.plan.cijobs import BUNDLE_ARTIFACT
 
     plain = root / key
     return plain if plain.is_dir() else root / (BUNDLE_ARTIFACT + key)

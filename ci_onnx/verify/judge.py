@@ -10,20 +10,20 @@ import dataclasses
 from typing import Any
 
 from ci_onnx import matrix
-from ci_onnx.bundle import Manifest
-from ci_onnx.observer.values import element_names
-from ci_onnx.results import (
+from ci_onnx.contracts.bundle import Manifest
+from ci_onnx.contracts.results import (
     SCHEMA_VERSION,
     CheckResult,
     Observation,
     TargetResult,
 )
-from ci_onnx.shorten import fit, runtime_words
-from ci_onnx.target import Status, Target
+from ci_onnx.contracts.shorten import fit, runtime_words
+from ci_onnx.contracts.target import Status, Target
+from ci_onnx.contracts.verify_options import VerifyOptions
+from ci_onnx.observer.values import element_names
 from ci_onnx.verify import accuracy, budgets, cache_check, compare, engine_precision, parity, serving, sweeps
 from ci_onnx.verify.context import Context, Registered
 from ci_onnx.verify.evidence import Evidence
-from ci_onnx.verify_options import VerifyOptions
 
 
 def export_checks(manifest: Manifest) -> list[CheckResult]:

@@ -13,8 +13,8 @@ import socket
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ci_onnx.results import TargetResult
-from ci_onnx.target import Status
+from ci_onnx.contracts.results import TargetResult
+from ci_onnx.contracts.target import Status
 
 _CLASS = "onnx-gate"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")

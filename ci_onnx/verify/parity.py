@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from ci_onnx import serde
-from ci_onnx.bundle import Manifest
-from ci_onnx.results import CheckResult, DecisionStats, Observation, OutputParity
-from ci_onnx.target import Status
+from ci_onnx.contracts import serde
+from ci_onnx.contracts.bundle import Manifest
+from ci_onnx.contracts.results import CheckResult, DecisionStats, Observation, OutputParity
+from ci_onnx.contracts.target import Status
 from ci_onnx.verify import compare, decode
 from ci_onnx.verify.context import Context
 from ci_onnx.verify.evidence import Evidence, value

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ci_onnx import matrix
-from ci_onnx.errors import GateError, UsageError
-from ci_onnx.target import Target
+from ci_onnx.contracts.errors import GateError, UsageError
+from ci_onnx.contracts.target import Target
 
 RECORD = "reverified.json"
 """What `onnx-gate reverify` writes beside its results: which cells it verified and why not the rest."""

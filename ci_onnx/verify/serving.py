@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ci_onnx import serde
-from ci_onnx.bundle import Manifest, dims
+from ci_onnx.contracts import serde
+from ci_onnx.contracts.bundle import Manifest, dims
+from ci_onnx.contracts.results import CheckResult, Observation
+from ci_onnx.contracts.target import Status
+from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.observer.feeds import (
     batch_axis_problem,
     batch_symbols,
@@ -15,12 +18,9 @@ from ci_onnx.observer.feeds import (
     on_axis_0,
     output_axes,
 )
-from ci_onnx.results import CheckResult, Observation
-from ci_onnx.target import Status
 from ci_onnx.verify import compare
 from ci_onnx.verify.context import Context
 from ci_onnx.verify.evidence import Evidence, value
-from ci_onnx.verify_options import VerifyOptions
 
 
 def batch_checks(

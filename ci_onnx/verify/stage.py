@@ -23,15 +23,16 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ci_onnx import matrix, proc
-from ci_onnx.bundle import MANIFEST, MODEL, Manifest, confined, read_manifest, unencodable
+from ci_onnx import matrix
 from ci_onnx.config import Config
-from ci_onnx.errors import BundleError, GateError, UsageError
-from ci_onnx.results import CheckResult, TargetResult, write_result
+from ci_onnx.contracts import proc
+from ci_onnx.contracts.bundle import MANIFEST, MODEL, Manifest, confined, read_manifest, unencodable
+from ci_onnx.contracts.errors import BundleError, GateError, UsageError
+from ci_onnx.contracts.results import CheckResult, TargetResult, write_result
+from ci_onnx.contracts.shorten import fit
+from ci_onnx.contracts.target import Status, Target
+from ci_onnx.contracts.verify_options import VerifyOptions, options_from
 from ci_onnx.runners import base
-from ci_onnx.shorten import fit
-from ci_onnx.target import Status, Target
-from ci_onnx.verify_options import VerifyOptions, options_from
 
 if TYPE_CHECKING:
     from ci_onnx.plan import Plan

@@ -10,11 +10,12 @@ not be computed there or the runner kind does not run sweep points (it declares 
 
 from __future__ import annotations
 
-from ci_onnx import matrix, serde
-from ci_onnx.bundle import Manifest, SweepSet
+from ci_onnx import matrix
+from ci_onnx.contracts import serde
+from ci_onnx.contracts.bundle import Manifest, SweepSet
+from ci_onnx.contracts.results import CheckResult, LatencyStat, Observation
+from ci_onnx.contracts.target import Status
 from ci_onnx.observer.feeds import batch_symbols
-from ci_onnx.results import CheckResult, LatencyStat, Observation
-from ci_onnx.target import Status
 from ci_onnx.verify import compare, decode
 from ci_onnx.verify.context import Context
 from ci_onnx.verify.evidence import Evidence, value

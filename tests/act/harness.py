@@ -31,7 +31,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from ci_onnx import scaffold
+from ci_onnx.orchestration import scaffold
 from tests.act import twin as twin_module
 from tests.conftest import REPO
 from tests.support import tree

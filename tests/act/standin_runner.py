@@ -17,8 +17,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from ci_onnx import matrix, proc
-from ci_onnx.results import Observation
+from ci_onnx import matrix
+from ci_onnx.contracts import proc
+from ci_onnx.contracts.results import Observation
 from ci_onnx.runners.base import Launch, Provisioning, RunnerEnv, read_observation
 from ci_onnx.runners.python import RUNNER as PYTHON
 

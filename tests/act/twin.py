@@ -4,7 +4,7 @@ The container image runs ``python -m ci_onnx.action``; before a verify, its inst
 pip-installs the target's runtime into the image's own interpreter. The act jobs of a test share
 this host's virtual environment, which must not be changed (every job and every engineer uses it),
 so where a target needs another runtime than the host's, the job gets its own interpreter instead:
-the environment ``onnx-gate run`` would verify that target in (ci_onnx.envs, keyed by the target's
+the environment ``onnx-gate run`` would verify that target in (ci_onnx.host.envs, keyed by the target's
 package and release, in the test's environment cache, $ACT_ENV_CACHE), made the interpreter the
 entry point verifies in, as the image's is. Everything else is the entry point itself.
 
@@ -20,12 +20,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ci_onnx import cijobs, envs, matrix
+from ci_onnx import matrix
 from ci_onnx.action import Inputs, runtime, split_multi
 from ci_onnx.action import __main__ as entry
+from ci_onnx.contracts.target import Target
+from ci_onnx.host import envs
+from ci_onnx.plan import cijobs
 from ci_onnx.runners import python as python_kind
 from ci_onnx.runners.base import Provisioning
-from ci_onnx.target import Target
 from tests.act import standin_runner
 from tests.support import cells
 

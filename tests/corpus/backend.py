@@ -52,7 +52,7 @@ def node_cases(cache: Path) -> Path:
         return root
     wheels = sorted(cache.glob(f"onnx-{ONNX_WITH_DATA}-*.whl"))
     if not wheels:
-        from ci_onnx import proc
+        from ci_onnx.contracts import proc
 
         cache.mkdir(parents=True, exist_ok=True)
         argv = [
@@ -249,11 +249,11 @@ def gate(case: Path, work: Path, batch_sizes: tuple[int, ...] = ()) -> Verdict:
     import onnxruntime
 
     from ci_onnx import config, matrix
+    from ci_onnx.contracts.target import Target
+    from ci_onnx.contracts.verify_options import VerifyOptions
     from ci_onnx.export import onnx_only
     from ci_onnx.observer import ort as runner
-    from ci_onnx.target import Target
     from ci_onnx.verify import evidence, judge
-    from ci_onnx.verify_options import VerifyOptions
 
     rtol, atol = tolerances(case)
     if work.exists():
@@ -286,7 +286,7 @@ def gate(case: Path, work: Path, batch_sizes: tuple[int, ...] = ()) -> Verdict:
         checks = tuple((c.name, c.status.value, c.message) for c in result.checks)
         return Verdict(result.status.value, result.summary, checks)
     except Exception as exc:  # a user error is a verdict; anything else is a traceback: a gate bug
-        from ci_onnx.errors import ConfigError
+        from ci_onnx.contracts.errors import ConfigError
 
         if isinstance(exc, ConfigError):
             return Verdict("error", f"config: {exc}")

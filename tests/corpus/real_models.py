@@ -364,14 +364,14 @@ def run_entry(
     import onnxruntime
 
     from ci_onnx import config
-    from ci_onnx.export import runner
+    from ci_onnx.export import parent
 
     directory = work / (label or entry.name)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "onnx-gate.yml"
     path.write_text(config_text(entry, opsets, exporters, factory, precisions))
     cfg = config.load(path)
-    outcomes = runner.export_all(cfg, runner.candidates(cfg), directory / "bundles", lambda _: None)
+    outcomes = parent.export_all(cfg, parent.candidates(cfg), directory / "bundles", lambda _: None)
     cells = []
     for outcome in outcomes:
         job = outcome.job

@@ -9,8 +9,8 @@ from typing import Any
 
 from click.testing import CliRunner, Result
 
-from ci_onnx.bundle import Manifest, read_manifest
 from ci_onnx.cli import cli
+from ci_onnx.contracts.bundle import Manifest, read_manifest
 
 PITFALLS = Path(__file__).parent / "pitfalls" / "models.py"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import proc
 from ci_onnx.action import runtime
+from ci_onnx.contracts import proc
 
 pytestmark = pytest.mark.e2e
 

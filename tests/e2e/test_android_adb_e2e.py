@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from ci_onnx import proc
 from ci_onnx.cli import cli
+from ci_onnx.contracts import proc
+from ci_onnx.contracts.target import Status, Target
+from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.runners import android, base
-from ci_onnx.target import Status, Target
 from ci_onnx.verify import stage
-from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 from tests.support import standin_adb
 from tests.support.verdicts import expected_elsewhere

@@ -13,7 +13,7 @@ from export_helpers import failed, manifest, raw, run_export
 from onnx import numpy_helper
 
 from ci_onnx import export
-from ci_onnx.schema import load_schema
+from ci_onnx.contracts.schema import load_schema
 
 pytestmark = pytest.mark.e2e
 

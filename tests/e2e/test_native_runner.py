@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ci_onnx import proc
 from ci_onnx.cli import cli
-from ci_onnx.errors import EnvironmentProblem
+from ci_onnx.contracts import proc
+from ci_onnx.contracts.errors import EnvironmentProblem
+from ci_onnx.contracts.target import Status, Target
+from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.runners import base, native
-from ci_onnx.target import Status, Target
 from ci_onnx.verify import stage
-from ci_onnx.verify_options import VerifyOptions
 from tests.conftest import DIGITNET_MODEL, EXAMPLE_CONFIG
 from tests.support.cells import verify_at_once
 from tests.support.verdicts import expected_elsewhere, pairs

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from ci_onnx.bundle import read_manifest
 from ci_onnx.cli import cli
+from ci_onnx.contracts.bundle import read_manifest
 from tests.conftest import DIGITNET_MODEL, EXAMPLE_CONFIG
 
 pytestmark = pytest.mark.e2e

@@ -69,7 +69,7 @@ def test_a_0d_output_keeps_shape_empty_in_the_bundle(
 ) -> None:
     from onnx import load_tensor
 
-    from ci_onnx.bundle import read_manifest
+    from ci_onnx.contracts.bundle import read_manifest
 
     for exporter in ("dynamo", "torchscript"):
         cell = cells[("scalar", exporter, 18)]

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from ci_onnx import proc
+from ci_onnx.contracts import proc
+from ci_onnx.contracts.target import Target
+from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.runners import base
-from ci_onnx.target import Target
 from ci_onnx.verify import stage
-from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 from tests.support.cells import DIE_ENV, hooked
 
@@ -29,7 +29,7 @@ DETERMINED = ("export", "load", "provider", "parity[", "decision", "batch[")
 
 @pytest.fixture(scope="module")
 def environment(env_cache: Path) -> base.RunnerEnv:
-    from ci_onnx import envs
+    from ci_onnx.host import envs
 
     how = base.Provisioning(env_cache, proc.child_environment(os.environ), envs.find_uv())
     return base.provision(Target(ORT, "cpu", 17, "onnx"), how)

@@ -15,8 +15,8 @@ import onnx
 import pytest
 from click.testing import CliRunner
 
-from ci_onnx import envs
 from ci_onnx.cli import cli
+from ci_onnx.host import envs
 from ci_onnx.observer.optcache import FILE
 from tests import bundles
 

@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 from export_helpers import failed, manifest, run_export, write_config
 
-from ci_onnx import envs
 from ci_onnx.cli import cli
+from ci_onnx.host import envs
 
 pytestmark = pytest.mark.e2e
 

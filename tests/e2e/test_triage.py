@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from ci_onnx import envs
 from ci_onnx.cli import cli
+from ci_onnx.host import envs
 
 pytestmark = pytest.mark.e2e
 

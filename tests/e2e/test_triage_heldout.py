@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import bundle as bundles
+from ci_onnx.contracts import bundle as bundles
 from tests.e2e import test_triage
 from tests.e2e.test_triage import ORT, config, verified
 

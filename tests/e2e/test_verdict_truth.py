@@ -11,7 +11,7 @@ import pytest
 from export_helpers import export_factory, failed
 from onnx import numpy_helper
 
-from ci_onnx.bundle import Manifest
+from ci_onnx.contracts.bundle import Manifest
 from ci_onnx.export import inputs
 
 pytestmark = pytest.mark.e2e

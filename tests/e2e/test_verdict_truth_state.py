@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from export_helpers import export_factory, failed
 
-from ci_onnx.bundle import Manifest
-from ci_onnx.target import Status
+from ci_onnx.contracts.bundle import Manifest
+from ci_onnx.contracts.target import Status
 
 pytestmark = pytest.mark.e2e
 

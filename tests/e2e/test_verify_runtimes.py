@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from ci_onnx import envs, proc, schema, serde
 from ci_onnx.cli import cli
-from ci_onnx.results import Observation, read_result
-from ci_onnx.target import Target
+from ci_onnx.contracts import proc, schema, serde
+from ci_onnx.contracts.results import Observation, read_result
+from ci_onnx.contracts.target import Target
+from ci_onnx.host import envs
 from tests import bundles
 from tests.support.cells import DIE_ENV, python_kind_hooked
 from tests.unit.test_verify_junit import assert_valid_junit

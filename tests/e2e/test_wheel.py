@@ -102,7 +102,8 @@ def test_an_install_in_a_fresh_venv_loads_the_data_from_the_package(
         """
         import json, sys
         import ci_onnx
-        from ci_onnx import _data, matrix, scaffold
+        from ci_onnx import _data, matrix
+        from ci_onnx.orchestration import scaffold
         from ci_onnx.report import render
         templates = sorted(
             p.relative_to(_data.templates_dir()).as_posix()

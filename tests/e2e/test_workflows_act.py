@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from ci_onnx import cijobs, scaffold
 from ci_onnx import plan as planning
 from ci_onnx.cli import cli
-from ci_onnx.errors import EnvironmentProblem
+from ci_onnx.contracts.errors import EnvironmentProblem
+from ci_onnx.orchestration import scaffold
+from ci_onnx.plan import cijobs
 from ci_onnx.report import CHECK_NAME
 from ci_onnx.runners import web
 from tests.act import harness
@@ -670,7 +671,7 @@ def test_the_android_cells_run_in_verify_android_up_to_the_emulator_step(
     what each stands in for: sudo/udevadm, Maven Central, the NDK, the action's git repository);
     the emulator runner's stand-in records its inputs and fails with "no emulator here". The report
     counts those cells as missing, with the reason; the python cells give `onnx-gate run`'s statuses."""
-    from ci_onnx import proc
+    from ci_onnx.contracts import proc
     from ci_onnx.runners import base, native
     from tests.act import android
 

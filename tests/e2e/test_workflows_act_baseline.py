@@ -30,9 +30,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from ci_onnx import scaffold
 from ci_onnx.cli import cli
 from ci_onnx.github.artifacts import ARTIFACT
+from ci_onnx.orchestration import scaffold
 from tests.act import harness
 from tests.e2e.test_workflows_act import PR, RUNTIME, TINYCNN, TINYCNN_CONFIG
 from tests.fakegithub import server as fake

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from ci_onnx import scaffold
+from ci_onnx.orchestration import scaffold
 from tests.act import harness
 from tests.e2e.test_workflows_act import PR, RUNTIME, _local, _pr_event, _tinycnn
 from tests.fakegithub import server as fake

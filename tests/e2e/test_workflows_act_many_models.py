@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import scaffold
 from ci_onnx.github.artifacts import ARTIFACT
+from ci_onnx.orchestration import scaffold
 from ci_onnx.report import CHECK_NAME
 from tests.act import harness
 from tests.e2e import many_models

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import scaffold
 from ci_onnx.github.artifacts import ARTIFACT
+from ci_onnx.orchestration import scaffold
 from tests.act import harness
 from tests.e2e.test_workflows_act import PR, RUNTIME
 from tests.e2e.test_workflows_act_baseline import _statuses, actor

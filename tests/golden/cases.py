@@ -59,8 +59,8 @@ def export_failed_view() -> view.ReportView:
     large where atol covered it, figures that hold a list, and a skip reason with "<="."""
     import dataclasses
 
-    from ci_onnx.results import CheckResult
-    from ci_onnx.target import Status
+    from ci_onnx.contracts.results import CheckResult
+    from ci_onnx.contracts.target import Status
 
     plan, results = scenarios.all_passing()
     opset = CheckResult(
@@ -122,8 +122,8 @@ def versus_view() -> view.ReportView:
     import dataclasses
     import random
 
+    from ci_onnx.contracts.results import LatencyStat, PairedLatency, PlacedNode
     from ci_onnx.report.baseline import Baseline
-    from ci_onnx.results import LatencyStat, PairedLatency, PlacedNode
 
     plan, head = scenarios.tinycnn()
     _, base = scenarios.tinycnn(seed=3)

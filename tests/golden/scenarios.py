@@ -12,8 +12,7 @@ import dataclasses
 import math
 import random
 
-from ci_onnx.plan import Plan
-from ci_onnx.results import (
+from ci_onnx.contracts.results import (
     CheckResult,
     DecisionStats,
     Environment,
@@ -23,7 +22,8 @@ from ci_onnx.results import (
     Placement,
     TargetResult,
 )
-from ci_onnx.target import Status, Target
+from ci_onnx.contracts.target import Status, Target
+from ci_onnx.plan import Plan
 
 CPU = "CPUExecutionProvider"
 OV = "OpenVINOExecutionProvider"

@@ -166,7 +166,7 @@ def run_case(model: Model, mutation: str, work: Path, exporters: Sequence[str]) 
 
 
 def _warnings(bundle: Path) -> tuple[str, ...]:
-    from ci_onnx.bundle import read_manifest
+    from ci_onnx.contracts.bundle import read_manifest
 
     try:
         findings = read_manifest(bundle, verify_hashes=False).findings

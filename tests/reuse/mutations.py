@@ -25,8 +25,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ci_onnx import cascade
-from ci_onnx.export import cache, cache_key, record, runner
+from ci_onnx.config import cascade
+from ci_onnx.export import cache, cache_key, parent, record
 from ci_onnx.plan import onnx_opset
 from tests.reuse import layouts
 from tests.reuse.layouts import BUMP, Layout
@@ -74,7 +74,7 @@ def decisions(config: Path, work: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     for cfg in cascade.load_all(config):
         why = ""
-        for job in runner.candidates(cfg, onnx_opset(cfg)):
+        for job in parent.candidates(cfg, onnx_opset(cfg)):
             key = cache_key.key_for(cfg, job, exclude=[work / "out", work / "cache"])
             if not cache.entry_dir(work / "cache", key).is_dir():
                 why = why or "its key changed"

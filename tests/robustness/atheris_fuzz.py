@@ -19,9 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ci_onnx import config
-from ci_onnx.errors import ConfigError, UsageError
+from ci_onnx.contracts.errors import ConfigError, UsageError
+from ci_onnx.contracts.results import read_result
 from ci_onnx.report import junit_reader
-from ci_onnx.results import read_result
 
 _TMP = Path(tempfile.mkdtemp(prefix="onnx-gate-fuzz-"))
 

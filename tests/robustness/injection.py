@@ -17,10 +17,10 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from ci_onnx import escape
 from ci_onnx import plan as planning
 from ci_onnx.cli import cli
-from ci_onnx.results import write_result
+from ci_onnx.contracts import escape
+from ci_onnx.contracts.results import write_result
 from tests.golden import scenarios
 
 BIG = 5_000_000

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ci_onnx import tensorproto as tp
+from ci_onnx.contracts import tensorproto as tp
 from ci_onnx.runners import native
 
 DRIVER = Path(__file__).with_name("native_fuzz.c")

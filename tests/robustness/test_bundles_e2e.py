@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ci_onnx import bundle as bundle_mod
 from ci_onnx.cli import cli
+from ci_onnx.contracts import bundle as bundle_mod
 from tests.robustness.test_corpus import PLANTED, TOKEN_NAMES
 
 pytestmark = pytest.mark.e2e

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from ci_onnx import bundle as bundle_mod
 from ci_onnx import plan as planning
 from ci_onnx.cli import cli
-from ci_onnx.results import write_result
-from ci_onnx.target import Status
+from ci_onnx.contracts import bundle as bundle_mod
+from ci_onnx.contracts.results import write_result
+from ci_onnx.contracts.target import Status
 from tests.golden import scenarios
 from tests.robustness import corpus
 from tests.robustness.corpus import Case
@@ -292,8 +292,8 @@ def test_an_unlisted_file_linked_outside_is_refused_before_any_kind_runs(
 ) -> None:
     """The one check every kind's verify passes through (verify.stage._prepare) covers files the
     manifest does not list: each kind opens test_data_set_N/input_i.pb by its index."""
-    from ci_onnx.errors import BundleError
-    from ci_onnx.target import Target
+    from ci_onnx.contracts.errors import BundleError
+    from ci_onnx.contracts.target import Target
     from ci_onnx.verify import stage
 
     _bundle_edit(tmp_path, good_bundle, "symlink-unlisted:test_data_set_0/input_0.pb")

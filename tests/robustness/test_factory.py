@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from ci_onnx import config
-from ci_onnx.errors import ConfigError
-from ci_onnx.export import factory, runner
+from ci_onnx.contracts.errors import ConfigError
+from ci_onnx.export import factory, parent
 from tests.robustness import corpus
 from tests.robustness.test_corpus import PLANTED, TOKEN_NAMES
 
@@ -41,9 +41,9 @@ def test_the_export_child_sees_no_token_and_an_exit_is_named(
     )
     (tmp_path / corpus.CONFIG).write_bytes(corpus._yaml(corpus.BASE))
     cfg = config.load(tmp_path / corpus.CONFIG)
-    job = runner.candidates(cfg, 0)[0]
+    job = parent.candidates(cfg, 0)[0]
     with pytest.raises(ConfigError, match=r"model.factory: net.py:build called sys.exit\(2\)"):
-        runner.export_one(cfg, job, tmp_path / "bundle")
+        parent.export_one(cfg, job, tmp_path / "bundle")
     seen = dump.read_text()
     assert PLANTED not in seen and "PATH" in seen
     assert os.environ["GITHUB_TOKEN"] == PLANTED  # this process keeps its own environment

@@ -245,7 +245,7 @@ def test_runtime_fault(name: str, tmp_path: Path, bundle_dir: Path) -> None:
 
 
 def test_the_child_environment_holds_no_token_of_any_name() -> None:
-    from ci_onnx import proc
+    from ci_onnx.contracts import proc
 
     environ = {
         **{name: PLANTED for name in TOKEN_NAMES},
@@ -273,7 +273,7 @@ def test_the_child_environment_holds_no_token_of_any_name() -> None:
 
 
 def test_a_real_child_sees_none_of_the_planted_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ci_onnx import proc
+    from ci_onnx.contracts import proc
 
     for name in TOKEN_NAMES:
         monkeypatch.setenv(name, PLANTED)
@@ -317,7 +317,7 @@ def test_a_grandchild_that_left_the_group_cannot_hold_a_timeout_open(tmp_path: P
     """It keeps the pipes open after the child is killed: the wait for them is bounded."""
     import signal
 
-    from ci_onnx import proc
+    from ci_onnx.contracts import proc
 
     pid_file = tmp_path / "grandchild.pid"
     code = (
@@ -338,11 +338,11 @@ def test_in_run_one_target_that_breaks_the_verifier_is_an_error_result(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Whatever escapes verifying one target becomes its error result; the other targets go on."""
-    from ci_onnx import localrun
     from ci_onnx.config import load
-    from ci_onnx.progress import Progress
+    from ci_onnx.contracts.progress import Progress
+    from ci_onnx.contracts.target import Status, Target
+    from ci_onnx.orchestration import localrun
     from ci_onnx.runners import base
-    from ci_onnx.target import Status, Target
     from ci_onnx.verify import stage
     from tests.robustness import corpus
 

@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ci_onnx import config
-from ci_onnx.errors import ConfigError, GateError, UsageError
+from ci_onnx.contracts.errors import ConfigError, GateError, UsageError
+from ci_onnx.contracts.results import read_result
 from ci_onnx.report import junit_reader
 from ci_onnx.report.collect import collect
-from ci_onnx.results import read_result
 from tests.robustness import corpus
 
 FUZZ = settings(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import tensorproto as tp
+from ci_onnx.contracts import tensorproto as tp
 from tests.robustness import sanitized
 
 pytestmark = pytest.mark.skipif(

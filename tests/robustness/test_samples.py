@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ci_onnx.bundle import TensorSpec
-from ci_onnx.errors import ConfigError
+from ci_onnx.contracts.bundle import TensorSpec
+from ci_onnx.contracts.errors import ConfigError
 from ci_onnx.export.inputs import load_samples
 
 SPEC = (TensorSpec("x", ("batch", 8), "float32"),)

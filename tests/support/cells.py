@@ -20,11 +20,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ci_onnx import proc
+from ci_onnx.contracts import proc
+from ci_onnx.contracts.target import Target
+from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.runners import base
-from ci_onnx.target import Target
 from ci_onnx.verify import stage
-from ci_onnx.verify_options import VerifyOptions
 
 DIE_ENV = "ONNX_GATE_TEST_RUNNER_DIE"
 HOOKS = Path(__file__).parent / "hooks"

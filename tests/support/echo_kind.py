@@ -9,8 +9,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from ci_onnx import proc
-from ci_onnx.results import Observation
+from ci_onnx.contracts import proc
+from ci_onnx.contracts.results import Observation
 from ci_onnx.runners.base import Launch, Provisioning, RunnerEnv, collect
 
 KIND = "echo"

@@ -19,7 +19,7 @@ class Edge:
     source: str
     """The importing module (``ci_onnx.verify.judge``)."""
     target: str
-    """The imported module (``ci_onnx.results``), or the top-level name of another package (``numpy``)."""
+    """The imported module (``ci_onnx.contracts.results``), or the top-level name of another package (``numpy``)."""
     line: int
     lazy: bool
     """Inside a function: imported when it runs, not with the module."""

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from ci_onnx.resolve import maven_metadata_url
+from ci_onnx.host.resolve import maven_metadata_url
 
 COORDINATE = "com.microsoft.onnxruntime:onnxruntime-android"
 RECORDED = Path(__file__).resolve().parents[1] / "data" / "maven" / "onnxruntime-android-maven-metadata.xml"

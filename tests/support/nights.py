@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ci_onnx import plan as planning
+from ci_onnx.contracts.results import TargetResult, write_result
+from ci_onnx.contracts.target import Target
 from ci_onnx.plan import Plan
-from ci_onnx.results import TargetResult, write_result
-from ci_onnx.target import Target
 from tests.golden import scenarios
 
 

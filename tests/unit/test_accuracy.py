@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from ci_onnx import config
-from ci_onnx.errors import ConfigError
+from ci_onnx.contracts.errors import ConfigError
+from ci_onnx.contracts.labels import load_labels
+from ci_onnx.contracts.target import Status
 from ci_onnx.export import inputs
-from ci_onnx.labels import load_labels
-from ci_onnx.target import Status
 from ci_onnx.verify import accuracy
 from tests.conftest import EXAMPLE_CONFIG
 
@@ -104,10 +104,10 @@ def test_the_report_sets_each_precision_beside_its_fp32_cell() -> None:
     import dataclasses
     import random
 
+    from ci_onnx.contracts.results import CheckResult, LatencyStat
+    from ci_onnx.contracts.target import Target
     from ci_onnx.report.collect import Entry
     from ci_onnx.report.precisions import rows
-    from ci_onnx.results import CheckResult, LatencyStat
-    from ci_onnx.target import Target
     from tests.golden.scenarios import result_for
 
     def entry(precision: str, size: int, p50: float, correct: int) -> Entry:

@@ -10,7 +10,7 @@ import pytest
 
 from ci_onnx.action import __main__ as entry
 from ci_onnx.action import pr_context
-from ci_onnx.errors import UsageError
+from ci_onnx.contracts.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,7 +27,7 @@ class FakeIndex:
 def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     shutil.copytree(ROOT / "examples/tinycnn", tmp_path / "tinycnn")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("ci_onnx.resolve.PipIndex", FakeIndex)
+    monkeypatch.setattr("ci_onnx.host.resolve.PipIndex", FakeIndex)
     return tmp_path
 
 
@@ -125,7 +125,7 @@ def test_without_pull_request_inputs_the_event_is_left_alone() -> None:
 
 def test_a_failing_target_leaves_its_verify_step_green_and_the_report_decides() -> None:
     from ci_onnx.action.__main__ import step_exit
-    from ci_onnx.errors import EXIT_FAIL, EXIT_INTERNAL, EXIT_PASS, EXIT_USAGE
+    from ci_onnx.contracts.errors import EXIT_FAIL, EXIT_INTERNAL, EXIT_PASS, EXIT_USAGE
 
     assert step_exit("verify", EXIT_FAIL) == EXIT_PASS
     assert (

@@ -11,7 +11,7 @@ import pytest
 from ruamel.yaml import YAML
 
 import ci_onnx
-from ci_onnx import scaffold
+from ci_onnx.orchestration import scaffold
 
 ROOT = Path(__file__).resolve().parents[2]
 ACTIONS = {"full": ROOT / "action.yml", "verify": ROOT / "slim/action.yml"}

@@ -12,7 +12,7 @@ from ruamel.yaml import YAML
 
 from ci_onnx import action
 from ci_onnx.cli import cli
-from ci_onnx.errors import UsageError
+from ci_onnx.contracts.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,9 +6,9 @@ import dataclasses
 import json
 from pathlib import Path
 
-from ci_onnx import cijobs
 from ci_onnx import plan as planning
-from ci_onnx.target import Target
+from ci_onnx.contracts.target import Target
+from ci_onnx.plan import cijobs
 
 
 def _plan(targets: list[Target], ci: cijobs.CiSettings | None = None) -> planning.Plan:

@@ -18,7 +18,7 @@ import pytest
 from ruamel.yaml import YAML
 
 import ci_onnx
-from ci_onnx import scaffold
+from ci_onnx.orchestration import scaffold
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDS = ROOT / "tests" / "data" / "actions"
@@ -90,7 +90,7 @@ def problems(name: str, text: str) -> list[str]:
             found.append(f"{name}: {ref}: no '# vX.Y.Z' tag comment beside the commit")
         if scaffold.PINNED.get(action) != (sha, tag):
             found.append(
-                f"{name}: {ref} # {tag}: not the pin of ci_onnx.scaffold.PINNED ({scaffold.PINNED.get(action)})"
+                f"{name}: {ref} # {tag}: not the pin of ci_onnx.orchestration.scaffold.PINNED ({scaffold.PINNED.get(action)})"
             )
     for step in _steps(YAML(typ="safe").load(text)):
         ref = str(step.get("uses", ""))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ci_onnx.action import pr_context
-from ci_onnx.errors import UsageError
+from ci_onnx.contracts.errors import UsageError
 from tests.fakegithub import server as fake
 
 SHA = "a" * 40

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from ci_onnx.action import runtime
-from ci_onnx.errors import UsageError
+from ci_onnx.contracts.errors import UsageError
 
 
 def _installed(**versions: str) -> Callable[[str], str]:

@@ -20,14 +20,15 @@ from typing import Any
 
 import pytest
 
-from ci_onnx import cijobs, config, matrix
+from ci_onnx import config, matrix
 from ci_onnx import plan as planning
-from ci_onnx.errors import ConfigError, EnvironmentProblem
+from ci_onnx.contracts.errors import ConfigError, EnvironmentProblem
+from ci_onnx.contracts.target import Status, Target
+from ci_onnx.contracts.verify_options import VerifyOptions
+from ci_onnx.plan import cijobs
 from ci_onnx.runners import adb as adb_mod
 from ci_onnx.runners import android, base
-from ci_onnx.target import Status, Target
 from ci_onnx.verify import stage
-from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 from tests.conftest import FakeIndex
 from tests.support import standin_adb
@@ -339,7 +340,8 @@ def _android_workflows(tmp: Path) -> list[Path]:
         dest = tmp / action_file.relative_to(test_workflows.ROOT)
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(action_file, dest)
-    from ci_onnx import proc, scaffold
+    from ci_onnx.contracts import proc
+    from ci_onnx.orchestration import scaffold
 
     proc.run(["git", "init", "-q", str(tmp)], timeout=60, check=True)
     paths = []
@@ -357,7 +359,7 @@ def _android_workflows(tmp: Path) -> list[Path]:
 
 
 def test_init_writes_the_android_job_only_with_android_cells(tmp_path: Path) -> None:
-    from ci_onnx import scaffold
+    from ci_onnx.orchestration import scaffold
 
     plain = scaffold.starter_files(scaffold.Settings())
     assert all("verify-android" not in text for text in plain.values())
@@ -379,7 +381,7 @@ def test_init_writes_the_android_job_only_with_android_cells(tmp_path: Path) -> 
 def test_the_android_workflows_pass_actionlint_and_the_schemas(tmp_path: Path) -> None:
     from ruamel.yaml import YAML
 
-    from ci_onnx import proc
+    from ci_onnx.contracts import proc
     from tests.unit import test_workflows
 
     paths = _android_workflows(tmp_path)

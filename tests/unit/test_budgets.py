@@ -9,15 +9,16 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from ci_onnx import config, schema, serde
-from ci_onnx.errors import ConfigError
+from ci_onnx import config
+from ci_onnx.contracts import schema, serde
+from ci_onnx.contracts.errors import ConfigError
+from ci_onnx.contracts.results import SCHEMA_VERSION, Environment, LatencyStat, Observation, ServingFigures
+from ci_onnx.contracts.target import Status
+from ci_onnx.contracts.verify_options import Budgets, PerBatch, options_from
 from ci_onnx.observer import coldstart
 from ci_onnx.report import gate, render, view
 from ci_onnx.report.collect import merge
-from ci_onnx.results import SCHEMA_VERSION, Environment, LatencyStat, Observation, ServingFigures
-from ci_onnx.target import Status
 from ci_onnx.verify import budgets
-from ci_onnx.verify_options import Budgets, PerBatch, options_from
 from tests.golden import scenarios
 
 SERVING = ServingFigures(
@@ -213,10 +214,10 @@ def test_attach_records_why_the_fresh_process_gave_nothing(
 def test_serving_figures_off_skips_cold_start_and_the_cache_saying_why(tmp_path: Path) -> None:
     """verify.serving_figures: false reaches the observer as two flags, and the two checks it skips
     say so instead of vanishing (a check left out silently reads as one that never existed)."""
-    from ci_onnx.bundle import read_manifest
+    from ci_onnx.contracts.bundle import read_manifest
+    from ci_onnx.contracts.target import Target
     from ci_onnx.observer import ort
     from ci_onnx.runners import base, python
-    from ci_onnx.target import Target
     from ci_onnx.verify import cache_check, evidence
     from tests.bundles import mlp_bundle
 

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import _data, matrix, serde
-from ci_onnx.errors import UsageError
-from ci_onnx.results import SCHEMA_VERSION, Environment, Observation
+from ci_onnx import _data, matrix
+from ci_onnx.contracts import serde
+from ci_onnx.contracts.errors import UsageError
+from ci_onnx.contracts.results import SCHEMA_VERSION, Environment, Observation
 from ci_onnx.runners import base, session
 from ci_onnx.verify import cache_check, stage
 
@@ -114,10 +115,10 @@ def test_a_new_kind_is_one_module_one_observer_and_one_row(
 ) -> None:
     """tests/support/echo_kind.py and a row for it: planned ids, families, verify, judge and the
     declared capabilities all follow, and nothing else names the kind."""
-    from ci_onnx import proc
+    from ci_onnx.contracts import proc
+    from ci_onnx.contracts.target import Status, Target
+    from ci_onnx.contracts.verify_options import VerifyOptions
     from ci_onnx.nightly.families import FamilyKey
-    from ci_onnx.target import Status, Target
-    from ci_onnx.verify_options import VerifyOptions
     from tests import bundles
 
     rows = dict(matrix.runners())

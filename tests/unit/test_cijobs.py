@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from ci_onnx import cijobs, config, matrix, scaffold
+from ci_onnx import config, matrix
 from ci_onnx import plan as planning
-from ci_onnx.errors import ConfigError
-from ci_onnx.target import Target
+from ci_onnx.contracts.errors import ConfigError
+from ci_onnx.contracts.target import Target
+from ci_onnx.orchestration import scaffold
+from ci_onnx.plan import cijobs
 from tests.conftest import EXAMPLE_CONFIG
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -70,8 +70,8 @@ def test_unknown_only_glob_is_a_usage_error() -> None:
 
 
 def test_help_lists_every_exit_code_the_cli_uses() -> None:
-    from ci_onnx import errors
     from ci_onnx.cli import EXIT_CODES
+    from ci_onnx.contracts import errors
 
     declared = {v for k, v in vars(errors).items() if k.startswith("EXIT_")}
     assert {code for code, _ in EXIT_CODES} == declared

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from ci_onnx import config
 from ci_onnx.cli import cli
-from ci_onnx.errors import ConfigError
+from ci_onnx.contracts.errors import ConfigError
 from tests.conftest import EXAMPLE_CONFIG
 
 GOOD = """\
@@ -149,8 +149,8 @@ def test_onnx_only_model_needs_no_inputs() -> None:
 
 
 def test_the_configuration_page_is_generated_from_the_schema() -> None:
-    from ci_onnx import config_reference
+    from ci_onnx.config import reference as config_reference
 
     page = (EXAMPLE_CONFIG.parents[2] / "docs" / "reference" / "configuration.md").read_text()
-    assert config_reference.render() in page, "run `python -m ci_onnx.docs_reference --write`"
+    assert config_reference.render() in page, "run `python -m ci_onnx.cli.docs_reference --write`"
     assert "`verify.tolerance.atol` | number | `0.0001`" in page

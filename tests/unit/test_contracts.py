@@ -7,10 +7,10 @@ import json
 import jsonschema
 import pytest
 
-from ci_onnx import schema, serde
-from ci_onnx.bundle import Decision, Manifest, TensorSpec, TestDataSet, Tolerance
-from ci_onnx.errors import UsageError
-from ci_onnx.results import (
+from ci_onnx.contracts import schema, serde
+from ci_onnx.contracts.bundle import Decision, Manifest, TensorSpec, TestDataSet, Tolerance
+from ci_onnx.contracts.errors import UsageError
+from ci_onnx.contracts.results import (
     CheckResult,
     DecisionStats,
     Environment,
@@ -20,13 +20,13 @@ from ci_onnx.results import (
     Placement,
     TargetResult,
 )
-from ci_onnx.target import Status, Target
+from ci_onnx.contracts.target import Status, Target
 
 
 def test_committed_schemas_are_the_generated_ones() -> None:
     for filename, written in schema.contract_schemas().items():
         assert schema.load_schema(filename) == written, (
-            f"run `python -m ci_onnx.schema` to refresh {filename}"
+            f"run `python -m ci_onnx.contracts.schema` to refresh {filename}"
         )
 
 

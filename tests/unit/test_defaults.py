@@ -1,6 +1,6 @@
 """Defaults and exit codes are declared once: the config schema holds every default, and each place
 that carries a setting past the config (VerifyOptions, Tolerance, the Python runner, the starter
-onnx-gate.yml, the CLI) agrees with it; ci_onnx.errors names the exit codes."""
+onnx-gate.yml, the CLI) agrees with it; ci_onnx.contracts.errors names the exit codes."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
-from ci_onnx import action, config, defaults, errors, scaffold
-from ci_onnx.bundle import Tolerance
+from ci_onnx import action, config
+from ci_onnx.contracts import defaults, errors
+from ci_onnx.contracts.bundle import Tolerance
+from ci_onnx.contracts.verify_options import VerifyOptions, options_from
 from ci_onnx.observer import ort
-from ci_onnx.verify_options import VerifyOptions, options_from
+from ci_onnx.orchestration import scaffold
 
 MINIMAL = """\
 version: 1
@@ -115,9 +117,9 @@ def test_the_cli_offers_the_scaffolds_default_action() -> None:
 
 
 def test_the_precisions_are_the_targets_wherever_the_config_names_them() -> None:
-    """ci_onnx.target declares the precisions; the schema (hand-written, the config's contract) must
+    """ci_onnx.contracts.target declares the precisions; the schema (hand-written, the config's contract) must
     offer exactly those, and derived ones' tolerances exactly the derived ones."""
-    from ci_onnx.target import DERIVED_PRECISIONS, PRECISIONS
+    from ci_onnx.contracts.target import DERIVED_PRECISIONS, PRECISIONS
 
     props = config.schema()["properties"]
     assert tuple(props["export"]["properties"]["precisions"]["items"]["enum"]) == PRECISIONS

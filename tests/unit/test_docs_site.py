@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import docs_links, docs_reference
+from ci_onnx.cli import docs_reference
+from ci_onnx.contracts import docs_links
 from tests.conftest import REPO
 
 DOCS = REPO / "docs"
@@ -75,7 +76,7 @@ def test_every_check_the_code_can_emit_has_a_page() -> None:
     names = emitted_check_names(REPO / "ci_onnx")
     literal = {n for n in names if not n.startswith("<")}
     assert {"parity[", "batch[", "sweep[", "reference-parity", "load", "provider"} <= literal
-    from ci_onnx.target import DERIVED_PRECISIONS
+    from ci_onnx.contracts.target import DERIVED_PRECISIONS
 
     families = {docs_links.family(n) for n in literal | set(DERIVED_PRECISIONS)}
     missing = sorted(f for f in families if f not in docs_links.PAGES)
@@ -114,7 +115,7 @@ def test_a_check_links_to_its_family_page() -> None:
 
 
 def test_the_sites_url_is_the_default_docs_url() -> None:
-    from ci_onnx import defaults
+    from ci_onnx.contracts import defaults
 
     site_url = re.search(r"^site_url: (\S+)$", (REPO / "mkdocs.yml").read_text(), re.M)
     assert site_url is not None
@@ -122,7 +123,7 @@ def test_the_sites_url_is_the_default_docs_url() -> None:
 
 
 def test_generated_pages_have_not_drifted() -> None:
-    assert docs_reference.drifted(REPO) == [], "run `python -m ci_onnx.docs_reference --write`"
+    assert docs_reference.drifted(REPO) == [], "run `python -m ci_onnx.cli.docs_reference --write`"
 
 
 def test_a_drifted_page_is_found(tmp_path: Path) -> None:

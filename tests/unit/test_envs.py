@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import envs
-from ci_onnx.errors import EnvironmentProblem
+from ci_onnx.contracts.errors import EnvironmentProblem
+from ci_onnx.contracts.target import Target
+from ci_onnx.host import envs
 from ci_onnx.runners import base
 from ci_onnx.runners.base import RunnerEnv
-from ci_onnx.target import Target
 
 FAKE_UV = """#!{python}
 import pathlib, sys

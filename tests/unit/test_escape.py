@@ -1,8 +1,8 @@
-"""The one escaping path (ci_onnx.escape): each context loses what it would act on, keeps the words."""
+"""The one escaping path (ci_onnx.contracts.escape): each context loses what it would act on, keeps the words."""
 
 from __future__ import annotations
 
-from ci_onnx import escape
+from ci_onnx.contracts import escape
 
 
 def test_markdown_keeps_words_and_takes_away_what_acts() -> None:

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from ci_onnx import config
-from ci_onnx.bundle import MANIFEST, MODEL, read_manifest
 from ci_onnx.config import Config
+from ci_onnx.contracts.bundle import MANIFEST, MODEL, read_manifest
+from ci_onnx.contracts.results import CheckResult
+from ci_onnx.contracts.target import Status
 from ci_onnx.export import cache, cache_key, record, writer
-from ci_onnx.export.runner import Job, Outcome
-from ci_onnx.results import CheckResult
-from ci_onnx.target import Status
+from ci_onnx.export.parent import Job, Outcome
 
 CONFIG = """\
 version: 1
@@ -337,7 +337,7 @@ def test_declared_inputs_enter_the_key(project: Path) -> None:
 
 
 def test_a_declared_glob_that_matches_nothing_names_the_key(project: Path) -> None:
-    from ci_onnx.errors import ConfigError
+    from ci_onnx.contracts.errors import ConfigError
 
     cfg = load(
         project,

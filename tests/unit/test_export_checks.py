@@ -9,9 +9,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from ci_onnx.bundle import TensorSpec
+from ci_onnx.contracts.bundle import TensorSpec
+from ci_onnx.contracts.target import Status
 from ci_onnx.export import checks
-from ci_onnx.target import Status
 
 
 def _model(nodes: list[onnx.NodeProto], *, opset: int = 17, inits: list[onnx.TensorProto] | None = None,

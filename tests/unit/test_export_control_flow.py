@@ -8,10 +8,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from ci_onnx.bundle import TensorSpec, Tolerance
+from ci_onnx.contracts.bundle import TensorSpec, Tolerance
+from ci_onnx.contracts.target import Status
 from ci_onnx.export import control_flow
 from ci_onnx.export.probing import Comparer
-from ci_onnx.target import Status
 
 SUSPECT = "TracerWarning: Converting a tensor to a Python boolean (net.py:12)"
 SPECS = [TensorSpec("x", ("batch", "seq"), "float32"), TensorSpec("ids", ("batch",), "int64", (0, 10))]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx.errors import ConfigError
+from ci_onnx.contracts.errors import ConfigError
 from ci_onnx.export import factory
 
 

@@ -9,9 +9,9 @@ import onnx
 from click.testing import CliRunner
 from onnx import TensorProto, helper, numpy_helper
 
-from ci_onnx.bundle import read_manifest
 from ci_onnx.cli import cli
-from ci_onnx.target import Status
+from ci_onnx.contracts.bundle import read_manifest
+from ci_onnx.contracts.target import Status
 
 
 def _make(tmp_path: Path, scale_in_data: float) -> Path:

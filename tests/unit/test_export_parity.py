@@ -9,9 +9,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from ci_onnx.bundle import Tolerance
+from ci_onnx.contracts.bundle import Tolerance
+from ci_onnx.contracts.target import Status
 from ci_onnx.export import parity
-from ci_onnx.target import Status
 
 
 def _relu(tmp_path: Path, batch: int | str) -> Path:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from ci_onnx.errors import ConfigError
+from ci_onnx.contracts.errors import ConfigError
 from ci_onnx.export import signature
 
 

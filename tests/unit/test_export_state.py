@@ -10,9 +10,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from ci_onnx.bundle import TensorSpec, Tolerance
+from ci_onnx.contracts.bundle import TensorSpec, Tolerance
+from ci_onnx.contracts.target import Status
 from ci_onnx.export import reference, signature, state
-from ci_onnx.target import Status
 
 X = {"x": np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32)}
 SPECS = (TensorSpec("x", ("batch", 4), "float32"),)

@@ -8,11 +8,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from ci_onnx.bundle import TensorSpec, Tolerance
+from ci_onnx.contracts.bundle import TensorSpec, Tolerance
+from ci_onnx.contracts.results import CheckResult
+from ci_onnx.contracts.target import Status
 from ci_onnx.export import sweep
 from ci_onnx.export.probing import Comparer
-from ci_onnx.results import CheckResult
-from ci_onnx.target import Status
 
 SPECS = [TensorSpec("x", ("batch", "seq", 4), "float32"), TensorSpec("ids", ("batch",), "int64", (0, 10))]
 AXES = {"x": {"0": "batch", "1": "seq"}, "ids": {"0": "batch"}}

@@ -13,11 +13,11 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from ci_onnx.cli import cli
+from ci_onnx.contracts.results import TargetResult, write_result
+from ci_onnx.contracts.target import Target
 from ci_onnx.plan import to_json
 from ci_onnx.report import fork, gate
 from ci_onnx.report.collect import merge
-from ci_onnx.results import TargetResult, write_result
-from ci_onnx.target import Target
 from ci_onnx.verify import reverify
 from tests.golden import scenarios
 from tests.unit.test_report_gate import failed

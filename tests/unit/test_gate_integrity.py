@@ -6,11 +6,11 @@ from __future__ import annotations
 import dataclasses
 import datetime
 
-from ci_onnx.gate_settings import ExpectedFailure
+from ci_onnx.contracts.gate_settings import ExpectedFailure
+from ci_onnx.contracts.results import CheckResult, TargetResult
+from ci_onnx.contracts.target import Status
 from ci_onnx.report import gate
 from ci_onnx.report.collect import merge
-from ci_onnx.results import CheckResult, TargetResult
-from ci_onnx.target import Status
 from tests.golden import scenarios
 from tests.unit.test_report_gate import baseline_of, failed
 

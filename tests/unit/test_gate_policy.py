@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from ci_onnx.gate_settings import ExpectedFailure, GateSettings
+from ci_onnx.contracts.gate_settings import ExpectedFailure, GateSettings
+from ci_onnx.contracts.results import TargetResult
 from ci_onnx.plan import Plan
 from ci_onnx.report import gate, policy, render, view
 from ci_onnx.report.collect import merge
-from ci_onnx.results import TargetResult
 from tests.golden import scenarios
 from tests.unit.test_report_gate import baseline_of, failed
 
@@ -118,7 +118,7 @@ def test_the_bound_of_a_worst_share_under_another_tolerance() -> None:
 
 
 def _with_budget(plan: Plan, ms: float | None) -> Plan:
-    from ci_onnx.verify_options import Budgets
+    from ci_onnx.contracts.verify_options import Budgets
 
     options = dataclasses.replace(plan.verify, budgets=Budgets(cold_start_ms=ms))
     return dataclasses.replace(
@@ -127,7 +127,7 @@ def _with_budget(plan: Plan, ms: float | None) -> Plan:
 
 
 def test_a_budget_the_pull_request_loosened_is_judged_by_the_bases() -> None:
-    from ci_onnx.results import ServingFigures
+    from ci_onnx.contracts.results import ServingFigures
 
     plan, results = scenarios.all_passing()
     slow = [dataclasses.replace(r, serving=ServingFigures(cold_start_ms=800.0)) for r in results]

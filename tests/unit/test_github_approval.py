@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ci_onnx import plan as planning
-from ci_onnx.gate_settings import ExpectedFailure
+from ci_onnx.contracts.gate_settings import ExpectedFailure
 from ci_onnx.github.approval import approval
 from ci_onnx.github.client import Client
 from ci_onnx.github.context import Repo

@@ -23,7 +23,7 @@ class FakeIndex:
 @pytest.fixture
 def empty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("ci_onnx.resolve.PipIndex", FakeIndex)
+    monkeypatch.setattr("ci_onnx.host.resolve.PipIndex", FakeIndex)
     return tmp_path
 
 
@@ -109,7 +109,7 @@ def test_init_ignores_the_output_folder_once(empty: Path) -> None:
 def test_init_for_an_onnx_file_writes_an_onnx_only_config_that_exports_as_written(empty: Path) -> None:
     import onnx
 
-    from ci_onnx.bundle import read_manifest
+    from ci_onnx.contracts.bundle import read_manifest
     from tests import bundles
 
     missing = CliRunner().invoke(cli, ["init", "--onnx", "detector.onnx"])

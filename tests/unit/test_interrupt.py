@@ -50,7 +50,7 @@ SCENARIOS = {
     "library": """
         import os
         from ci_onnx.verify import stage
-        from ci_onnx.verify_options import VerifyOptions
+        from ci_onnx.contracts.verify_options import VerifyOptions
         target, options = stage.settings(TARGET, None, None, timeout_s=None)
         stage.verify(Path(BUNDLE), target, Path(OUT), options, python=CHILD, base_env=dict(os.environ))
     """,
@@ -60,7 +60,7 @@ SCENARIOS = {
     "worker-thread": """
         import os, signal, threading, time
         from ci_onnx.verify import stage
-        from ci_onnx.verify_options import VerifyOptions
+        from ci_onnx.contracts.verify_options import VerifyOptions
 
         def ctrl_c_on_this_thread():
             while not Path(PIDS + ".go").is_file():  # the outer test has seen the children

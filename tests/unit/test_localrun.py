@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import config, localrun
+from ci_onnx import config
 from ci_onnx import plan as planning
-from ci_onnx.errors import ConfigError
+from ci_onnx.contracts.errors import ConfigError
+from ci_onnx.contracts.progress import Progress
+from ci_onnx.contracts.results import DecisionStats, LatencyStat, OutputParity, TargetResult, write_result
+from ci_onnx.contracts.target import Status, Target
 from ci_onnx.matrix import platform_tag
-from ci_onnx.progress import Progress
-from ci_onnx.results import DecisionStats, LatencyStat, OutputParity, TargetResult, write_result
-from ci_onnx.target import Status, Target
+from ci_onnx.orchestration import localrun
 from tests.conftest import EXAMPLE_CONFIG, FakeIndex
 
 NO_INDEX = FakeIndex({})

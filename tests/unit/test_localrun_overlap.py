@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import config, localrun
-from ci_onnx.errors import EnvironmentProblem
-from ci_onnx.results import read_result
+from ci_onnx import config
+from ci_onnx.contracts.errors import EnvironmentProblem
+from ci_onnx.contracts.results import read_result
+from ci_onnx.contracts.target import Status, Target
+from ci_onnx.orchestration import localrun
 from ci_onnx.runners import base, batch
-from ci_onnx.target import Status, Target
 from tests.conftest import EXAMPLE_CONFIG
 
 

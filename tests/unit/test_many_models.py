@@ -10,16 +10,19 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from ci_onnx import cascade, cijobs, config, reuse
+from ci_onnx import config
 from ci_onnx import plan as planning
 from ci_onnx.cli import cli
-from ci_onnx.errors import ConfigError
-from ci_onnx.export import cache, record, runner
+from ci_onnx.config import cascade
+from ci_onnx.contracts.errors import ConfigError
+from ci_onnx.contracts.results import CheckResult, TargetResult, write_result
+from ci_onnx.contracts.target import Status, Target
+from ci_onnx.export import cache, parent, record
 from ci_onnx.nightly.families import FamilyKey
+from ci_onnx.orchestration import reuse
+from ci_onnx.plan import cijobs
 from ci_onnx.report import baseline
 from ci_onnx.report.collect import collect
-from ci_onnx.results import CheckResult, TargetResult, write_result
-from ci_onnx.target import Status, Target
 from tests.conftest import EXAMPLE_CONFIG, FakeIndex
 
 INDEX = FakeIndex({"onnxruntime": ["1.32.0", "1.24.1", "1.20.1"], "onnxruntime-openvino": ["1.24.1"]})
@@ -170,7 +173,7 @@ def test_single_model_ids_bundles_and_cache_keys_stay_as_they_were() -> None:
     cfg = config.load(EXAMPLE_CONFIG)
     t = planning.expand(cfg, INDEX).targets[0]
     assert (cfg.model.id, t.model, t.id, t.bundle_key) == ("", "", "ort1.20.1-cpu-op17-dynamo", "op17-dynamo")
-    key = cache.key_for(cfg, runner.Job(17, "dynamo"))
+    key = cache.key_for(cfg, parent.Job(17, "dynamo"))
     assert "id" not in key.material["model"], "single-model export cache keys are as before ids had models"
     assert FamilyKey.of(t).id == "cpu-op17-dynamo@1.20.1"
 
@@ -187,9 +190,9 @@ def test_only_takes_globs_over_ids_and_model_slash_cell(tmp_path: Path) -> None:
 
 def test_export_only_selects_a_model_s_bundle_by_its_key(tmp_path: Path) -> None:
     cfgs = cascade.load_all(_repo(tmp_path))
-    jobs = [j for c in cfgs for j in runner.candidates(c)]
-    chosen = runner.select(jobs, ["encoder.op17-dynamo-fp16"], lambda _: [], ["fp32", "fp16"])
-    assert chosen == [runner.Job(17, "dynamo", "encoder")]  # a derived precision's key selects its export
+    jobs = [j for c in cfgs for j in parent.candidates(c)]
+    chosen = parent.select(jobs, ["encoder.op17-dynamo-fp16"], lambda _: [], ["fp32", "fp16"])
+    assert chosen == [parent.Job(17, "dynamo", "encoder")]  # a derived precision's key selects its export
 
 
 def test_the_ledger_of_a_model_selects_among_its_own_targets(tmp_path: Path) -> None:

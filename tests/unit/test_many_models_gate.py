@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ci_onnx import cascade
 from ci_onnx import plan as planning
+from ci_onnx.config import cascade
+from ci_onnx.contracts.results import CheckResult, TargetResult
+from ci_onnx.contracts.target import Status
 from ci_onnx.report import gate
 from ci_onnx.report.baseline import Baseline
 from ci_onnx.report.collect import merge
-from ci_onnx.results import CheckResult, TargetResult
-from ci_onnx.target import Status
 from ci_onnx.verify import judge
 from tests.conftest import FakeIndex
 

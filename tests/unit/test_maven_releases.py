@@ -18,11 +18,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ci_onnx import cijobs, config, scaffold
+from ci_onnx import config
 from ci_onnx import plan as planning
 from ci_onnx.cli import cli
-from ci_onnx.errors import EnvironmentProblem
-from ci_onnx.resolve import MAVEN, PipIndex, ask_maven, maven_versions, resolve
+from ci_onnx.contracts.errors import EnvironmentProblem
+from ci_onnx.host.resolve import MAVEN, PipIndex, ask_maven, maven_versions, resolve
+from ci_onnx.orchestration import scaffold
+from ci_onnx.plan import cijobs
 from tests.conftest import FakeIndex
 from tests.support import maven, pypi
 
@@ -98,7 +100,7 @@ def test_a_release_maven_lacks_is_an_expected_skip_naming_the_nearest(tmp_path: 
 
 
 def test_a_release_no_registry_has_is_still_a_config_error(tmp_path: Path, maven_url: str) -> None:
-    from ci_onnx.resolve import NoRelease
+    from ci_onnx.host.resolve import NoRelease
 
     with pytest.raises(
         NoRelease, match=re.escape("onnxruntime has no release 1.21.7 on the configured package index")

@@ -14,13 +14,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ci_onnx import cijobs, matrix, serde
-from ci_onnx import tensorproto as tp
-from ci_onnx.errors import EnvironmentProblem
-from ci_onnx.results import SCHEMA_VERSION, Environment, Observation
+from ci_onnx import matrix
+from ci_onnx.contracts import serde
+from ci_onnx.contracts import tensorproto as tp
+from ci_onnx.contracts.errors import EnvironmentProblem
+from ci_onnx.contracts.results import SCHEMA_VERSION, Environment, Observation
+from ci_onnx.contracts.target import Target
+from ci_onnx.contracts.verify_options import VerifyOptions
+from ci_onnx.plan import cijobs
 from ci_onnx.runners import base, native
-from ci_onnx.target import Target
-from ci_onnx.verify_options import VerifyOptions
 
 ROOT = Path(__file__).parents[2]
 CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")

@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from ci_onnx.errors import EnvironmentProblem
+from ci_onnx.contracts.errors import EnvironmentProblem
+from ci_onnx.contracts.target import Status
+from ci_onnx.host.resolve import PipIndex, releases_between
 from ci_onnx.nightly.bisect import bisect
-from ci_onnx.resolve import PipIndex, releases_between
-from ci_onnx.target import Status
 from tests.support import pypi
 
 RELEASES = [f"1.{minor}.{patch}" for minor in (30, 31, 32, 33) for patch in range(4)]  # 16, oldest first

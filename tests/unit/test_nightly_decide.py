@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ci_onnx.contracts.target import Status, Target
 from ci_onnx.nightly.families import group
 from ci_onnx.nightly.night import Decided, Kind, OpenIssue, decide
 from ci_onnx.nightly.state import Memory, TrackState, embed, extract
@@ -11,7 +12,6 @@ from ci_onnx.nightly.text import Night
 from ci_onnx.plan import Plan
 from ci_onnx.report import gate
 from ci_onnx.report.collect import merge
-from ci_onnx.target import Status, Target
 from tests.support.nights import result, target
 
 FAMILY = "cpu-op17-dynamo@latest"

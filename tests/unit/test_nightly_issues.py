@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx.errors import EnvironmentProblem
+from ci_onnx.contracts.errors import EnvironmentProblem
+from ci_onnx.contracts.target import Status
 from ci_onnx.github.client import Client, RetryPolicy
 from ci_onnx.github.context import Repo
+from ci_onnx.host.resolve import PipIndex, releases_between
 from ci_onnx.nightly import command, state
 from ci_onnx.nightly.night import Kind
 from ci_onnx.nightly.text import Night
 from ci_onnx.plan import read_plan
-from ci_onnx.resolve import PipIndex, releases_between
-from ci_onnx.target import Status
 from tests.fakegithub import server
 from tests.fakegithub.server import FakeGitHub, Fault
 from tests.support import pypi

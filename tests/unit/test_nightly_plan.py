@@ -71,7 +71,7 @@ def test_export_only_resolves_the_nightly_spec_through_the_configs_nightly_index
         exported.append([j.key for j in jobs])  # type: ignore[attr-defined]
         return []
 
-    monkeypatch.setattr("ci_onnx.export.runner.export_all", export_all)
+    monkeypatch.setattr("ci_onnx.export.parent.export_all", export_all)
     only = f"ort{PRE}-cpu-op17-dynamo"
     result = _invoke(
         tmp_path, monkeypatch, "[nightly]", "export", "--only", only, "--out", str(tmp_path / "b")

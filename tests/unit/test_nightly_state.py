@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx.errors import UsageError
+from ci_onnx.contracts.errors import UsageError
+from ci_onnx.contracts.target import Target
 from ci_onnx.nightly.families import FamilyKey
 from ci_onnx.nightly.state import Memory, TrackState, embed, extract, read_memory, write_memory
-from ci_onnx.target import Target
 
 
 def test_the_family_survives_a_new_release_but_not_a_new_spec() -> None:

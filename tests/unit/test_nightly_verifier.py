@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from ci_onnx.contracts.target import Status
+from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.nightly import verifier
 from ci_onnx.nightly.families import FamilyNight, group
 from ci_onnx.plan import Plan
 from ci_onnx.report import gate
 from ci_onnx.report.collect import merge
-from ci_onnx.target import Status
-from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 from tests.support.nights import result, target
 

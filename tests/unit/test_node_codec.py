@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from onnx import helper, numpy_helper
 
-from ci_onnx import tensorproto
+from ci_onnx.contracts import tensorproto
 
 NODE = shutil.which("node")
 ROUNDTRIP = Path(__file__).parents[1] / "support" / "tensorproto_roundtrip.mjs"

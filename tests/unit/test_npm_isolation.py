@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import resolve
+from ci_onnx.host import resolve
 from ci_onnx.runners import npm
 
 FAKE_NPM = """#!/bin/sh

@@ -10,15 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import config, matrix, serde
+from ci_onnx import config, matrix
 from ci_onnx import plan as planning
-from ci_onnx.errors import ConfigError
+from ci_onnx.contracts import serde
+from ci_onnx.contracts.errors import ConfigError
+from ci_onnx.contracts.results import SCHEMA_VERSION, Environment, Observation
+from ci_onnx.contracts.target import Status, Target
+from ci_onnx.contracts.verify_options import VerifyOptions, options_from
 from ci_onnx.observer import openvino_engine as ov
-from ci_onnx.results import SCHEMA_VERSION, Environment, Observation
 from ci_onnx.runners import base, openvino
-from ci_onnx.target import Status, Target
 from ci_onnx.verify import engine_precision
-from ci_onnx.verify_options import VerifyOptions, options_from
 from tests.conftest import EXAMPLE_CONFIG, FakeIndex
 
 # The runtime graph of DigitNet compiled with OpenVINO 2026.4.1's defaults on a CPU with AVX512_BF16
@@ -237,7 +238,7 @@ def test_a_config_preset_may_not_redefine_the_kinds_own(tmp_path: Path) -> None:
 
 
 def test_the_config_schema_names_the_kinds_that_have_engine_presets() -> None:
-    from ci_onnx.schema import load_schema
+    from ci_onnx.contracts.schema import load_schema
 
     targets = load_schema("config.schema.json")["properties"]["targets"]["properties"]
     kinds = targets["engine_presets"]["propertyNames"]["enum"]

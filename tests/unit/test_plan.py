@@ -11,11 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ci_onnx import cijobs, config, matrix
+from ci_onnx import config, matrix
 from ci_onnx import plan as planning
-from ci_onnx.errors import ConfigError, UsageError
-from ci_onnx.resolve import NoRelease, resolve
-from ci_onnx.target import Target
+from ci_onnx.contracts.errors import ConfigError, UsageError
+from ci_onnx.contracts.target import Target
+from ci_onnx.host.resolve import NoRelease, resolve
+from ci_onnx.plan import cijobs
 from tests.conftest import EXAMPLE_CONFIG, FakeIndex
 
 BASE = config.load(EXAMPLE_CONFIG)

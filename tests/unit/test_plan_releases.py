@@ -8,7 +8,7 @@ import pytest
 
 from ci_onnx import config
 from ci_onnx import plan as planning
-from ci_onnx.errors import ConfigError
+from ci_onnx.contracts.errors import ConfigError
 from tests.conftest import EXAMPLE_CONFIG, FakeIndex
 
 BASE = config.load(EXAMPLE_CONFIG)
@@ -59,7 +59,7 @@ def test_a_wildcard_matching_nothing_for_one_provider_stays_an_expected_skip(fak
 
 
 def test_an_index_that_cannot_be_listed_leaves_exact_releases_as_written() -> None:
-    from ci_onnx.errors import EnvironmentProblem
+    from ci_onnx.contracts.errors import EnvironmentProblem
 
     class Offline:
         def versions(self, package: str, *, pre: bool = False) -> list[str]:

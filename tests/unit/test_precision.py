@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from ci_onnx import config
-from ci_onnx.errors import ConfigError
-from ci_onnx.export import precision, runner
-from ci_onnx.results import SQNR_CAP_DB
+from ci_onnx.contracts.errors import ConfigError
+from ci_onnx.contracts.results import SQNR_CAP_DB
+from ci_onnx.export import parent, precision
 from ci_onnx.verify import compare
 from tests.conftest import EXAMPLE_CONFIG
 
@@ -138,15 +138,15 @@ def test_a_calibration_set_with_wrong_names_or_shapes_is_one_line_before_any_exp
     np.savez(tmp_path / "cal.npz", **arrays)
     cfg = cfg_of(tmp_path, extra=f", calibration: {tmp_path}/cal.npz")
     with pytest.raises(ConfigError) as err:
-        runner.preflight(cfg)
+        parent.preflight(cfg)
     message = str(err.value)
     assert "\n" not in message and "export.calibration" in message and says in message
 
 
 def test_a_derived_bundle_needs_its_fp32_export_selected() -> None:
-    jobs = [runner.Job(17, "dynamo"), runner.Job(17, "torchscript")]
-    chosen = runner.select(jobs, ["*-int8-static"], lambda _: ["op17-dynamo-int8-static"])
-    assert chosen == [runner.Job(17, "dynamo")]
+    jobs = [parent.Job(17, "dynamo"), parent.Job(17, "torchscript")]
+    chosen = parent.select(jobs, ["*-int8-static"], lambda _: ["op17-dynamo-int8-static"])
+    assert chosen == [parent.Job(17, "dynamo")]
 
 
 def test_fp16_keeps_a_graph_output_that_a_blocked_op_writes(tmp_path: Path) -> None:

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from ci_onnx import proc
+from ci_onnx.contracts import proc
+from ci_onnx.contracts.target import Target
+from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.runners import base, batch, python, session
-from ci_onnx.target import Target
-from ci_onnx.verify_options import VerifyOptions
 
 
 def test_only_a_preset_with_a_process_wide_setting_is_process_wide() -> None:

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from ci_onnx import matrix
+from ci_onnx.contracts.target import Target
+from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.runners import base, native, node, python, web
-from ci_onnx.target import Target
 from ci_onnx.verify import stage
-from ci_onnx.verify_options import VerifyOptions
 
 RUNNERS = Path(native.__file__).parent
 OBSERVERS = [

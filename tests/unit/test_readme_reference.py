@@ -9,8 +9,8 @@ import re
 import click
 from ruamel.yaml import YAML
 
-from ci_onnx import cli_reference
 from ci_onnx.cli import cli
+from ci_onnx.cli import reference as cli_reference
 from tests.conftest import REPO
 
 CLI_PAGE = REPO / "docs" / "reference" / "cli.md"
@@ -19,7 +19,7 @@ ACTION_PAGE = REPO / "docs" / "reference" / "action.md"
 
 def test_the_command_page_is_generated_from_the_cli() -> None:
     text = CLI_PAGE.read_text()
-    assert cli_reference.render() in text, "run `python -m ci_onnx.docs_reference --write`"
+    assert cli_reference.render() in text, "run `python -m ci_onnx.cli.docs_reference --write`"
 
 
 def test_the_command_table_names_every_option_of_every_command() -> None:
@@ -52,8 +52,8 @@ def test_range_is_one_semantics_everywhere_high_excluded() -> None:
     """init wrote [low, high] and the README [low, high): the random integers never reach high."""
     import numpy as np
 
-    from ci_onnx.bundle import TensorSpec
     from ci_onnx.config import schema
+    from ci_onnx.contracts.bundle import TensorSpec
     from ci_onnx.export import inputs
 
     drawn = inputs.random_inputs([TensorSpec("ids", ("batch", 64), "int64", (0, 3))], 64, 0, {})["ids"]

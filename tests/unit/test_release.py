@@ -10,8 +10,8 @@ import pytest
 from ruamel.yaml import YAML
 
 import ci_onnx
-from ci_onnx import scaffold
 from ci_onnx.github.client import Client
+from ci_onnx.orchestration import scaffold
 from scripts import release
 from tests.fakegithub import server as fake
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner, Result
 
 from ci_onnx import plan as planning
 from ci_onnx.cli import cli
-from ci_onnx.results import write_result
+from ci_onnx.contracts.results import write_result
 from tests.fakegithub import server
 from tests.fakegithub.server import FakeGitHub
 from tests.golden import scenarios

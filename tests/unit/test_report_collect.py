@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import serde
-from ci_onnx.errors import UsageError
+from ci_onnx.contracts import serde
+from ci_onnx.contracts.errors import UsageError
+from ci_onnx.contracts.results import write_result
+from ci_onnx.contracts.target import Status
 from ci_onnx.report.collect import collect, merge
-from ci_onnx.results import write_result
-from ci_onnx.target import Status
 from tests.golden import scenarios
 
 
@@ -122,7 +122,7 @@ def test_an_unknown_schema_version_is_a_problem(tmp_path: Path, version: object)
 
 
 def test_two_results_that_disagree_are_a_problem_and_the_worse_shows(tmp_path: Path) -> None:
-    from ci_onnx.target import Status
+    from ci_onnx.contracts.target import Status
 
     _, results = scenarios.all_passing()
     first = results[0]

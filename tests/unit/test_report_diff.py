@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from ci_onnx.gate_settings import GateSettings
+from ci_onnx.contracts.gate_settings import GateSettings
+from ci_onnx.contracts.results import LatencyStat, PairedLatency, PlacedNode, ServingFigures, TargetResult
 from ci_onnx.report import diff, noise
-from ci_onnx.results import LatencyStat, PairedLatency, PlacedNode, ServingFigures, TargetResult
 from tests.golden import scenarios
 
 SETTINGS = GateSettings()

@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ci_onnx.contracts.results import TargetResult
+from ci_onnx.contracts.target import Status
 from ci_onnx.plan import Plan
 from ci_onnx.report import gate, render, view
 from ci_onnx.report.baseline import Baseline
 from ci_onnx.report.collect import Collection, merge
-from ci_onnx.results import TargetResult
-from ci_onnx.target import Status
 from tests.golden import scenarios
 
 

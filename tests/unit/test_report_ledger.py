@@ -14,11 +14,11 @@ from click.testing import CliRunner
 from ci_onnx import config
 from ci_onnx import plan as planning
 from ci_onnx.cli import cli
-from ci_onnx.errors import ConfigError
-from ci_onnx.gate_settings import ExpectedFailure, GateSettings, Mode
+from ci_onnx.contracts.errors import ConfigError
+from ci_onnx.contracts.gate_settings import ExpectedFailure, GateSettings, Mode
+from ci_onnx.contracts.results import write_result
 from ci_onnx.report import gate, render, view
 from ci_onnx.report.collect import merge
-from ci_onnx.results import write_result
 from tests.golden import scenarios
 from tests.unit.test_config import GOOD
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from ci_onnx.contracts.triage_contract import FaultClass, NodeError, Triage
 from ci_onnx.report import gate, render, view
 from ci_onnx.report.collect import merge
-from ci_onnx.triage_contract import FaultClass, NodeError, Triage
 from tests.golden import scenarios
 
 FOUND = Triage(

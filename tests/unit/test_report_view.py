@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from ci_onnx.contracts.results import CheckResult
+from ci_onnx.contracts.target import Status
 from ci_onnx.report import gate, view
 from ci_onnx.report.collect import merge
-from ci_onnx.results import CheckResult
-from ci_onnx.target import Status
 from tests.golden import scenarios
 
 

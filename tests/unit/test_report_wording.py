@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import results as results_mod
-from ci_onnx.bundle import read_manifest
-from ci_onnx.export import runner, signature
+from ci_onnx.contracts import results as results_mod
+from ci_onnx.contracts.bundle import read_manifest
+from ci_onnx.contracts.results import CheckResult, ServingFigures
+from ci_onnx.contracts.shorten import runtime_words
+from ci_onnx.contracts.target import Status
+from ci_onnx.export import parent, signature
 from ci_onnx.report import accuracy, gate, render, view
 from ci_onnx.report.collect import merge
-from ci_onnx.results import CheckResult, ServingFigures
-from ci_onnx.shorten import runtime_words
-from ci_onnx.target import Status
 from ci_onnx.verify import accuracy as verify_accuracy
 from tests import bundles
 from tests.golden import scenarios
@@ -89,7 +89,7 @@ def test_inputs_bound_by_position_are_shown_and_a_renamed_one_is_warned_on_termi
 
     export = CheckResult("export", Status.PASSED, "exported", figures)
     manifest = dataclasses.replace(read_manifest(bundles.mlp_bundle(tmp_path / "b")), findings=(export,))
-    assert runner.binding_lines(manifest) == lines  # what `export` and `run` print
+    assert parent.binding_lines(manifest) == lines  # what `export` and `run` print
 
     plan, results = scenarios.all_passing()
     first = results[0]

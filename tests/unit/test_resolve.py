@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ci_onnx.errors import ConfigError, EnvironmentProblem
-from ci_onnx.resolve import PipIndex, releases_between, resolve, resolve_all
+from ci_onnx.contracts.errors import ConfigError, EnvironmentProblem
+from ci_onnx.host.resolve import PipIndex, releases_between, resolve, resolve_all
 from tests.conftest import FakeIndex
 from tests.support import pypi
 

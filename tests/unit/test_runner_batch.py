@@ -14,16 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import config, localrun, proc
-from ci_onnx.errors import EnvironmentProblem, UsageError
+from ci_onnx import config
+from ci_onnx.contracts import proc
+from ci_onnx.contracts.errors import EnvironmentProblem, UsageError
+from ci_onnx.contracts.progress import Progress
+from ci_onnx.contracts.results import read_result
+from ci_onnx.contracts.target import Status, Target
+from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.observer import ort
 from ci_onnx.observer.jobs import MARKER, done_line, parse_marker, write_jobs
-from ci_onnx.progress import Progress
-from ci_onnx.results import read_result
+from ci_onnx.orchestration import localrun
 from ci_onnx.runners import base, batch
-from ci_onnx.target import Status, Target
 from ci_onnx.verify import stage
-from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 from tests.conftest import EXAMPLE_CONFIG
 
@@ -349,7 +351,7 @@ def test_the_judge_reads_numeric_tensors_without_importing_onnx(tmp_path: Path) 
     import numpy as np
     from onnx import numpy_helper
 
-    from ci_onnx import tensorproto
+    from ci_onnx.contracts import tensorproto
     from ci_onnx.verify import decode
 
     values = np.arange(12, dtype=np.float32).reshape(3, 4) / 7

@@ -6,12 +6,12 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from ci_onnx import bundle
+from ci_onnx.contracts import bundle
+from ci_onnx.contracts.target import Target
+from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.observer import measure, ort
 from ci_onnx.runners.base import Launch
 from ci_onnx.runners.python import observer_args
-from ci_onnx.target import Target
-from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 
 TARGET = Target("1.32.0", "cpu", 17, "dynamo")

@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from ci_onnx import matrix
-from ci_onnx.bundle import Manifest, TensorSpec, Tolerance
+from ci_onnx.contracts.bundle import Manifest, TensorSpec, Tolerance
 from ci_onnx.observer import feeds, values
 from ci_onnx.verify import compare, decode
 

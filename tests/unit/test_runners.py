@@ -9,14 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import bundle, cijobs, config, matrix
+from ci_onnx import config, matrix
 from ci_onnx import plan as planning
-from ci_onnx.errors import ConfigError, UsageError
-from ci_onnx.results import SCHEMA_VERSION, Environment, Observation
+from ci_onnx.contracts import bundle
+from ci_onnx.contracts.errors import ConfigError, UsageError
+from ci_onnx.contracts.results import SCHEMA_VERSION, Environment, Observation
+from ci_onnx.contracts.target import Status, Target
+from ci_onnx.contracts.verify_options import VerifyOptions
+from ci_onnx.plan import cijobs
 from ci_onnx.runners import base
-from ci_onnx.target import Status, Target
 from ci_onnx.verify import evidence, judge
-from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 from tests.conftest import EXAMPLE_CONFIG, FakeIndex
 

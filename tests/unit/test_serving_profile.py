@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from ci_onnx import config
-from ci_onnx.errors import ConfigError
+from ci_onnx.contracts.errors import ConfigError
+from ci_onnx.contracts.results import SCHEMA_VERSION, Environment, LatencyStat, Observation, TargetResult
+from ci_onnx.contracts.target import Status, Target
+from ci_onnx.contracts.verify_options import Budgets
 from ci_onnx.report import charts, profile, render
 from ci_onnx.report.collect import Entry
-from ci_onnx.results import SCHEMA_VERSION, Environment, LatencyStat, Observation, TargetResult
-from ci_onnx.target import Status, Target
 from ci_onnx.verify import budgets
-from ci_onnx.verify_options import Budgets
 
 SEQ_MODEL = """\
 version: 1

@@ -9,10 +9,10 @@ import pytest
 
 from ci_onnx import config
 from ci_onnx import plan as planning
-from ci_onnx.errors import ConfigError, UsageError
+from ci_onnx.contracts.errors import ConfigError, UsageError
+from ci_onnx.contracts.target import Target
 from ci_onnx.observer import optcache, session
 from ci_onnx.runners import session as presets
-from ci_onnx.target import Target
 from tests.conftest import DIGITNET_MODEL, FakeIndex
 
 INDEX = FakeIndex({"onnxruntime": ["1.32.0", "1.20.1"], "onnxruntime-node": []})

@@ -14,14 +14,15 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from ci_onnx import bundle, matrix
-from ci_onnx.bundle import TensorSpec
+from ci_onnx import matrix
+from ci_onnx.contracts import bundle
+from ci_onnx.contracts.bundle import TensorSpec
+from ci_onnx.contracts.results import CheckResult, TargetResult
+from ci_onnx.contracts.target import Status, Target
+from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.export import sweep, sweep_sets
 from ci_onnx.observer import feeds, ort
-from ci_onnx.results import CheckResult, TargetResult
-from ci_onnx.target import Status, Target
 from ci_onnx.verify import evidence, judge
-from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 
 TARGET = Target("1.32.0", "cpu", 17, "onnx")

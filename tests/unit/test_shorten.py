@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ci_onnx.shorten import fit
+from ci_onnx.contracts.shorten import fit
 
 ORT = (
     "[ONNXRuntimeError] : 1 : FAIL : Load model from /home/runner/work/digits/digits/onnx-gate-out/"

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
-from ci_onnx import tensorproto
+from ci_onnx.contracts import tensorproto
 
 DTYPES = ["float32", "float16", "float64", "int64", "int32", "int8", "uint8", "bool"]
 

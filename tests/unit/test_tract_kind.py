@@ -9,14 +9,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ci_onnx import matrix, serde
-from ci_onnx.bundle import MODEL, Manifest, read_manifest
+from ci_onnx import matrix
+from ci_onnx.contracts import serde
+from ci_onnx.contracts.bundle import MODEL, Manifest, read_manifest
+from ci_onnx.contracts.target import ENGINE_RUNNERS, Status, Target
+from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.observer import engine, tract_engine
 from ci_onnx.observer.engine import Opened, Port
 from ci_onnx.runners import base, tract
-from ci_onnx.target import ENGINE_RUNNERS, Status, Target
 from ci_onnx.verify import evidence, judge
-from ci_onnx.verify_options import VerifyOptions
 from tests.bundles import mlp_bundle
 
 

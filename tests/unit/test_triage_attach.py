@@ -12,13 +12,13 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from ci_onnx.bundle import TensorSpec
-from ci_onnx.results import CheckResult, TargetResult
+from ci_onnx.contracts.bundle import TensorSpec
+from ci_onnx.contracts.results import CheckResult, TargetResult
+from ci_onnx.contracts.target import Status, Target
+from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.runners.base import RunnerEnv
-from ci_onnx.target import Status, Target
 from ci_onnx.triage import attach
 from ci_onnx.verify import stage
-from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 
 SPEC = bundles.BundleSpec(

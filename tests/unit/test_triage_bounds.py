@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import onnxruntime
 
-from ci_onnx.target import Status, Target
+from ci_onnx.contracts.target import Status, Target
+from ci_onnx.contracts.triage_contract import FaultClass
+from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.triage import bisect, bounds, classify, graph
-from ci_onnx.triage_contract import FaultClass
 from ci_onnx.verify import stage
-from ci_onnx.verify_options import VerifyOptions
 from tests import chain
 
 NODES, WIDTH = 16, 1 << 16  # 16 values of 256 KiB for one sample

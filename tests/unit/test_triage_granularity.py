@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from ci_onnx.contracts.triage_contract import FaultClass
 from ci_onnx.triage import classify, graph, torchref
-from ci_onnx.triage_contract import FaultClass
 
 torch = pytest.importorskip("torch")
 nn = torch.nn

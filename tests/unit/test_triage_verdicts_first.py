@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx.results import read_result
-from ci_onnx.target import Status, Target
+from ci_onnx.contracts.results import read_result
+from ci_onnx.contracts.target import Status, Target
 
 CHILD = textwrap.dedent(
     """
@@ -21,10 +21,10 @@ CHILD = textwrap.dedent(
     from pathlib import Path
     import onnxruntime
     from ci_onnx.runners.python import from_interpreter
-    from ci_onnx.target import Target
+    from ci_onnx.contracts.target import Target
     from ci_onnx.triage import attach
     from ci_onnx.verify import stage
-    from ci_onnx.verify_options import VerifyOptions
+    from ci_onnx.contracts.verify_options import VerifyOptions
     from tests import bundles
 
     root = Path(sys.argv[1])
@@ -78,9 +78,9 @@ def test_a_cell_whose_export_failed_is_triaged_only_once_every_verdict_of_its_gr
 
     import onnxruntime
 
+    from ci_onnx.contracts.verify_options import VerifyOptions
     from ci_onnx.runners.python import from_interpreter
     from ci_onnx.verify import stage
-    from ci_onnx.verify_options import VerifyOptions
     from tests import bundles
 
     failed = bundles.mlp_bundle(tmp_path / "op16-onnx", opset=16)

@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 
+from ci_onnx.contracts.triage_contract import FaultClass
 from ci_onnx.triage import classify, walk
 from ci_onnx.triage.graph import Graph, Node
-from ci_onnx.triage_contract import FaultClass
 
 ATOL, RTOL = 1e-4, 1e-3
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx.results import read_result
+from ci_onnx.contracts.results import read_result
+from ci_onnx.contracts.target import Status, Target
+from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.runners.python import from_interpreter
-from ci_onnx.target import Status, Target
 from ci_onnx.verify import stage
-from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 
 IDS = ("ort1.32.0-cpu-op17-onnx", "ort1.32.0-cpu-op17-onnx-so-no_opt", "ort1.32.0-cpu-op17-onnx-so-basic")

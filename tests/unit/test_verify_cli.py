@@ -11,10 +11,10 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from ci_onnx import bundle, schema
 from ci_onnx.cli import cli
-from ci_onnx.results import CheckResult
-from ci_onnx.target import Status
+from ci_onnx.contracts import bundle, schema
+from ci_onnx.contracts.results import CheckResult
+from ci_onnx.contracts.target import Status
 from tests import bundles
 
 TARGET = "ort1.32.0-cpu-op17-onnx"

@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from ci_onnx.bundle import Tolerance
+from ci_onnx.contracts.bundle import Tolerance
+from ci_onnx.contracts.results import PlacedNode, Placement
+from ci_onnx.contracts.target import Status
 from ci_onnx.observer.placement import CPU, from_verbose_log, profile_nodes, summarise, verbose_log_nodes
-from ci_onnx.results import PlacedNode, Placement
-from ci_onnx.target import Status
 from ci_onnx.verify import compare
 
 TOL = Tolerance(atol=1e-4, rtol=1e-3)

@@ -9,13 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ci_onnx import bundle, matrix, tensorproto
-from ci_onnx.bundle import Manifest
-from ci_onnx.results import SCHEMA_VERSION, Environment, Observation
-from ci_onnx.target import Status, Target
+from ci_onnx import matrix
+from ci_onnx.contracts import bundle, tensorproto
+from ci_onnx.contracts.bundle import Manifest
+from ci_onnx.contracts.results import SCHEMA_VERSION, Environment, Observation
+from ci_onnx.contracts.target import Status, Target
+from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.verify import decode, evidence, judge
 from ci_onnx.verify.evidence import Evidence, Unreadable
-from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 
 CPU = "CPUExecutionProvider"

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import matrix, proc
+from ci_onnx import matrix
+from ci_onnx.contracts import proc
 from ci_onnx.observer import CONTRACTS
 from tests.support import imports
 

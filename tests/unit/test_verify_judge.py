@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import bundle, tensorproto
-from ci_onnx.bundle import Manifest
-from ci_onnx.results import SCHEMA_VERSION, Environment, Observation, PlacedNode, Placement
-from ci_onnx.target import Status, Target
+from ci_onnx.contracts import bundle, tensorproto
+from ci_onnx.contracts.bundle import Manifest
+from ci_onnx.contracts.results import SCHEMA_VERSION, Environment, Observation, PlacedNode, Placement
+from ci_onnx.contracts.target import Status, Target
+from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.verify import evidence, judge
-from ci_onnx.verify_options import VerifyOptions
 from tests import bundles
 
 CPU, OV = "CPUExecutionProvider", "OpenVINOExecutionProvider"

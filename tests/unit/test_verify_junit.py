@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import xmlschema
 
-from ci_onnx.results import SCHEMA_VERSION, CheckResult, Environment, LatencyStat, TargetResult
-from ci_onnx.target import Status, Target
+from ci_onnx.contracts.results import SCHEMA_VERSION, CheckResult, Environment, LatencyStat, TargetResult
+from ci_onnx.contracts.target import Status, Target
 from ci_onnx.verify import junit
 
 XSD = Path(__file__).parent.parent / "data" / "jenkins-xunit-junit-10.xsd"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ci_onnx.bundle import MODEL, read_manifest
 from ci_onnx.cli import cli
+from ci_onnx.contracts.bundle import MODEL, read_manifest
 from tests import bundles
 from tests.support.cells import DIE_ENV, python_kind_hooked
 

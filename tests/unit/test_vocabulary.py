@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import bundle, serde
+from ci_onnx.contracts import bundle, serde
+from ci_onnx.contracts.results import CheckResult, read_result, write_result
+from ci_onnx.contracts.target import Status, Target
 from ci_onnx.report import collect
-from ci_onnx.results import CheckResult, read_result, write_result
-from ci_onnx.target import Status, Target
 from ci_onnx.verify import judge
 from tests import bundles
 
@@ -91,7 +91,7 @@ def test_the_two_shapes_are_gone() -> None:
 )
 def test_a_target_part_outside_its_grammar_is_refused(field: str, value: object) -> None:
     """What a plan, a result or a fork supplies becomes a Target only if every part fits the id."""
-    from ci_onnx.target import Target
+    from ci_onnx.contracts.target import Target
 
     parts: dict[str, object] = {"runtime": "1.20.1", "provider": "cpu", "opset": 17, "exporter": "dynamo"}
     with pytest.raises(ValueError, match=field):

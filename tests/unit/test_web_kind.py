@@ -13,14 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import cijobs, matrix, proc
+from ci_onnx import matrix
 from ci_onnx import plan as planning
-from ci_onnx.errors import EnvironmentProblem
-from ci_onnx.results import SCHEMA_VERSION, Observation
+from ci_onnx.contracts import proc
+from ci_onnx.contracts.errors import EnvironmentProblem
+from ci_onnx.contracts.results import SCHEMA_VERSION, Observation
+from ci_onnx.contracts.serde import dumps
+from ci_onnx.contracts.target import Target
+from ci_onnx.contracts.verify_options import VerifyOptions
+from ci_onnx.plan import cijobs
 from ci_onnx.runners import base, web
-from ci_onnx.serde import dumps
-from ci_onnx.target import Target
-from ci_onnx.verify_options import VerifyOptions
 from tests.conftest import FakeIndex
 from tests.support.cells import HOOKS
 from tests.unit.test_runners import INDEX, cfg

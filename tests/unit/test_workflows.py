@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from ci_onnx import matrix, proc, scaffold
+from ci_onnx import matrix
+from ci_onnx.contracts import proc
+from ci_onnx.orchestration import scaffold
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED_WORKFLOWS = sorted((ROOT / ".github/workflows").glob("*.yml"))
@@ -72,7 +74,7 @@ def test_the_project_ships_ci_and_a_self_test() -> None:
 
 def test_the_self_test_is_the_rendered_starter_gate() -> None:
     assert (ROOT / scaffold.SELF_TEST).read_text() == scaffold.self_test_workflow(), (
-        "regenerate with: python -m ci_onnx.scaffold"
+        "regenerate with: python -m ci_onnx.orchestration.scaffold"
     )
     text = scaffold.self_test_workflow()
     # The pull request's own code: every job through the composite action from the checkout, never

@@ -73,7 +73,7 @@ def test_the_stand_in_serves_the_python_kinds_cells_and_changes_nothing_else() -
 
 
 def test_every_github_action_the_workflows_use_has_a_stand_in() -> None:
-    from ci_onnx import scaffold
+    from ci_onnx.orchestration import scaffold
 
     settings = scaffold.Settings()
     used: set[str] = set()
@@ -112,7 +112,7 @@ def test_the_stand_ins_declare_only_inputs_the_real_actions_declare() -> None:
     fail on GitHub; the real inputs are the recorded ones (tests/data/actions)."""
     import json
 
-    from ci_onnx import scaffold
+    from ci_onnx.orchestration import scaffold
 
     for uses, folder in harness.GITHUB_ACTIONS.items():
         action = uses.partition("@")[0]

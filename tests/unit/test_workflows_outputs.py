@@ -12,12 +12,14 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from ci_onnx import cijobs, matrix, scaffold
+from ci_onnx import matrix
 from ci_onnx import plan as planning
-from ci_onnx.errors import ConfigError
-from ci_onnx.target import Target
+from ci_onnx.contracts.errors import ConfigError
+from ci_onnx.contracts.target import Target
+from ci_onnx.contracts.verify_options import VerifyOptions, options_from
+from ci_onnx.orchestration import scaffold
+from ci_onnx.plan import cijobs
 from ci_onnx.verify import stage
-from ci_onnx.verify_options import VerifyOptions, options_from
 
 
 def _plan(n: int, max_cells_per_job: int = 0, **verify: object) -> planning.Plan:
@@ -79,7 +81,7 @@ def test_verify_settings_travel_in_the_plan() -> None:
 
 
 def _round_trip(plan: planning.Plan) -> planning.Plan:
-    from ci_onnx import serde
+    from ci_onnx.contracts import serde
 
     return serde.from_json(planning.Plan, json.loads(planning.to_json(plan)))
 
@@ -164,8 +166,8 @@ def test_fork_text_in_results_cannot_start_a_workflow_command(tmp_path: Path) ->
     from click.testing import CliRunner
 
     from ci_onnx.cli import cli
-    from ci_onnx.results import CheckResult, TargetResult, write_result
-    from ci_onnx.target import Status, Target
+    from ci_onnx.contracts.results import CheckResult, TargetResult, write_result
+    from ci_onnx.contracts.target import Status, Target
 
     target = Target("1.32.0", "cpu", 17, "dynamo")
     forged = "x\n::set-output name=verdict::pass\n::error::all good"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_onnx import proc
+from ci_onnx.contracts import proc
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")))

@@ -9,7 +9,7 @@
  * the name the C API appends it by (--ep-append; NNAPI: its own function), all three from
  * providers.toml through the host: no table of providers lives here.
  *
- * writes OUT/observation.json (the Observation of ci_onnx/results.py), every observed output as a
+ * writes OUT/observation.json (the Observation of ci_onnx/contracts/results.py), every observed output as a
  * TensorProto file, the profile trace of the parity runs (native_profile.json) and the verbose log
  * of a session created at verbose level (verbose.log, from a logging callback); the Python side turns
  * them into a Placement with the code every runner shares. Exit 0 when it observed (a model that

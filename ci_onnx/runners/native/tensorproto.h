@@ -1,5 +1,5 @@
 /* A TensorProto decoder and encoder of its own (C11, no protobuf library): the few fields a tensor
- * needs, read the way ci_onnx/tensorproto.py reads them and written the way it writes them (dims,
+ * needs, read the way ci_onnx/contracts/tensorproto.py reads them and written the way it writes them (dims,
  * data_type, name, then raw_data, or string_data for strings), so both write identical bytes.
  *
  * In memory a tensor holds its elements in onnxruntime's layout, which is also TensorProto's

@@ -4,7 +4,7 @@
 //   --out OBSDIR [--batch-sizes 1,8] [--latency-runs N] [--memory-threads N]
 // --ep is the provider's providers.toml key (onnxruntime-node's backend name); --ep-names, from
 // providers.toml through the host, what onnxruntime registers each key under: no table lives here.
-// writes OBSDIR/observation.json (the Observation contract of ci_onnx/results.py), every observed
+// writes OBSDIR/observation.json (the Observation contract of ci_onnx/contracts/results.py), every observed
 // output as a TensorProto file, and the profile trace of the parity runs as node_profile.json; where a
 // release writes no trace (1.20 ignores enableProfiling), the verbose log of a session created in a
 // child as verbose.log. The Python side turns either into a Placement, with the code every runner shares.

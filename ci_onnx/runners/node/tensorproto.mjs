@@ -1,5 +1,5 @@
 // ONNX TensorProto files, read and written with no dependency: the protobuf wire format of the few
-// fields a tensor needs. Writes what ci_onnx/tensorproto.py writes (dims, data_type, name, raw_data or
+// fields a tensor needs. Writes what ci_onnx/contracts/tensorproto.py writes (dims, data_type, name, raw_data or
 // string_data, in field order), so both codecs produce the same bytes for the same tensor.
 
 const DIMS = 1, DATA_TYPE = 2, FLOAT = 4, INT32 = 5, STRING = 6, INT64 = 7, NAME = 8, RAW = 9;
@@ -24,7 +24,7 @@ export const TYPES = {
 export const CODE_OF = Object.fromEntries(Object.entries(TYPES).map(([code, [t]]) => [t, Number(code)]));
 
 // Any bytes that are not such a tensor throw TensorProtoError, never another error: the same files
-// ci_onnx/tensorproto.py refuses, for the same reasons (every declared size checked against the bytes
+// ci_onnx/contracts/tensorproto.py refuses, for the same reasons (every declared size checked against the bytes
 // present before anything is allocated).
 export class TensorProtoError extends Error {
   constructor(message) {
@@ -36,7 +36,7 @@ const fail = (message) => {
   throw new TensorProtoError(message);
 };
 const MAX_ELEMENTS = 2 ** 34; // more than any test file holds: a larger claimed shape is a lie
-// The wire types each field read may come in (ci_onnx/tensorproto.py _WIRES).
+// The wire types each field read may come in (ci_onnx/contracts/tensorproto.py _WIRES).
 const WIRES = {
   [DIMS]: [0, 2], [DATA_TYPE]: [0], [FLOAT]: [5, 2], [INT32]: [0, 2], [STRING]: [2], [INT64]: [0, 2],
   [NAME]: [2], [RAW]: [2], [DOUBLE]: [1, 2], [UINT64]: [0, 2], [EXTERNAL]: [2], 14: [0],
@@ -219,7 +219,7 @@ function varint(value) {
 const key = (field, wire) => varint((field << 3) | wire);
 const lenField = (field, payload) => Buffer.concat([key(field, 2), varint(payload.length), payload]);
 
-/** Encode {name, type or dataType, dims, data} as ci_onnx/tensorproto.py's dumps does. */
+/** Encode {name, type or dataType, dims, data} as ci_onnx/contracts/tensorproto.py's dumps does. */
 export function writeTensor({ name = '', type, dataType, dims, data }) {
   const code = dataType ?? CODE_OF[type];
   if (!TYPES[code]) throw new Error(`tensor type ${type ?? code} has no TensorProto data type here`);

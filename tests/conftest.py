@@ -25,7 +25,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     a missing browser must not pass as a skip: there they run and fail, saying why."""
     import os
 
-    from ci_onnx.errors import GateError
+    from ci_onnx.contracts.errors import GateError
     from ci_onnx.runners import web
 
     marked = [item for item in items if item.get_closest_marker("browser")]

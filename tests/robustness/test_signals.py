@@ -85,7 +85,7 @@ def test_the_clean_ups_of_processes_that_left_the_group_run_and_nothing_starts_a
     pid_file = tmp_path / "pids"
     script.write_text(
         "import os, signal, subprocess, time\n"
-        "from ci_onnx import proc\n"
+        "from ci_onnx.contracts import proc\n"
         "proc.end_children_on_signals()\n"
         "loner = subprocess.Popen(['setsid', 'sleep', '300'])  # leaves every group, as Chromium does\n"
         "with proc.cleanup(lambda: os.kill(loner.pid, signal.SIGKILL)):\n"

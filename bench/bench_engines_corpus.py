@@ -56,14 +56,14 @@ FAULTS: dict[tuple[str, str, str], str] = {
         " Reshape to [-1, seq+past, 16] (the TorchScript export of the same model passes)."
     ),
     ("t5", "dynamo", "tract"): (
-        "tract's: a run failure: 'Undetermined symbol in expression' in a Slice its own optimizer made"
-        " (node_permute_1.MoveAxis…); with concrete facts its analysis rejects the file's symbolic"
+        "tract's: a run failure: 'Undetermined symbol in expression' in a Slice tract made of the file's"
+        " permute (node_permute_1.MoveAxis…); with concrete facts its analysis rejects the file's symbolic"
         " value_info instead. Checked by hand."
     ),
     ("lstm", "torchscript", "tract"): (
         "tract's: with a symbolic batch its Scan (the LSTM) resolves batch to 1 inside the loop body and"
         " fails on batch 4 ('Clashing resolution for expression. batch=4 != 1'); batch 1 runs, and with"
-        " concrete facts every batch runs (checked by hand). A real engine bug, not the gate's facts."
+        " concrete facts (4, 7) batch 4 runs (checked by hand). A real engine bug, not the gate's facts."
     ),
 }
 """(model, exporter, column) → whose fault a failing cell is, in one line (read by hand)."""
@@ -177,7 +177,8 @@ def section(rows: list[tuple[str, str, dict[tuple[str, str], tuple[str, str]]]],
         f" `onnx-gate run` at opset {OPSET} with both exporters and `targets.runners: {RUNNERS}`;"
         " openvino under its defaults and its `f32` preset (matrix/runners.toml). A cell is pass, or the"
         " checks that failed and the first line of the first one's message. "
-        f"{releases}; {platform.machine()}, {os.cpu_count()} CPUs; {seconds:.0f} s in all.",
+        f"{releases}; {platform.machine()}, {os.cpu_count()} CPUs;"
+        f" {seconds:.0f} s of `onnx-gate run` in all.",
         "",
         "| model | exporter | " + " | ".join(heads) + " |",
         "|---|---|" + "---|" * len(heads),
@@ -189,15 +190,24 @@ def section(rows: list[tuple[str, str, dict[tuple[str, str], tuple[str, str]]]],
 
 
 def whose(rows: list[tuple[str, str, dict[tuple[str, str], tuple[str, str]]]]) -> list[str]:
-    lines = []
+    """Each cause of failing cells, once, with the cells it explains; and each column's passes."""
+    heads = [column_name(k, p) for k, p in COLUMNS]
+    passes = {h: sum(f.get((e, h), ("", ""))[1] == "pass" for _, e, f in rows) for h in heads}
+    causes: dict[str, list[str]] = {}
     for model, exporter, found in rows:
         for head, (_, v) in sorted(found.items()):
             if head[0] != exporter or v == "pass":
                 continue
             failed = tuple(n.split("[", 1)[0] for n in v.removeprefix("FAIL ").split(": ", 1)[0].split(", "))
             why = fault(model, exporter, head[1], tuple(f.split(" ×")[0] for f in failed))
-            lines.append(f"- **{model} / {exporter} / {head[1]}**: {why}")
-    return ["Whose fault each failing cell is:", "", *lines, ""] if lines else []
+            causes.setdefault(why, []).append(f"{model}/{exporter}/{head[1]}")
+    lines = ["Passes: " + ", ".join(f"{h} {n} of {len(rows)}" for h, n in passes.items()) + ".", ""]
+    if causes:
+        unread = "NOT READ YET" in causes
+        lines += [f"Whose fault each failing cell is{'' if unread else ' (none is the gate’s)'}:", ""]
+        lines += [f"- {why} ({len(cells)}: {', '.join(cells)})" for why, cells in causes.items()]
+        lines.append("")
+    return lines
 
 
 def section_of(text: str) -> str:
@@ -231,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[tuple[str, str, dict[tuple[str, str], tuple[str, str]]]] = []
     skipped: list[str] = []
     releases: dict[str, str] = {}
-    start = time.monotonic()
+    total = 0.0
     for entry in real_models.CORPUS:
         if args.only and entry.name not in args.only:
             continue
@@ -240,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
             print(skipped[-1], flush=True)
             continue
         results, seconds, tail = run_model(entry, args.work, args.jobs, args.reuse)
+        total += seconds
         found = cells(results)
         for r in results.values():
             releases[r["target"]["runner"]] = r["target"]["runtime"]
@@ -251,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {entry.name}: {seconds:.0f} s, {len(results)} results; {tail}", flush=True)
     flat = [(m, e, {(e, h): v for h, v in f.items()}) for m, e, f in rows]
     stamp = ", ".join(f"{k} {v}" for k, v in sorted(releases.items())) or "no engine ran"
-    lines = section(flat, [*whose(flat), *skipped], stamp, time.monotonic() - start)
+    lines = section(flat, [*whose(flat), *skipped], stamp, total)
     print("\n".join(lines))
     if args.table:
         args.table.write_text(replace_section(args.table.read_text(), lines))

@@ -271,7 +271,10 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(out)
     print(text)
     if args.table:
-        args.table.write_text(text)
+        from bench import bench_engines_corpus as real
+
+        kept = real.section_of(args.table.read_text()) if args.table.is_file() else ""
+        args.table.write_text(real.replace_section(text, kept.splitlines()) if kept else text)
     return 0
 
 

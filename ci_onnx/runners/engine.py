@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -58,12 +59,26 @@ class EngineRunner:
     def launch(self, env: RunnerEnv, x: Launch, *, base_env: Mapping[str, str]) -> proc.Completed:
         with package_path() as path:
             env_vars = {**base_env, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
-            return proc.run(
+            done = proc.run(
                 self.argv(env, x), timeout=x.options.timeout_s, env=env_vars, what=f"{x.target.id} runner"
             )
+        why = "" if done.ok else panic(done.stderr)
+        return dataclasses.replace(done, stderr=f"{done.stderr.rstrip()}\n{why}\n") if why else done
 
     def collect(self, out_dir: Path) -> Observation:
         return collect(self.kind, out_dir)  # the observer writes its placement, or says why not
+
+
+PANIC = re.compile(r"^thread '[^']*'(?: \(\d+\))? panicked at (?P<where>\S+?):?\n(?P<what>[^\n]*)", re.M)
+
+
+def panic(stderr: str) -> str:
+    """The engine's own words where a Rust engine (tract) panicked: the first panic's place and message.
+
+    An abort after a panic ends stderr with "thread caused non-unwinding panic. aborting.", the last
+    line the runner check would otherwise quote; '' when stderr holds no panic."""
+    m = PANIC.search(stderr)
+    return f"panicked at {m['where']}: {m['what'].strip()}" if m else ""
 
 
 def preset(kind: str, name: str, user: dict[str, dict[str, dict[str, str]]] | None = None) -> dict[str, str]:

@@ -509,6 +509,43 @@ def test_the_node_runners_cells_are_verified_by_verify_node_as_locally(
     assert _check_conclusion(github) == "success"
 
 
+def test_the_engine_kinds_cells_are_verified_in_the_runner_job_as_locally(
+    tmp_path: Path, env_cache: Path
+) -> None:
+    """targets.runners: [python, tract, openvino]: the engine cells go to the runner job (the composite
+    action on the runner their labels name), one job per engine release, which provisions the engine's
+    own environment as `onnx-gate run` does; the python cell goes to verify. Every cell's status is the
+    local one (openvino's defaults run in bf16 on a CPU with bf16, a failed cell in both)."""
+    files = _tinycnn()
+    files["onnx-gate.yml"] = (
+        files["onnx-gate.yml"]
+        .replace("opsets: [17, 18]", "opsets: [18]")
+        .replace(f'runtimes: ["{RUNTIME}"]', f'runtimes: ["{RUNTIME}"]\n  runners: [python, tract, openvino]')
+    )
+    run, github, (local_code, local) = _gate(tmp_path, files, env_cache)
+    tract = next(t for t in local if t.startswith("tract"))
+    f32 = next(t for t in local if t.startswith("openvino") and t.endswith("-so-f32"))
+    assert len(local) == 4, local  # python, tract, openvino's defaults and its f32 preset
+    assert run.statuses() == local, run.tail()
+    assert local[tract] == local[f32] == local[f"ort{RUNTIME}-cpu-op18-torchscript"] == "passed", local
+    all_passed = set(local.values()) == {"passed"}
+    assert (run.code == 0) == (local_code == 0) == all_passed, (run.code, local_code, local)
+    succeeded = {re.sub(r"-\d+$", "", name) for name, ok in run.jobs().items() if ok}  # act adds -N
+    assert any(n.startswith("verify tract") for n in succeeded), sorted(succeeded)
+    assert any(n.startswith("verify openvino") for n in succeeded), sorted(succeeded)
+    assert f"verify ort{RUNTIME} cpu · 1 target" in succeeded, sorted(succeeded)
+    for cell in (tract, f32):
+        (uploaded,) = run.artifacts.glob(f"*/onnx-gate-results-*/results/{cell}.json")  # one per job
+        result = json.loads(uploaded.read_text())
+        mine = json.loads((tmp_path / "local" / "results" / f"{cell}.json").read_text())
+        assert result["target"] == mine["target"]
+        assert [(c["name"], c["status"]) for c in result["checks"]] == [
+            (c["name"], c["status"]) for c in mine["checks"]
+        ]
+    assert _check_conclusion(github) == ("success" if all_passed else "failure")
+    assert f"`{tract}`" in _comment(github) and f"`{f32}`" in _comment(github)
+
+
 WEB_RUNTIME = "1.29.0"
 """A release of both onnxruntime and onnxruntime-web, as the web runner's own e2e tests use."""
 

@@ -187,3 +187,49 @@ def test_the_sweep_points_run_and_are_timed_on_the_engine(tmp_path: Path) -> Non
         ["sweep[seq=1]", "sweep[seq=5]", "sweep[seq=8]", "sweep[seq=16]"], Status.PASSED
     )
     assert [s.point for s in obs.sweep_latency] == ["seq=1", "seq=5", "seq=8", "seq=16"]
+
+
+ABORTED = """
+thread '<unnamed>' (29353) panicked at core/src/ops/matmul/optimized.rs:134:17:
+assertion failed: b_packing.dyn_eq(b.format()) ||
+    (b_packing.is::<PackedFormat>() && b_packing.r() == b.format().r())
+stack backtrace:
+   0: __rustc::rust_begin_unwind
+note: Some details are omitted, run with `RUST_BACKTRACE=full` for a verbose backtrace.
+
+thread '<unnamed>' (29353) panicked at /rustc/b94/library/core/src/panicking.rs:225:5:
+panic in a function that cannot unwind
+stack backtrace:
+   0:     0x7f813bd159f5 - <std::sys::backtrace::BacktraceLock>::print
+thread caused non-unwinding panic. aborting.
+"""
+"""tract 0.23.9's stderr where it aborted on gpt2's dynamo export (tests/corpus/real_models.py)."""
+
+
+def test_an_engine_that_panics_is_a_runner_error_in_the_panics_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ci_onnx import proc
+    from ci_onnx.runners import engine as engine_kind
+
+    assert engine_kind.panic(ABORTED) == (
+        "panicked at core/src/ops/matmul/optimized.rs:134:17: assertion failed: b_packing.dyn_eq(b.format()) ||"
+    )
+    assert engine_kind.panic("Traceback (most recent call last):\nValueError: no\n") == ""
+
+    def aborted(argv: list[str], **_: Any) -> proc.Completed:
+        return proc.Completed(tuple(argv), -6, "", ABORTED, 1.0)
+
+    monkeypatch.setattr(engine_kind.proc, "run", aborted)
+    bundle = mlp_bundle(tmp_path / "b")
+    target = Target.from_id("tract0.23.9-cpu-op18-torchscript")
+    env = base.RunnerEnv("tract", "0.23.9", tmp_path, "python", "tract")
+    launch = base.Launch(bundle, target, tmp_path / "obs", VerifyOptions(), "cpu")
+    done = tract.RUNNER.launch(env, launch, base_env={})
+    assert done.describe_failure() == (
+        "killed by SIGABRT: panicked at core/src/ops/matmul/optimized.rs:134:17: "
+        "assertion failed: b_packing.dyn_eq(b.format()) ||"
+    )
+    healthy = proc.Completed(("x",), 1, "", "Traceback\nValueError: no\n", 1.0)
+    monkeypatch.setattr(engine_kind.proc, "run", lambda argv, **_: healthy)
+    assert tract.RUNNER.launch(env, launch, base_env={}) is healthy  # no panic: as it came

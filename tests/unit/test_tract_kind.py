@@ -209,7 +209,7 @@ thread caused non-unwinding panic. aborting.
 def test_an_engine_that_panics_is_a_runner_error_in_the_panics_words(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ci_onnx import proc
+    from ci_onnx.contracts import proc
     from ci_onnx.runners import engine as engine_kind
 
     assert engine_kind.panic(ABORTED) == (

@@ -164,8 +164,29 @@ def pages(root: Path) -> dict[Path, Callable[[], str]]:
         action_page: lambda: _spliced(action_page, ACTION_BEGIN, ACTION_END, action_reference(root)),
         docs / "reference" / "exit-codes.md": exit_codes,
         docs / "checks" / "index.md": lambda: checks_index(root),
+        root / "ci_onnx" / "schemas" / "config.schema.json": lambda: schema_enums(root),
         root / "mkdocs.yml": lambda: _spliced(root / "mkdocs.yml", NAV_BEGIN, NAV_END, checks_nav(root)),
     }
+
+
+def schema_enums(root: Path) -> str:
+    """config.schema.json with ``targets.providers`` and ``targets.runners`` enumerating the keys of
+    matrix/providers.toml and matrix/runners.toml: a provider or a runner kind is one row there, and
+    the schema (what validation accepts and editors complete) follows it here. Only those two enums
+    are rewritten; the rest of the hand-written file is left as it is."""
+    import json
+    import re
+
+    from ci_onnx import matrix
+
+    text = (root / "ci_onnx" / "schemas" / "config.schema.json").read_text()
+    for key, names in (("providers", list(matrix.providers())), ("runners", list(matrix.runners()))):
+        pattern = re.compile(rf'^(\s*"{key}": \{{.*?"items": \{{"enum": )\[[^\]]*\]', re.M)
+        listed = json.dumps(names)
+        text, n = pattern.subn(lambda m, listed=listed: m.group(1) + listed, text, count=1)
+        if n != 1:
+            raise AssertionError(f"config.schema.json: no one-line targets.{key} with an items enum")
+    return text
 
 
 def drifted(root: Path) -> list[Path]:

@@ -127,7 +127,7 @@ def test_generated_pages_have_not_drifted() -> None:
 
 
 def test_a_drifted_page_is_found(tmp_path: Path) -> None:
-    for rel in ("docs", "mkdocs.yml", "action.yml", "slim", "runner"):
+    for rel in ("docs", "mkdocs.yml", "action.yml", "slim", "runner", "ci_onnx/schemas"):
         src = REPO / rel
         if src.is_dir():
             shutil.copytree(src, tmp_path / rel)
@@ -139,6 +139,12 @@ def test_a_drifted_page_is_found(tmp_path: Path) -> None:
     assert docs_reference.drifted(tmp_path) == [page]
     docs_reference.write(tmp_path)
     assert docs_reference.drifted(tmp_path) == []
+    # a provider is a row of matrix/providers.toml: the schema's enum that left it out has drifted
+    schema = tmp_path / "ci_onnx" / "schemas" / "config.schema.json"
+    schema.write_text(schema.read_text().replace('"enum": ["cpu", "openvino", ', '"enum": ["cpu", ', 1))
+    assert docs_reference.drifted(tmp_path) == [schema]
+    docs_reference.write(tmp_path)
+    assert '"enum": ["cpu", "openvino", ' in schema.read_text()
 
 
 def test_the_readme_stays_short_and_its_install_block_is_the_getting_started_one() -> None:

@@ -174,19 +174,22 @@ def schema_enums(root: Path) -> str:
     matrix/providers.toml and matrix/runners.toml: a provider or a runner kind is one row there, and
     the schema (what validation accepts and editors complete) follows it here. Only those two enums
     are rewritten; the rest of the hand-written file is left as it is."""
+    import functools
     import json
-    import re
 
     from ci_onnx import matrix
 
     text = (root / "ci_onnx" / "schemas" / "config.schema.json").read_text()
     for key, names in (("providers", list(matrix.providers())), ("runners", list(matrix.runners()))):
         pattern = re.compile(rf'^(\s*"{key}": \{{.*?"items": \{{"enum": )\[[^\]]*\]', re.M)
-        listed = json.dumps(names)
-        text, n = pattern.subn(lambda m, listed=listed: m.group(1) + listed, text, count=1)
+        text, n = pattern.subn(functools.partial(_enum, json.dumps(names)), text, count=1)
         if n != 1:
             raise AssertionError(f"config.schema.json: no one-line targets.{key} with an items enum")
     return text
+
+
+def _enum(listed: str, m: re.Match[str]) -> str:
+    return m.group(1) + listed
 
 
 def drifted(root: Path) -> list[Path]:

@@ -28,7 +28,6 @@ IDENTICAL = (
 )
 DRIFT = "parity drift"
 PLACEMENT = "placement"
-CPU_EP = "CPUExecutionProvider"
 SIDE_BY_SIDE = "side by side"
 STORED = "against the base's stored figures"
 SEPARATE = "separate runs"

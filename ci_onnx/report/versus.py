@@ -14,15 +14,12 @@ from ci_onnx.report.gate import Change, Gate, Summary
 from ci_onnx.report.model import (
     Comparison,
     DiffRow,
-    FallbackRow,
     LatencyTable,
     ParityRow,
     PrecisionRow,
     Regression,
     ServingRow,
 )
-
-CPU_EP = "CPUExecutionProvider"
 
 
 def _n(count: int, word: str, plural: str = "") -> str:
@@ -83,14 +80,6 @@ def _parity_delta(gate: Gate, row: ParityRow) -> str:
     return "=" if worst == row.worst else f"worst {worst} → {row.worst}"
 
 
-def _fallback_delta(gate: Gate, row: FallbackRow) -> str:
-    base = _base(gate, row.target)
-    if base is None or base.placement is None:
-        return "new cell" if (c := gate.cell(row.target)) and c.change is Change.NEW else "—"
-    before = base.placement.nodes_by_provider.get(CPU_EP, 0)
-    return "=" if before == row.on_cpu else f"{before} → {row.on_cpu} nodes on CPU"
-
-
 def _serving_delta(gate: Gate, target: str, latency: bool) -> str:
     found = [
         f
@@ -135,20 +124,17 @@ def _precision_deltas(gate: Gate, rows: Sequence[PrecisionRow]) -> tuple[Precisi
 def with_deltas(
     gate: Gate,
     parity: Sequence[ParityRow],
-    fallback: Sequence[FallbackRow],
     latency: LatencyTable,
     serving: Sequence[ServingRow],
     precision: Sequence[PrecisionRow] = (),
 ) -> tuple[
     tuple[ParityRow, ...],
-    tuple[FallbackRow, ...],
     LatencyTable,
     tuple[ServingRow, ...],
     tuple[PrecisionRow, ...],
 ]:
     return (
         tuple(dataclasses.replace(r, delta=_parity_delta(gate, r)) for r in parity),
-        tuple(dataclasses.replace(r, delta=_fallback_delta(gate, r)) for r in fallback),
         LatencyTable(
             latency.batch_sizes,
             tuple(dataclasses.replace(r, delta=_serving_delta(gate, r.target, True)) for r in latency.rows),

@@ -15,14 +15,14 @@ from collections.abc import Sequence
 from ci_onnx.contracts.results import SQNR_CAP_DB, TargetResult
 from ci_onnx.contracts.target import Status
 from ci_onnx.report import accuracy, charts, failures, models, precisions, profile, triage, versus
+from ci_onnx.report import fallback as fallback_table
 from ci_onnx.report.collect import Collection, Entry
-from ci_onnx.report.figures import fmt_ms, fmt_num, fmt_share
+from ci_onnx.report.figures import fmt_ms, fmt_num
 from ci_onnx.report.gate import Gate
 from ci_onnx.report.junit_reader import JUnitSummary
 from ci_onnx.report.model import (
     Commit,
     Counts,
-    FallbackRow,
     LatencyRow,
     LatencyTable,
     Overview,
@@ -31,8 +31,6 @@ from ci_onnx.report.model import (
     ServingRow,
     Skip,
 )
-
-CPU_EP = "CPUExecutionProvider"
 
 
 def _parity_rows(entry: Entry, r: TargetResult) -> list[ParityRow]:
@@ -76,29 +74,6 @@ def _error_figures(sqnr_db: float | None, cosine: float | None) -> str:
         return "—"
     db = "—" if sqnr_db is None else ("exact" if sqnr_db >= SQNR_CAP_DB else f"{sqnr_db:.1f} dB")
     return f"{db}, {'—' if cosine is None else f'{cosine:.5f}'}"
-
-
-def _fallback_row(entry: Entry, r: TargetResult) -> FallbackRow | None:
-    p = r.placement
-    if p is None or entry.target.provider == "cpu":
-        return None
-    on_cpu = p.nodes_by_provider.get(CPU_EP, 0)
-    on_provider = sum(n for ep, n in p.nodes_by_provider.items() if ep != CPU_EP)
-    ops = Counter(n.op_type for n in p.fallback_nodes)
-    op_text = ", ".join(f"{op} ×{n}" if n > 1 else op for op, n in sorted(ops.items())) or "—"
-    check = r.check("fallback")
-    failed = bool(check and check.status.failing)
-    verdict = "❌ over budget" if failed else "✅"
-    return FallbackRow(
-        target=entry.target.id,
-        provider=entry.target.provider,
-        on_provider=on_provider,
-        on_cpu=on_cpu,
-        cpu_share=fmt_share(p.cpu_time_share),
-        ops=op_text,
-        verdict=verdict,
-        failed=failed,
-    )
 
 
 def _latency(entries: Sequence[Entry]) -> LatencyTable:
@@ -276,14 +251,14 @@ def build(
     """The view of ``collection`` as ``gate`` judged it (ci_onnx.report.gate.decide)."""
     entries = collection.entries
     judged = [e for e in entries if e.result is not None and e.outcome not in (Status.EXPECTED,)]
-    fallback = tuple(row for e in judged if e.result and (row := _fallback_row(e, e.result)))
+    fallback = fallback_table.rows(judged, gate)
     parity = tuple(row for e in judged if e.result for row in _parity_rows(e, e.result))
     latency = _latency(judged)
     serving = _serving(judged)
     by_precision = precisions.rows(judged)
     if gate.baseline is not None:
-        parity, fallback, latency, serving, by_precision = versus.with_deltas(
-            gate, parity, fallback, latency, serving, by_precision
+        parity, latency, serving, by_precision = versus.with_deltas(
+            gate, parity, latency, serving, by_precision
         )
     the_view = ReportView(
         title=title,

@@ -6,7 +6,7 @@ import dataclasses
 
 from ci_onnx.contracts.results import CheckResult
 from ci_onnx.contracts.target import Status
-from ci_onnx.report import gate, view
+from ci_onnx.report import figures, gate, view
 from ci_onnx.report.collect import merge
 from tests.golden import scenarios
 
@@ -100,7 +100,7 @@ def test_number_formatting() -> None:
     assert view.fmt_num(0.0) == "0"
     assert view.fmt_num(3.07e-6) == "3.07e-06"
     assert view.fmt_num(0.0307) == "0.0307"
-    assert view.fmt_share(0.41211) == "41.2 %"
+    assert figures.fmt_share(0.41211) == "41.2 %"
     assert (view.fmt_ms(4.96), view.fmt_ms(0.353), view.fmt_ms(1234.5)) == ("4.96", "0.35", "1234")
 
 

@@ -70,8 +70,8 @@ def batch_symbol(
     ``seq`` of ``ids: [batch, seq]`` and ``positions: [seq]``) is never taken for the batch: slicing
     along it would compare different computations. The one rule every part of the gate binds sizes,
     splits, stacks and compares by."""
-    named = [dims(s, dynamic_axes) for s in inputs]
-    if not named or not all(named):
+    named = [d for d in (dims(s, dynamic_axes) for s in inputs) if d]  # a 0-d input or a sequence: none
+    if not named:
         return ""
     firsts = {d[0] for d in named}
     if len(firsts) == 1 and isinstance(first := firsts.pop(), str):

@@ -20,7 +20,10 @@ import onnx
 from onnx import TensorProto, helper
 
 PROBES = {
-    "openvino": "import openvino as ov\ncore = ov.Core()\nload = lambda p: core.compile_model(core.read_model(p), 'CPU')",
+    "openvino": (
+        "import openvino as ov\ncore = ov.Core()\n"
+        "load = lambda p: core.compile_model(core.read_model(p), 'CPU')"
+    ),
     "tract": "import tract\nload = lambda p: tract.onnx().load(p).into_model().into_runnable()",
 }
 RUN = r"""

@@ -42,14 +42,16 @@ def concrete_shape(
     symbol: str | None = None,
     where: str = "model.dim_sizes",
 ) -> tuple[int, ...]:
-    """``spec``'s shape with ``batch`` for the batch ``symbol`` wherever it lies (None: a symbolic
-    axis 0, for a spec judged alone) and ``dim_sizes`` for every other symbol: one size per symbol,
-    on every axis of every input."""
+    """``spec``'s shape with ``batch`` for the batch ``symbol`` wherever it lies and ``dim_sizes`` for
+    every other symbol: one size per symbol, on every axis of every input. Without a batch symbol
+    (None or ""), a symbolic axis 0 that dim_sizes does not size takes ``batch``."""
     shape: list[int] = []
     for axis, dim in enumerate(spec.shape):
         if isinstance(dim, int):
             shape.append(dim)
-        elif dim == symbol or (symbol is None and axis == 0):
+        elif dim == symbol or (not symbol and axis == 0 and dim not in dim_sizes):
+            # no batch symbol all inputs share (a: [M, 3], b: [N, 3]): each one's axis 0 is drawn
+            # at the count asked for, as samples, unless dim_sizes sizes it
             shape.append(batch)
         elif dim in dim_sizes:
             shape.append(int(dim_sizes[dim]))

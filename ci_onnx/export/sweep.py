@@ -48,9 +48,10 @@ def sizes(export_size: int, maximum: int | None = None) -> tuple[int, ...]:
 
 
 def batch_symbols(specs: Sequence[TensorSpec], dynamic_axes: Mapping[str, Mapping[str, str]]) -> set[str]:
-    """The symbols of the inputs' batch axis (axis 0 where the spec has it symbolic): batch_sizes
-    sweeps those, the timed sweep every other one."""
-    axes = inputs.batch_axes(specs)
+    """The symbols of the inputs' batch axis: batch_sizes sweeps those, the timed sweep every other
+    one. The shared batch symbol on whichever axis each input carries it; without one (``a: [M, 3]``,
+    ``b: [N, 3]``), each input's symbolic axis 0, drawn at the sample count as the random inputs are."""
+    axes = inputs.batch_axes(specs) or {s.name: 0 for s in specs if s.shape and isinstance(s.shape[0], str)}
     return {
         name
         for s in specs

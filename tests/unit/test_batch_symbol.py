@@ -64,3 +64,10 @@ def test_the_observer_splits_each_input_along_its_own_axis() -> None:
     four = feeds.first(data, 4, axes)  # cycles past the 3 samples
     assert four["x"].array.shape == (5, 4, 2)
     np.testing.assert_array_equal(four["x"].array[:, 3], data["x"].array[:, 0])
+
+
+def test_without_a_shared_batch_each_symbolic_axis_0_is_drawn_at_the_count() -> None:
+    specs = [spec("a", "M", 3), spec("b", "N", 3)]
+    drawn = inputs.random_inputs(specs, 4, 0, {})
+    assert drawn["a"].shape == (4, 3) and drawn["b"].shape == (4, 3)
+    assert inputs.random_inputs(specs, 4, 0, {"N": 2})["b"].shape == (2, 3)

@@ -28,19 +28,6 @@ RECORD = "reverified.json"
 """What `onnx-gate reverify` writes beside its results: which cells it verified and why not the rest."""
 SCHEMA = 1
 
-_SAME = (
-    "runtime",
-    "provider",
-    "opset",
-    "exporter",
-    "precision",
-    "runner",
-    "session_options",
-    "api_level",
-    "model",
-)
-"""The fields a target id spells: a planned target must agree with the target its id parses to."""
-
 
 @dataclasses.dataclass(frozen=True)
 class Record:
@@ -99,9 +86,9 @@ def _skip(target: Target) -> str:
 def select(planned: tuple[Target, ...]) -> tuple[tuple[Target, ...], Record]:
     """The fork's planned cells to verify again (rebuilt from their ids) and the record of the rest.
 
-    A planned target is used only through its id: one whose other fields disagree with what its id
-    spells is not verified and says so (the report then treats the fork's result as unverified). An
-    expected skip is the one onnx-gate's matrix data gives, never the one the fork's plan claims."""
+    A planned target is used only through its id (``Target.id`` spells every field that chooses an
+    environment, so nothing else of the fork's plan reaches one). An expected skip is the one
+    onnx-gate's matrix data gives, never the one the fork's plan claims."""
     chosen: list[Target] = []
     not_reverified: dict[str, str] = {}
     skips: dict[str, str] = {}
@@ -110,9 +97,6 @@ def select(planned: tuple[Target, ...]) -> tuple[tuple[Target, ...], Record]:
             target = Target.from_id(claimed.id)
         except UsageError as exc:
             not_reverified[claimed.id] = f"its id does not parse ({exc.message})"
-            continue
-        if any(getattr(target, f) != getattr(claimed, f) for f in _SAME):
-            not_reverified[claimed.id] = "the fork's plan describes another target than its id"
             continue
         try:
             skip = _skip(target)

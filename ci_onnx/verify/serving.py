@@ -6,13 +6,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from ci_onnx.contracts import serde
-from ci_onnx.contracts.bundle import Manifest, dims
+from ci_onnx.contracts.bundle import Manifest, batch_symbol, dims
 from ci_onnx.contracts.results import CheckResult, Observation
 from ci_onnx.contracts.target import Status
 from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.observer.feeds import (
     batch_axis_problem,
-    batch_symbols,
     fixed_size,
     input_axes,
     on_axis_0,
@@ -52,7 +51,7 @@ def batch_checks(
             "only (runners.toml: it declares no can.batch_axes)"
         )
     unbatched = [s for s in manifest.outputs if s.name not in batched]
-    symbol = next(iter(batch_symbols(manifest)), "")
+    symbol = batch_symbol(manifest.inputs, manifest.dynamic_axes)
     twice = [s.name for s in unbatched if dims(s, manifest.dynamic_axes).count(symbol) > 1]
     whole = [s.name for s in unbatched if s.name not in twice]
     said = [

@@ -155,7 +155,7 @@ def digitnet(run_out: Path) -> list[str]:
 
 
 def cold(result: dict[str, Any]) -> str:
-    s = result.get("serving") or {}
+    s = (result.get("observation") or {}).get("serving") or {}
     if not s.get("cold_start_ms"):
         return "not measured"
     return f"{s['cold_start_ms']:.0f} ({s['import_ms']:.0f}, {s['session_ms']:.0f})"

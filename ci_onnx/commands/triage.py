@@ -102,7 +102,7 @@ def triage(
         bundle_dir, target, chosen, out, environment=environment,
         providers=attach.providers_for(ep),
         preset=session.resolve(target.session_options, options.session_presets).settings(),
-        release=(result.environment.runtime_version if result and result.environment else target.runtime),
+        release=result.ran_release() if result else target.runtime,
         timeout_s=timeout_s or options.triage_timeout_s or float(defaults.of("verify.triage_timeout_s")),
         torch_config=options.triage_config, base_env=base_env, limits=attach.limits_of(options),
     )  # fmt: skip

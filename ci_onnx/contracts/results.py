@@ -21,6 +21,11 @@ from ci_onnx.contracts.target import Status, Target
 from ci_onnx.contracts.triage_contract import Triage
 
 SCHEMA_VERSION = 1
+"""The Observation's version (the Python, Node, browser, C and Android observers write it)."""
+RESULT_SCHEMA_VERSION = 2
+"""The TargetResult's version. 2: the result carries the runner's Observation whole (``observation``)
+instead of copies of its figures; a version 1 result (a baseline written by an older onnx-gate) is
+still read, its figures moved into an observation (``read_result``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -272,34 +277,38 @@ class TargetResult:
     summary: str
     """One line: why the target failed, errored or was skipped; empty when it passed."""
     checks: tuple[CheckResult, ...] = ()
-    environment: Environment | None = None
     parity: tuple[OutputParity, ...] = ()
     decisions: DecisionStats | None = None
-    placement: Placement | None = None
-    latency: tuple[LatencyStat, ...] = ()
-    session_create_ms: float | None = None
-    peak_rss_mb: float | None = None
+    observation: Observation | None = None
+    """What the runner observed, as it wrote it: the evidence the checks were drawn from (its file
+    names are relative to the observation's folder). None where nothing ran: an export or bundle
+    error, a runner that died before writing it."""
     bundle: str = ""
     """The bundle's model sha256, so results from different exports are never compared."""
     started_at: str = ""
     duration_s: float = 0.0
     reproduce: str = ""
     """The command that reproduces this one target locally."""
-    serving: ServingFigures | None = None
-    """Cold start, first run against warm runs, and sizes on disk, as the runner observed them."""
-    paired: PairedLatency | None = dataclasses.field(default=None, metadata=serde.OMIT_DEFAULT)
-    """The base bundle's latency timed interleaved with this one's, where it was at hand."""
     export_failed: bool = dataclasses.field(default=False, metadata=serde.OMIT_DEFAULT)
     """The bundle's export failed a check: every target of that bundle fails for that one reason
     (the report shows it once, under the bundle)."""
     triage: Triage | None = dataclasses.field(default=None, metadata=serde.OMIT_DEFAULT)
     """Where a failing parity or decision check first diverges and whose fault it is (ci_onnx.triage);
     left out of the JSON for a cell that was not triaged."""
-    sweep_latency: tuple[LatencyStat, ...] = dataclasses.field(default=(), metadata=serde.OMIT_DEFAULT)
-    """The serving profile over the sweep points: each point timed (``point`` names it)."""
+
+    @property
+    def observed(self) -> Observation:
+        """The observation, or an empty one where nothing ran: every figure a reader asks of it is
+        then "not observed" (None or empty) rather than an AttributeError."""
+        return self.observation or Observation(SCHEMA_VERSION, self.target.id, None)
 
     def check(self, name: str) -> CheckResult | None:
         return next((c for c in self.checks if c.name == name), None)
+
+    def ran_release(self) -> str:
+        """The runtime release the runner reported, else the one the target asked for."""
+        env = self.observed.environment
+        return env.runtime_version if env is not None else self.target.runtime
 
 
 def write_result(out_dir: Path, result: TargetResult) -> Path:
@@ -316,11 +325,43 @@ def read_result(path: Path) -> TargetResult:
         data = json.loads(path.read_bytes())
     except (OSError, ValueError, RecursionError) as exc:
         raise UsageError(f"{path}: not a TargetResult written by onnx-gate ({_short(exc)})") from None
-    check_schema_version(data, SCHEMA_VERSION, path, "TargetResult")
+    version_1 = isinstance(data, dict) and type(data.get("schema_version")) is int and data["schema_version"] == 1
+    if version_1:
+        data = _from_version_1(data)
+    check_schema_version(data, RESULT_SCHEMA_VERSION, path, "TargetResult")
     try:
-        return serde.from_json(TargetResult, data)
+        result = serde.from_json(TargetResult, data)
+        if version_1 and result.observation is not None:
+            observation = dataclasses.replace(result.observation, target_id=result.target.id)
+            result = dataclasses.replace(result, observation=observation)
+        return result
     except (ValueError, TypeError, KeyError, RecursionError) as exc:
         raise UsageError(f"{path}: not a TargetResult written by onnx-gate ({_short(exc)})") from None
+
+
+_VERSION_1_OBSERVED = (
+    "environment",
+    "placement",
+    "latency",
+    "session_create_ms",
+    "peak_rss_mb",
+    "serving",
+    "paired",
+    "sweep_latency",
+)
+"""The figures a version 1 TargetResult copied from its observation, under the observation's names."""
+
+
+def _from_version_1(data: dict[str, Any]) -> dict[str, Any]:
+    """A version 1 result as version 2: its copied figures become the observation they came from
+    (absent where the result carried none of them: nothing ran). A baseline written before the
+    change is then compared like any other, figure for figure."""
+    data = dict(data)
+    observed = {k: data.pop(k) for k in _VERSION_1_OBSERVED if k in data}
+    if any(v not in (None, [], ()) for v in observed.values()):
+        data["observation"] = {"schema_version": SCHEMA_VERSION, "target_id": "", **observed}
+    data["schema_version"] = RESULT_SCHEMA_VERSION
+    return data
 
 
 def check_schema_version(data: Any, supported: int, path: Path, what: str) -> None:

@@ -284,8 +284,10 @@ def terminal_table(results_dir: Path, plan: planning.Plan) -> str:
             continue
         max_abs = max((p.max_abs for p in r.parity), default=None)
         d = r.decisions
-        share = r.placement.cpu_time_share if r.placement and t.provider != "cpu" else None
-        lat = max(r.latency, key=lambda s: s.batch_size, default=None)
+        obs = r.observed
+        share = obs.placement.cpu_time_share if obs.placement and t.provider != "cpu" else None
+        lat = max(obs.latency, key=lambda s: s.batch_size, default=None)
+        cold = obs.serving.cold_start_ms if obs.serving else None
         rows.append(
             (
                 t.id,
@@ -294,7 +296,7 @@ def terminal_table(results_dir: Path, plan: planning.Plan) -> str:
                 f"{d.changed}/{d.total} changed" if d else "",
                 f"{share:.1%}" if share is not None else "",
                 f"{lat.p50_ms:.2f} (batch {lat.batch_size})" if lat else "",
-                f"{cold:.0f}" if (cold := r.serving.cold_start_ms if r.serving else None) is not None else "",
+                f"{cold:.0f}" if cold is not None else "",
                 fit(r.summary, 100) if r.status.value != "passed" else "",
             )
         )

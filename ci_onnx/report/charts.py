@@ -87,9 +87,9 @@ def charts(entries: Sequence[Entry]) -> tuple[Chart, ...]:
     for e in entries:
         if e.result is None:
             continue
-        for s in e.result.latency:
+        for s in e.result.observed.latency:
             by_axis.setdefault("batch size", {}).setdefault(e.target.id, {})[s.batch_size] = s
-        for s in e.result.sweep_latency:
+        for s in e.result.observed.sweep_latency:
             symbol, _, size = s.point.partition("=")
             if size.isdigit():
                 by_axis.setdefault(symbol, {}).setdefault(e.target.id, {})[int(size)] = s

@@ -80,7 +80,7 @@ def identical(head: TargetResult, base: TargetResult) -> bool:
     """Whether the head timed the very model the base did, on the same runtime release with the same
     providers registered (the cell's id, its session options included, is the same by lookup): the
     model's sha256 fixes its graph, weights and input specs, from which the timed feeds are drawn."""
-    h, b = head.environment, base.environment
+    h, b = head.observed.environment, base.observed.environment
     return (
         bool(head.bundle)
         and head.bundle == base.bundle
@@ -118,10 +118,11 @@ def _ops(nodes: Sequence[str]) -> str:
 def _placement(head: TargetResult, base: TargetResult) -> Iterator[Finding]:
     from ci_onnx.verify.compare import SHAPE_OPS
 
-    if head.target.provider == "cpu" or head.placement is None or base.placement is None:
+    h, b = head.observed.placement, base.observed.placement
+    if head.target.provider == "cpu" or h is None or b is None:
         return
-    now = [n.op_type for n in head.placement.fallback_nodes if n.op_type not in SHAPE_OPS]
-    before = [n.op_type for n in base.placement.fallback_nodes if n.op_type not in SHAPE_OPS]
+    now = [n.op_type for n in h.fallback_nodes if n.op_type not in SHAPE_OPS]
+    before = [n.op_type for n in b.fallback_nodes if n.op_type not in SHAPE_OPS]
     more = Counter(now) - Counter(before)
     if not more:
         return
@@ -161,13 +162,17 @@ def _finding(
 
 def _pairs(head: TargetResult, base: TargetResult) -> tuple[dict[int, tuple[LatencyStat, LatencyStat]], str]:
     """Per batch size, the (head, base) latency figures to compare, and how they were measured."""
-    paired = head.paired
+    paired = head.observed.paired
     if paired is not None and base.bundle and paired.base_bundle == base.bundle:
-        by_base = {s.batch_size: s for s in paired.base}
-        pairs = {s.batch_size: (s, by_base[s.batch_size]) for s in paired.head if s.batch_size in by_base}
-        return pairs, SIDE_BY_SIDE
-    by_base = {s.batch_size: s for s in base.latency}
-    return {s.batch_size: (s, by_base[s.batch_size]) for s in head.latency if s.batch_size in by_base}, STORED
+        return _by_size(paired.head, paired.base), SIDE_BY_SIDE
+    return _by_size(head.observed.latency, base.observed.latency), STORED
+
+
+def _by_size(
+    head: Sequence[LatencyStat], base: Sequence[LatencyStat]
+) -> dict[int, tuple[LatencyStat, LatencyStat]]:
+    by_base = {s.batch_size: s for s in base}
+    return {s.batch_size: (s, by_base[s.batch_size]) for s in head if s.batch_size in by_base}
 
 
 def _latency(
@@ -214,7 +219,7 @@ def _serving(
     head: TargetResult, base: TargetResult, rules: dict[str, ServingRule], *, block_stored: bool
 ) -> Iterator[Finding]:
     yield from _latency(head, base, rules, block_stored=block_stored)
-    hs, bs = head.serving, base.serving
+    hs, bs = head.observed.serving, base.observed.serving
     figures: list[tuple[str, str, float | None, float | None, str]] = [
         (
             "cold_start",
@@ -223,7 +228,7 @@ def _serving(
             bs.cold_start_ms if bs else None,
             "ms",
         ),
-        ("peak_rss", "peak RSS", head.peak_rss_mb, base.peak_rss_mb, "MB"),
+        ("peak_rss", "peak RSS", head.observed.peak_rss_mb, base.observed.peak_rss_mb, "MB"),
         (
             "model_size",
             "model size",

@@ -32,7 +32,7 @@ def rows(entries: Sequence[Entry], gate: Gate) -> tuple[FallbackRow, ...]:
 
 
 def _row(entry: Entry, r: TargetResult) -> FallbackRow | None:
-    p = r.placement
+    p = r.observed.placement
     if p is None or entry.target.provider == "cpu":
         return None
     on_cpu = p.nodes_by_provider.get(cpu_ep(), 0)
@@ -55,7 +55,7 @@ def _row(entry: Entry, r: TargetResult) -> FallbackRow | None:
 
 def _delta(gate: Gate, row: FallbackRow) -> str:
     base = gate.baseline.results.get(row.target) if gate.baseline is not None else None
-    if base is None or base.placement is None:
+    if base is None or base.observed.placement is None:
         return "new cell" if (c := gate.cell(row.target)) and c.change is Change.NEW else "—"
-    before = base.placement.nodes_by_provider.get(cpu_ep(), 0)
+    before = base.observed.placement.nodes_by_provider.get(cpu_ep(), 0)
     return "=" if before == row.on_cpu else f"{before} → {row.on_cpu} nodes on CPU"

@@ -314,28 +314,29 @@ def over_base_budgets(result: TargetResult, base: VerifyOptions) -> list[str]:
     """What ``result`` measured past the base's budgets (each figure as the result carries it): what
     a budget the head loosened would have failed."""
     b = base.budgets
+    obs = result.observed
     said: list[str] = []
-    cold = result.serving.cold_start_ms if result.serving is not None else None
+    cold = obs.serving.cold_start_ms if obs.serving is not None else None
     if b.cold_start_ms is not None and cold is not None and cold > b.cold_start_ms:
         said.append(f"cold start {cold:.4g} ms over the base's budgets.cold_start_ms ({b.cold_start_ms:g})")
-    if b.peak_rss_mb is not None and result.peak_rss_mb is not None and result.peak_rss_mb > b.peak_rss_mb:
+    if b.peak_rss_mb is not None and obs.peak_rss_mb is not None and obs.peak_rss_mb > b.peak_rss_mb:
         said.append(
-            f"peak RSS {result.peak_rss_mb:.4g} MB over the base's budgets.peak_rss_mb ({b.peak_rss_mb:g})"
+            f"peak RSS {obs.peak_rss_mb:.4g} MB over the base's budgets.peak_rss_mb ({b.peak_rss_mb:g})"
         )
-    for s in result.latency:
+    for s in obs.latency:
         limit = PerBatch(b.p99_ms).at(str(s.batch_size))
         if limit is not None and s.p99_ms > limit:
             said.append(
                 f"batch {s.batch_size}: p99 {s.p99_ms:.4g} ms over the base's budgets.p99_ms ({limit:g})"
             )
-    for s in (*result.latency, *result.sweep_latency):
+    for s in (*obs.latency, *obs.sweep_latency):
         key = s.point or str(s.batch_size)
         least = PerBatch(b.min_throughput).at(key)
         if least is not None and s.throughput < least:
             said.append(
                 f"{key}: {s.throughput:.4g} items/s under the base's budgets.min_throughput ({least:g})"
             )
-    share = result.placement.cpu_time_share if result.placement is not None else None
+    share = obs.placement.cpu_time_share if obs.placement is not None else None
     if share is not None and result.target.provider != "cpu" and share > base.max_cpu_time_share:
         said.append(
             f"CPU time share {share:.0%} over the base's budgets.cpu_fallback.max_time_share "

@@ -53,13 +53,13 @@ def rows(entries: Sequence[Entry]) -> tuple[PrecisionRow, ...]:
         fp32 = by_precision.get("fp32")
         base_size = _figure(fp32, "export", "model_bytes") if fp32 else None
         base_acc = _figure(fp32, "accuracy", "accuracy") if fp32 else None
-        base_lat = {s.batch_size: s.p50_ms for s in fp32.latency} if fp32 else {}
+        base_lat = {s.batch_size: s.p50_ms for s in fp32.observed.latency} if fp32 else {}
         for precision in PRECISIONS:
             r = by_precision.get(precision)
             if r is None:
                 continue
             size = _figure(r, "export", "model_bytes")
-            lat = {s.batch_size: s.p50_ms for s in r.latency}
+            lat = {s.batch_size: s.p50_ms for s in r.observed.latency}
             common = sorted(set(lat) & set(base_lat)) or sorted(lat)
             latency = "—"
             if common:

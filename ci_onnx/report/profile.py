@@ -36,7 +36,7 @@ class ProfileRow:
 def stats_of(entry: Entry) -> list[LatencyStat]:
     """The batch sizes' stats, then the sweep points', of a target that reported them."""
     r = entry.result
-    return [*r.latency, *r.sweep_latency] if r is not None else []
+    return [*r.observed.latency, *r.observed.sweep_latency] if r is not None else []
 
 
 def label(s: LatencyStat) -> str:
@@ -88,7 +88,7 @@ def knees(entries: Sequence[Entry]) -> tuple[str, ...]:
     growing (the next one adds less than GROWTH), or that it still grows at the largest."""
     out = []
     for e in entries:
-        by_batch = sorted((s for s in e.result.latency), key=lambda s: s.batch_size) if e.result else []
+        by_batch = sorted(e.result.observed.latency, key=lambda s: s.batch_size) if e.result else []
         if len(by_batch) < 2:
             continue
         out.append(f"`{e.target.id}`: {knee(by_batch)}")

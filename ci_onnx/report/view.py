@@ -77,25 +77,26 @@ def _error_figures(sqnr_db: float | None, cosine: float | None) -> str:
 
 
 def _latency(entries: Sequence[Entry]) -> LatencyTable:
-    sizes = sorted({s.batch_size for e in entries if e.result for s in e.result.latency})
+    sizes = sorted({s.batch_size for e in entries if e.result for s in e.result.observed.latency})
     rows = []
     for e in entries:
-        if not e.result or not e.result.latency:
+        if not e.result or not e.result.observed.latency:
             continue
-        by_size = {s.batch_size: s for s in e.result.latency}
+        by_size = {s.batch_size: s for s in e.result.observed.latency}
         cells = tuple(
             f"{fmt_ms(by_size[b].p50_ms)} / {fmt_ms(by_size[b].p90_ms)}" if b in by_size else "—"
             for b in sizes
         )
         check = e.result.check("latency")
-        r = e.result
+        obs = e.result.observed
+        rss = obs.peak_rss_mb
         rows.append(
             LatencyRow(
                 e.target.id,
                 cells,
                 bool(check and check.status.failing),
-                session=fmt_ms(r.session_create_ms) if r.session_create_ms else "—",
-                peak_rss=f"{r.peak_rss_mb:.0f}" if r.peak_rss_mb and not math.isnan(r.peak_rss_mb) else "—",
+                session=fmt_ms(obs.session_create_ms) if obs.session_create_ms else "—",
+                peak_rss=f"{rss:.0f}" if rss and not math.isnan(rss) else "—",
             )
         )
     return LatencyTable(tuple(sizes), tuple(rows))
@@ -104,7 +105,7 @@ def _latency(entries: Sequence[Entry]) -> LatencyTable:
 def _serving(entries: Sequence[Entry]) -> tuple[ServingRow, ...]:
     rows = []
     for e in entries:
-        s = e.result.serving if e.result else None
+        s = e.result.observed.serving if e.result else None
         if e.result is None or s is None:
             continue
         cold = "—"

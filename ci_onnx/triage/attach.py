@@ -139,10 +139,10 @@ def attach(
     check = failing_check(result, manifest)
     if check is None or timeout_s <= 0:
         return result
-    release = result.environment.runtime_version if result.environment else result.target.runtime
     req = request(
         bundle, result.target, check, out_dir, environment=environment, providers=providers, preset=preset,
-        release=release, timeout_s=timeout_s, torch_config=torch_config, base_env=base_env, limits=limits,
+        release=result.ran_release(), timeout_s=timeout_s, torch_config=torch_config, base_env=base_env,
+        limits=limits,
     )  # fmt: skip
     return dataclasses.replace(result, triage=bounded(req, base_env))
 

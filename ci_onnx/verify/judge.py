@@ -12,7 +12,7 @@ from typing import Any
 from ci_onnx import matrix
 from ci_onnx.contracts.bundle import Manifest
 from ci_onnx.contracts.results import (
-    SCHEMA_VERSION,
+    RESULT_SCHEMA_VERSION,
     CheckResult,
     Observation,
     TargetResult,
@@ -41,7 +41,7 @@ def result(
     worst = next((c for c in checks if c.status == status and status != Status.PASSED), None)
     summary = f"{worst.name}: {worst.message}" if worst else ""
     return TargetResult(
-        schema_version=SCHEMA_VERSION,
+        schema_version=RESULT_SCHEMA_VERSION,
         target=target,
         status=status,
         summary=fit(summary, 500),
@@ -95,7 +95,7 @@ def judge(
             )
         else:
             checks.append(CheckResult("load", Status.FAILED, obs.load_error))
-        return result(target, manifest, checks, environment=env)
+        return result(target, manifest, checks, observation=obs)
     note = f" (the plan expected it not to: {expected_skip})" if expected_skip else ""
     checks.append(
         CheckResult(
@@ -109,7 +109,7 @@ def judge(
     if obs.run_errors and expected_skip:
         first = next(iter(obs.run_errors.values()))
         checks.append(CheckResult("run", Status.EXPECTED, f"{expected_skip}; the runtime says: {first}"))
-        return result(target, manifest, checks, environment=env)
+        return result(target, manifest, checks, observation=obs)
     ctx = Context(target, manifest, obs, evidence, options)
     for entry in CHECKS:
         checks += [_unmeasured(c, obs.unmeasured, entry.needs) for c in entry.check(ctx)]
@@ -117,16 +117,9 @@ def judge(
         target,
         manifest,
         checks,
-        environment=env,
+        observation=obs,
         parity=tuple(parity.figures(ctx)[0]),
         decisions=parity.decisions(ctx),
-        placement=obs.placement,
-        latency=obs.latency,
-        session_create_ms=obs.session_create_ms,
-        peak_rss_mb=obs.peak_rss_mb,
-        serving=obs.serving,
-        paired=obs.paired,
-        sweep_latency=obs.sweep_latency,
     )
 
 

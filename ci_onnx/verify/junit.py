@@ -89,18 +89,19 @@ def _properties(result: TargetResult) -> dict[str, str]:
     }
     if result.summary:
         props["summary"] = result.summary
-    if result.environment:
-        props["runtime_version"] = result.environment.runtime_version
-        props["providers_registered"] = ",".join(result.environment.providers_registered)
-    if result.session_create_ms is not None:
-        props["session_create_ms"] = f"{result.session_create_ms:.1f}"
-    if result.peak_rss_mb is not None:
-        props["peak_rss_mb"] = f"{result.peak_rss_mb:.1f}"
-    for s in result.latency:
+    obs = result.observed
+    if obs.environment:
+        props["runtime_version"] = obs.environment.runtime_version
+        props["providers_registered"] = ",".join(obs.environment.providers_registered)
+    if obs.session_create_ms is not None:
+        props["session_create_ms"] = f"{obs.session_create_ms:.1f}"
+    if obs.peak_rss_mb is not None:
+        props["peak_rss_mb"] = f"{obs.peak_rss_mb:.1f}"
+    for s in obs.latency:
         props[f"latency_b{s.batch_size}_p50_ms"] = f"{s.p50_ms:.4g}"
         props[f"latency_b{s.batch_size}_p99_ms"] = f"{s.p99_ms:.4g}"
-    if result.placement:
-        props["cpu_time_share"] = f"{result.placement.cpu_time_share:.4f}"
+    if obs.placement:
+        props["cpu_time_share"] = f"{obs.placement.cpu_time_share:.4f}"
     if result.reproduce:
         props["reproduce"] = result.reproduce
     return props

@@ -74,9 +74,10 @@ def test_the_adb_sequence_gives_the_python_runners_verdict_with_real_outputs(
     t = Target(RELEASE, "cpu", 17, "onnx", runner="android", api_level=34)
     r = _verify(device, t, tmp_path / "out", latency_runs=5)
     assert r.status == Status.PASSED, r.summary
-    assert r.environment.runtime_version == RELEASE
-    assert r.environment.platform == "android-34-x86_64 (emulator)"
-    assert r.placement is not None and set(r.placement.nodes_by_provider) == {"CPUExecutionProvider"}
+    env, placement = r.observed.environment, r.observed.placement
+    assert env is not None and env.runtime_version == RELEASE
+    assert env.platform == "android-34-x86_64 (emulator)"
+    assert placement is not None and set(placement.nodes_by_provider) == {"CPUExecutionProvider"}
     assert {c.name for c in r.checks} >= {"provider", "parity[logits]", "batch[8]", "latency"}
     python = stage.verify(
         device["bundle"],

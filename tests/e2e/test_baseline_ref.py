@@ -133,7 +133,7 @@ def test_the_head_is_judged_against_its_base_commit_run_in_a_worktree(
     assert f"`{KNOWN}`" in known and "known: it fails the same checks on the base" in known
     results = json.loads((out / "results" / f"{MORE_WORK}.json").read_text())
     assert (
-        results["paired"]["base_bundle"]
+        results["observation"]["paired"]["base_bundle"]
         == json.loads((out / "baseline" / "results" / f"{MORE_WORK}.json").read_text())["bundle"]
     )
     assert "onnx-gate-base-" not in git(repo, "worktree", "list"), "the temporary worktree is gone"

@@ -61,13 +61,16 @@ def test_each_engine_is_a_kind_of_the_matrix_with_its_own_release(
     assert set(by_runner) == {"python", "openvino", "tract"}, output
     for kind, r in by_runner.items():
         release = r["target"]["runtime"]
-        assert r["environment"]["runtime_version"] == release
+        assert r["observation"]["environment"]["runtime_version"] == release
         head = "ort" if kind == "python" else kind
         assert f"{head}{release}-cpu-op18-dynamo" in results, sorted(results)
         cold = _check(r, "cold-start")  # a fresh process of the engine's own environment
         assert cold["status"] == "passed", cold
         if kind != "python":
-            assert r["serving"]["runtime_package"] == kind and r["serving"]["runtime_bytes"] > 1_000_000
+            assert (
+                r["observation"]["serving"]["runtime_package"] == kind
+                and r["observation"]["serving"]["runtime_bytes"] > 1_000_000
+            )
 
 
 def test_onnxruntime_and_tract_agree_with_pytorch(three: tuple[dict[str, Any], int, str]) -> None:

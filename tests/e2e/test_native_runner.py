@@ -107,16 +107,20 @@ def test_run_verifies_the_example_on_python_and_native_with_the_same_verdicts(
     results = _results(out, ids)
     for i, r in results.items():
         assert r["status"] == "passed", (i, r["summary"])
-        assert r["environment"]["runtime_version"] == i.split("ort")[1].split("-")[0]
+        assert r["observation"]["environment"]["runtime_version"] == i.split("ort")[1].split("-")[0]
     for v in RELEASES:
         python, c = results[f"ort{v}-cpu-op17-dynamo"], results[f"native-ort{v}-cpu-op17-dynamo"]
         assert pairs(c["checks"]) == expected_elsewhere(pairs(python["checks"]))
-        assert c["environment"]["runner"] == "ort-native"
-        assert c["placement"]["source"] == "profile"
+        assert c["observation"]["environment"]["runner"] == "ort-native"
+        assert c["observation"]["placement"]["source"] == "profile"
         # Python reads assignment info (the graph's nodes before fusion), the C API offers the
         # profile (the kernels that ran): the same providers, not the same count.
-        assert set(c["placement"]["nodes_by_provider"]) == set(python["placement"]["nodes_by_provider"])
-        assert c["peak_rss_mb"] > 0 and [s["batch_size"] for s in c["latency"]] == [1, 8]
+        assert set(c["observation"]["placement"]["nodes_by_provider"]) == set(
+            python["observation"]["placement"]["nodes_by_provider"]
+        )
+        assert c["observation"]["peak_rss_mb"] > 0 and [
+            s["batch_size"] for s in c["observation"]["latency"]
+        ] == [1, 8]
     report = (out / "report.md").read_text()
     assert all(f"`{i}`" in report for i in ids)
 
@@ -138,7 +142,7 @@ def test_the_verbose_log_from_the_logging_callback_gives_the_same_placement(
     placement = from_verbose_log("CPUExecutionProvider", log)
     assert placement is not None and placement.nodes_by_provider
     r = json.loads((out / "results" / "native-ort1.29.0-cpu-op17-dynamo.json").read_text())
-    assert placement.nodes_by_provider == r["placement"]["nodes_by_provider"]
+    assert placement.nodes_by_provider == r["observation"]["placement"]["nodes_by_provider"]
 
 
 def _argv(program: Path, lib: Path, bundle: Path, out: Path, ep: str, *extra: str) -> list[str]:

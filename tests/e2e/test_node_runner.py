@@ -56,13 +56,13 @@ def test_run_verifies_the_example_on_both_runners_with_the_same_judge(both: tupl
     results = {i: json.loads((out / "results" / f"{i}.json").read_text()) for i in ids}
     for i, r in results.items():
         assert r["status"] == "passed", (i, r["summary"])
-        assert r["environment"]["runtime_version"] == i.split("ort")[1].split("-")[0]
+        assert r["observation"]["environment"]["runtime_version"] == i.split("ort")[1].split("-")[0]
     checks = {i: [c["name"] for c in r["checks"]] for i, r in results.items()}
     assert checks[ids[2]] == checks[ids[0]]  # the same checks, from the same judge
-    assert {results[i]["environment"]["runner"] for i in ids} == {"ort-python", "ort-node"}
+    assert {results[i]["observation"]["environment"]["runner"] for i in ids} == {"ort-python", "ort-node"}
     # where nodes ran: 1.24 writes the profile trace, 1.20 ignores enableProfiling (the verbose log)
-    assert results["node-ort1.24.1-cpu-op17-dynamo"]["placement"]["source"] == "profile"
-    assert results["node-ort1.20.1-cpu-op17-dynamo"]["placement"]["source"] == "verbose-log"
+    assert results["node-ort1.24.1-cpu-op17-dynamo"]["observation"]["placement"]["source"] == "profile"
+    assert results["node-ort1.20.1-cpu-op17-dynamo"]["observation"]["placement"]["source"] == "verbose-log"
     report = (out / "report.md").read_text()
     assert all(f"`{i}`" in report for i in ids)  # side by side in one table
 

@@ -73,7 +73,7 @@ def test_a_second_run_exports_nothing_and_the_result_has_its_cold_start(
     export = next(c for c in b["checks"] if c["name"] == "export")
     assert export["figures"]["cache"] == "reused" and "reused from cache" in export["message"]
 
-    serving = b["serving"]
+    serving = b["observation"]["serving"]
     assert serving["cold_start_ms"] > serving["import_ms"] > 0, serving
     assert serving["first_run_ms"] > 0 and serving["warm_runs"] == 10 and serving["batch_size"] == 1
     assert serving["runtime_package"] == "onnxruntime"

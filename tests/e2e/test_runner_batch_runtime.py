@@ -60,10 +60,17 @@ def verdict(result_path: Path) -> dict[str, Any]:
             checks.append({"name": c["name"], "status": c["status"], "figures": figures})
         else:
             checks.append({"name": c["name"], "status": c["status"]})
-    placement = {k: v for k, v in (data.get("placement") or {}).items() if k != "time_us_by_provider"}
-    latency = [(s["batch_size"], s["runs"]) for s in data.get("latency") or []]
-    keep = ("target", "status", "summary", "environment", "parity", "decisions", "bundle", "reproduce")
-    return {**{k: data.get(k) for k in keep}, "checks": checks, "placement": placement, "latency": latency}
+    obs = data.get("observation") or {}
+    placement = {k: v for k, v in (obs.get("placement") or {}).items() if k != "time_us_by_provider"}
+    latency = [(s["batch_size"], s["runs"]) for s in obs.get("latency") or []]
+    keep = ("target", "status", "summary", "parity", "decisions", "bundle", "reproduce")
+    return {
+        **{k: data.get(k) for k in keep},
+        "environment": obs.get("environment"),
+        "checks": checks,
+        "placement": placement,
+        "latency": latency,
+    }
 
 
 def outputs(obs_dir: Path) -> dict[str, bytes]:

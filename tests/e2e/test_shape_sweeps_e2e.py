@@ -151,7 +151,12 @@ def test_a_healthy_encoder_passes_at_every_point_and_the_report_draws_it(
     assert list(swept) == ["sweep[seq=1]", "sweep[seq=7]", "sweep[seq=8]", "sweep[seq=64]"]
     assert all(c["status"] == "passed" for c in swept.values()), swept
     assert result["status"] == "passed", result["summary"]
-    assert [s["point"] for s in result["sweep_latency"]] == ["seq=1", "seq=7", "seq=8", "seq=64"]
+    assert [s["point"] for s in result["observation"]["sweep_latency"]] == [
+        "seq=1",
+        "seq=7",
+        "seq=8",
+        "seq=64",
+    ]
     out = cfg.parent / "out"
     res = CliRunner().invoke(cli, ["report", "--results", str(out / "results"), "--out", str(out)])
     assert res.exit_code == 0, res.output
@@ -192,7 +197,12 @@ def test_the_node_web_and_native_runners_run_the_sweep_points_too(
     swept = {n: c for n, c in by_name(result).items() if n.startswith("sweep[")}
     assert list(swept) == ["sweep[seq=1]", "sweep[seq=5]", "sweep[seq=8]", "sweep[seq=16]"]
     assert all(c["status"] == "passed" for c in swept.values()), swept
-    assert [s["point"] for s in result["sweep_latency"]] == ["seq=1", "seq=5", "seq=8", "seq=16"]
+    assert [s["point"] for s in result["observation"]["sweep_latency"]] == [
+        "seq=1",
+        "seq=5",
+        "seq=8",
+        "seq=16",
+    ]
 
 
 def blocks_parse(markdown: str, cache: Path) -> int:

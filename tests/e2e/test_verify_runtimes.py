@@ -97,15 +97,15 @@ def test_latest_cpu_on_the_example_bundle(bundle_root: Path, ort_latest: str, tm
         "export", "load", "provider", "parity[logits]", "decision",
         "optimized-cache", "batch[1]", "batch[8]", "batch[32]", "fallback", "latency", "memory", "cold-start",
     ]  # fmt: skip
-    assert c["cold-start"]["status"] == "passed" and data["serving"]["cold_start_ms"] > 0
-    assert data["environment"]["runtime_version"] == ORT_LATEST
+    assert c["cold-start"]["status"] == "passed" and data["observation"]["serving"]["cold_start_ms"] > 0
+    assert data["observation"]["environment"]["runtime_version"] == ORT_LATEST
     n = 16 + len(np.load(EXAMPLES / "samples.npz")["image"])  # random inputs + the held-out digits
     assert data["parity"][0]["elements"] == n * 10 and data["parity"][0]["out_of_tolerance"] == 0
     assert data["decisions"] == {"output": "logits", "top_k": 1, "changed": 0, "total": n}
-    assert [s["batch_size"] for s in data["latency"]] == [1, 8, 32]
-    assert all(0 < s["p50_ms"] <= s["p90_ms"] <= s["p99_ms"] for s in data["latency"])
-    assert data["session_create_ms"] > 0 and data["peak_rss_mb"] > 10
-    placement = data["placement"]
+    assert [s["batch_size"] for s in data["observation"]["latency"]] == [1, 8, 32]
+    assert all(0 < s["p50_ms"] <= s["p90_ms"] <= s["p99_ms"] for s in data["observation"]["latency"])
+    assert data["observation"]["session_create_ms"] > 0 and data["observation"]["peak_rss_mb"] > 10
+    placement = data["observation"]["placement"]
     assert set(placement["nodes_by_provider"]) == {"CPUExecutionProvider"}
     assert placement["fallback_nodes"] == [] and placement["time_us_by_provider"]["CPUExecutionProvider"] > 0
 
@@ -124,10 +124,12 @@ def test_openvino_fallback_table_names_exactly_the_cpu_nodes(
     c = checks(data)
     assert c["provider"]["status"] == "passed", c["provider"]["message"]
     assert c["parity[onehot]"]["status"] == "passed" and c["parity[det]"]["status"] == "passed"
-    fell = {(n["name"], n["op_type"]) for n in data["placement"]["fallback_nodes"]}
+    fell = {(n["name"], n["op_type"]) for n in data["observation"]["placement"]["fallback_nodes"]}
     assert fell == {("the_det", "Det"), ("the_hardmax", "Hardmax")}
-    assert all(n["provider"] == "CPUExecutionProvider" for n in data["placement"]["fallback_nodes"])
-    assert data["placement"]["nodes_by_provider"]["OpenVINOExecutionProvider"] == 3
+    assert all(
+        n["provider"] == "CPUExecutionProvider" for n in data["observation"]["placement"]["fallback_nodes"]
+    )
+    assert data["observation"]["placement"]["nodes_by_provider"]["OpenVINOExecutionProvider"] == 3
     assert "the_det (Det)" in c["fallback"]["message"]
     share = c["fallback"]["figures"]["cpu_time_share"]
     assert (code == 0) == (share <= 0.05)
@@ -176,12 +178,12 @@ def test_old_runtime_cannot_load_the_opset(bundle_root: Path, ort_old: str, tmp_
     assert "the runtime says: Load model from " in load["message"]
     assert "Unsupported model IR version: 10, max supported IR version: 9" in load["message"]
     assert "[ONNXRuntimeError]" not in load["message"] and "onnxruntime::" not in load["message"]
-    assert data["environment"]["runtime_version"] == ORT_OLD
+    assert data["observation"]["environment"]["runtime_version"] == ORT_OLD
     # The same bundle on the old runtime's numpy<2 environment loads at an opset it knows.
     ok = bundles.mlp_bundle(bundle_root / "mlp17")
     code, data = verify(ok, f"ort{ORT_OLD}-cpu-op17-onnx", tmp_path, ort_old)
     assert code == 0 and data["status"] == "passed", data["summary"]
-    assert data["placement"]["source"] == "profile"  # 1.17 has no assignment info
+    assert data["observation"]["placement"]["source"] == "profile"  # 1.17 has no assignment info
 
 
 def test_perturbed_reference_fails_parity_and_decision_with_figures(

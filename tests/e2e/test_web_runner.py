@@ -76,18 +76,23 @@ def test_run_verifies_the_example_on_wasm_and_webgpu_beside_native(digitnet: tup
     results = {i: json.loads((out / "results" / f"{i}.json").read_text()) for i in native + webs}
     for i, r in results.items():
         assert r["status"] == "passed", (i, r["summary"])
-        assert r["environment"]["runtime_version"] == i.split("ort")[1].split("-")[0]
+        assert r["observation"]["environment"]["runtime_version"] == i.split("ort")[1].split("-")[0]
     checks = {i: [c["name"] for c in r["checks"]] for i, r in results.items()}
     assert all(checks[w] == checks[native[0]] for w in webs)  # the same checks, from the same judge
     for v in RELEASES:
         wasm, gpu = (results[f"web-ort{v}-{p}-op17-dynamo"] for p in ("wasm", "webgpu"))
-        assert wasm["environment"]["runner"] == "ort-web"
-        assert "crossOriginIsolated=true" in wasm["environment"]["platform"]  # COOP/COEP reached the page
+        assert wasm["observation"]["environment"]["runner"] == "ort-web"
+        assert (
+            "crossOriginIsolated=true" in wasm["observation"]["environment"]["platform"]
+        )  # COOP/COEP reached the page
         # WebGPU ran on SwiftShader: every node on the GPU EP (JSEP's name for it), none on CPU
-        placed = gpu["placement"]["nodes_by_provider"]
-        assert gpu["placement"]["source"] == "verbose-log" and "CPUExecutionProvider" not in placed, placed
-        assert gpu["placement"]["fallback_nodes"] == []
-        assert wasm["placement"]["nodes_by_provider"].keys() == {"CPUExecutionProvider"}
+        placed = gpu["observation"]["placement"]["nodes_by_provider"]
+        assert (
+            gpu["observation"]["placement"]["source"] == "verbose-log"
+            and "CPUExecutionProvider" not in placed
+        ), placed
+        assert gpu["observation"]["placement"]["fallback_nodes"] == []
+        assert wasm["observation"]["placement"]["nodes_by_provider"].keys() == {"CPUExecutionProvider"}
         for p, threads in (("wasm", 1), ("wasmmt", 2)):
             obs = out / "observations" / f"web-ort{v}-{p}-op17-dynamo" / "observation.json"
             assert (
@@ -251,9 +256,10 @@ def test_the_node_runners_webgpu_ep_runs_on_swiftshader(
     options = VerifyOptions(latency_runs=3, timeout_s=300)
     r = stage.verify_target(out / "bundles" / t.bundle_key, t, tmp_path, options, how).result
     assert r.status == Status.PASSED, r.summary
-    assert r.placement is not None and r.placement.source == "profile"
-    assert r.placement.nodes_by_provider.get("WebGpuExecutionProvider", 0) > 0, r.placement
-    assert r.placement.fallback_nodes == ()
+    placement = r.observed.placement
+    assert placement is not None and placement.source == "profile"
+    assert placement.nodes_by_provider.get("WebGpuExecutionProvider", 0) > 0, placement
+    assert placement.fallback_nodes == ()
 
 
 def test_the_cells_secret_is_written_nowhere(digitnet: tuple[Path, int, str]) -> None:

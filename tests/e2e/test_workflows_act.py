@@ -580,7 +580,9 @@ def test_the_web_runners_cell_is_verified_by_verify_web_as_locally(
     result = json.loads(
         (run.artifact(f"onnx-gate-results-{web_cell}") / "results" / f"{web_cell}.json").read_text()
     )
-    assert result["environment"]["runner"] == "ort-web", result["environment"]  # in the browser, in CI
+    assert result["observation"]["environment"]["runner"] == "ort-web", result["observation"][
+        "environment"
+    ]  # in the browser, in CI
     mine = json.loads((tmp_path / "local" / "results" / f"{web_cell}.json").read_text())
     assert [(c["name"], c["status"]) for c in result["checks"]] == [
         (c["name"], c["status"]) for c in mine["checks"]

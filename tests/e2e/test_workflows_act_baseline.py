@@ -203,7 +203,10 @@ def test_a_push_leaves_the_baseline_and_pull_requests_are_judged_against_it(
     assert rerun.code == 0 and rerun_check["conclusion"] == "success", rerun.tail()
     assert "the base bundle: the onnx-gate-bundle-op17-torchscript artifact of run" in rerun.log
     result = json.loads(next((store / "54").glob(f"onnx-gate-results-{CELLS[0]}/results/*.json")).read_text())
-    assert "paired" not in result, "a comment exports the base's files byte for byte: nothing to time beside"
+    assert result["observation"]["latency"], result  # it ran and was timed, alone
+    assert "paired" not in result["observation"], (
+        "a comment exports the base's files byte for byte: nothing to time beside"
+    )
     assert "identical model bytes, runtime and providers as the base's" in rerun.log, rerun.tail()
 
     code, local, output = verdicts["planted"]

@@ -6,6 +6,7 @@ from ci_onnx.report import gate, limits, render, view
 from ci_onnx.report.collect import Collection, merge
 from ci_onnx.report.junit_reader import JUnitCase, JUnitSummary
 from tests.golden import scenarios
+from tests.support.results import observed
 
 COMMIT = view.Commit(
     "4f1d2c3b9a8e7f6d5c4b3a29180706f5e4d3c2b1",
@@ -79,9 +80,8 @@ def export_failed_view() -> view.ReportView:
                 export_failed=True,
                 checks=(CheckResult("export", Status.PASSED), opset),
                 parity=(),
-                latency=(),
                 decisions=None,
-                placement=None,
+                observation=None,
             )
         elif r.target.id == "ort1.24.1-openvino-op18-dynamo":
             covered = dataclasses.replace(r.parity[0], max_abs=5.1e-5, max_rel=0.0102, worst_share=0.52)
@@ -146,19 +146,19 @@ def versus_view() -> view.ReportView:
     moved = []
     for r in head:
         if r.target.id == slower:
-            r = dataclasses.replace(
-                r,
-                bundle="head-sha",
+            r = observed(
+                dataclasses.replace(r, bundle="head-sha"),
                 paired=PairedLatency(by_id[slower].bundle, (timed(0.9),), (timed(0.45),)),
             )
-        if r.target.id == scenarios.FALLBACK_FAIL and r.placement is not None:
-            nodes = (*r.placement.fallback_nodes, PlacedNode("/head/IsNaN", "IsNaN", scenarios.CPU))
-            r = dataclasses.replace(r, placement=dataclasses.replace(r.placement, fallback_nodes=nodes))
+        placement = r.observed.placement
+        if r.target.id == scenarios.FALLBACK_FAIL and placement is not None:
+            nodes = (*placement.fallback_nodes, PlacedNode("/head/IsNaN", "IsNaN", scenarios.CPU))
+            r = observed(r, placement=dataclasses.replace(placement, fallback_nodes=nodes))
         moved.append(r)
     by_id[slower] = dataclasses.replace(by_id[slower], bundle="base-sha")
     moved = [
-        dataclasses.replace(r, paired=dataclasses.replace(r.paired, base_bundle="base-sha"))
-        if r.paired
+        observed(r, paired=dataclasses.replace(paired, base_bundle="base-sha"))
+        if (paired := r.observed.paired)
         else r
         for r in moved
     ]

@@ -13,6 +13,7 @@ import math
 import random
 
 from ci_onnx.contracts.results import (
+    RESULT_SCHEMA_VERSION,
     CheckResult,
     DecisionStats,
     Environment,
@@ -24,6 +25,7 @@ from ci_onnx.contracts.results import (
 )
 from ci_onnx.contracts.target import Status, Target
 from ci_onnx.plan import Plan
+from tests.support.results import observation
 
 CPU = "CPUExecutionProvider"
 OV = "OpenVINOExecutionProvider"
@@ -148,18 +150,21 @@ def result_for(
             f"fallback: {placement.cpu_time_share:.1%} of node time on CPU, over the {BUDGET:.0%} budget"
         )
     return TargetResult(
-        schema_version=1,
+        schema_version=RESULT_SCHEMA_VERSION,
         target=target,
         status=Status.FAILED if failed else Status.PASSED,
         summary=summary,
         checks=tuple(checks),
-        environment=Environment(target.runtime, (ep, CPU), (ep, CPU), "linux-x86_64"),
         parity=(parity,),
         decisions=decisions,
-        placement=placement,
-        latency=_latency(rng, target.provider),
-        session_create_ms=round(rng.uniform(8, 30), 1),
-        peak_rss_mb=148.2,
+        observation=observation(
+            target.id,
+            Environment(target.runtime, (ep, CPU), (ep, CPU), "linux-x86_64"),
+            placement=placement,
+            latency=_latency(rng, target.provider),
+            session_create_ms=round(rng.uniform(8, 30), 1),
+            peak_rss_mb=148.2,
+        ),
         bundle="9f2c4e1a" * 8,
         started_at="2026-11-29T21:00:00Z",
         duration_s=round(rng.uniform(3, 9), 2),

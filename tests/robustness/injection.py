@@ -60,9 +60,8 @@ def _fields() -> dict[str, Callable[[dict[str, Any], str], None]]:
             row["output"] = p
 
     def fallback_op(r: dict[str, Any], p: str) -> None:
-        if r.get("placement"):
-            for node in r["placement"]["fallback_nodes"]:
-                node["op_type"] = p
+        for node in r["observation"]["placement"]["fallback_nodes"]:
+            node["op_type"] = p
 
     def runtime(r: dict[str, Any], p: str) -> None:
         r["target"]["runtime"] = "1.20.1" + p
@@ -136,7 +135,9 @@ def render_case(case: Case, d: Path) -> dict[str, str]:
         (d / "junit" / "other.xml").write_text(_junit(case.field.removeprefix("junit-"), case.payload))
         argv += ["--junit", str(d / "junit")]
     else:
-        failing = next(r for r in results if r.status.failing and r.placement is not None and r.parity)
+        failing = next(
+            r for r in results if r.status.failing and r.observed.placement is not None and r.parity
+        )
         path = d / "results" / f"{failing.target.id}.json"
         data = json.loads(path.read_text())
         FIELDS[case.field](data, case.payload)

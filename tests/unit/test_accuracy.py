@@ -14,6 +14,7 @@ from ci_onnx.contracts.target import Status
 from ci_onnx.export import inputs
 from ci_onnx.verify import accuracy
 from tests.conftest import EXAMPLE_CONFIG
+from tests.support.results import observed
 
 
 def test_the_example_samples_are_labelled_held_out_digits() -> None:
@@ -117,7 +118,9 @@ def test_the_report_sets_each_precision_beside_its_fp32_cell() -> None:
             CheckResult("export", Status.PASSED, "", {"model_bytes": size}),
             accuracy.verdict("accuracy", "logits", correct, 290, 297, 1.0),
         )
-        r = dataclasses.replace(r, checks=r.checks + extra, latency=(LatencyStat(8, p50, p50, p50, 5),))
+        r = observed(
+            dataclasses.replace(r, checks=r.checks + extra), latency=(LatencyStat(8, p50, p50, p50, 5),)
+        )
         return Entry(t, Status.PASSED, r)
 
     alone = rows([entry("fp32", 400_000, 0.2, 290)])

@@ -211,7 +211,8 @@ def test_the_adb_sequence_pushes_runs_and_pulls_a_cell(
     r = written.result
     assert r.status == Status.PASSED, r.summary
     assert r.target.id == f"android-api34-ort{RELEASE}-{provider}-op17-onnx"
-    assert r.environment.platform == "android-34-x86_64 (emulator)"
+    env = r.observed.environment
+    assert env is not None and env.platform == "android-34-x86_64 (emulator)"
     # built with the NDK's clang for the ABI the device reported, on the AAR's headers
     assert runner_env["native"].built[0]["cc"] == str(runner_env["clang"])
     assert (runner_env["native"].built[0]["include_dir"] / "onnxruntime_c_api.h").is_file()

@@ -20,6 +20,7 @@ from ci_onnx.report import gate, render, view
 from ci_onnx.report.collect import merge
 from ci_onnx.verify import budgets
 from tests.golden import scenarios
+from tests.support.results import observed
 
 SERVING = ServingFigures(
     cold_start_ms=420.0,
@@ -160,10 +161,10 @@ def test_observation_and_result_with_serving_figures_match_their_schemas() -> No
     jsonschema.validate(serde.to_json(obs), schema.load_schema("observation.schema.json"))
     assert serde.from_json(Observation, serde.to_json(obs)) == obs
     _, results = scenarios.tinycnn()
-    result = dataclasses.replace(results[0], serving=SERVING)
+    result = observed(results[0], serving=SERVING)
     jsonschema.validate(serde.to_json(result), schema.load_schema("target-result.schema.json"))
     older = serde.to_json(results[0])
-    older.pop("serving", None)  # a result written before the field existed still reads
+    older["observation"].pop("serving", None)  # a result written before the field existed still reads
     jsonschema.validate(older, schema.load_schema("target-result.schema.json"))
 
 
@@ -171,7 +172,7 @@ def test_the_report_shows_the_serving_figures_and_a_failed_budget() -> None:
     plan, results = scenarios.tinycnn()
     failing = budgets.cold_start_budget(observation(), 300.0)
     results = [
-        dataclasses.replace(r, serving=SERVING, checks=(*r.checks, failing) if i == 0 else r.checks)
+        observed(dataclasses.replace(r, checks=(*r.checks, failing) if i == 0 else r.checks), serving=SERVING)
         for i, r in enumerate(results)
     ]
     c = merge({r.target.id: r for r in results}, plan)

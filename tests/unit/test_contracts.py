@@ -11,6 +11,7 @@ from ci_onnx.contracts import schema, serde
 from ci_onnx.contracts.bundle import Decision, Manifest, TensorSpec, TestDataSet, Tolerance
 from ci_onnx.contracts.errors import UsageError
 from ci_onnx.contracts.results import (
+    RESULT_SCHEMA_VERSION,
     CheckResult,
     DecisionStats,
     Environment,
@@ -21,6 +22,7 @@ from ci_onnx.contracts.results import (
     TargetResult,
 )
 from ci_onnx.contracts.target import Status, Target
+from tests.support.results import observation
 
 
 def test_committed_schemas_are_the_generated_ones() -> None:
@@ -60,28 +62,31 @@ def manifest() -> Manifest:
 
 
 def result() -> TargetResult:
+    target = Target("1.24.1", "openvino", 17, "dynamo", runtime_spec="latest")
     return TargetResult(
-        schema_version=1,
-        target=Target("1.24.1", "openvino", 17, "dynamo", runtime_spec="latest"),
+        schema_version=RESULT_SCHEMA_VERSION,
+        target=target,
         status=Status.FAILED,
         summary="fallback: 31% of node time on CPU (budget 5%)",
         checks=(CheckResult("fallback", Status.FAILED, "too much CPU", {"cpu_time_share": 0.31}, 0.2),),
-        environment=Environment(
-            "1.24.1",
-            ("OpenVINOExecutionProvider", "CPUExecutionProvider"),
-            ("OpenVINOExecutionProvider",),
-            "linux-x86_64",
-        ),
         parity=(OutputParity("logits", 1e-6, 2e-5, 0, 160, 1e-4, 1e-3),),
         decisions=DecisionStats("logits", 1, 0, 48),
-        placement=Placement(
-            "profile",
-            {"OpenVINOExecutionProvider": 3, "CPUExecutionProvider": 1},
-            {"OpenVINOExecutionProvider": 69.0, "CPUExecutionProvider": 31.0},
-            (PlacedNode("n1", "Det", "CPUExecutionProvider", 31.0),),
+        observation=observation(
+            target.id,
+            Environment(
+                "1.24.1",
+                ("OpenVINOExecutionProvider", "CPUExecutionProvider"),
+                ("OpenVINOExecutionProvider",),
+                "linux-x86_64",
+            ),
+            placement=Placement(
+                "profile",
+                {"OpenVINOExecutionProvider": 3, "CPUExecutionProvider": 1},
+                {"OpenVINOExecutionProvider": 69.0, "CPUExecutionProvider": 31.0},
+                (PlacedNode("n1", "Det", "CPUExecutionProvider", 31.0),),
+            ),
+            latency=(LatencyStat(8, 1.5, 1.7, float("nan"), 20),),
         ),
-        latency=(LatencyStat(8, 1.5, 1.7, float("nan"), 20),),
-        session_create_ms=None,
     )
 
 
@@ -102,11 +107,9 @@ def test_round_trip_and_schema(obj: object, schema_file: str) -> None:
 
 def test_nan_is_written_as_null_and_read_back_as_nan() -> None:
     data = json.loads(serde.dumps(result()))
-    assert data["latency"][0]["p99_ms"] is None
-    assert (
-        serde.from_json(TargetResult, data).latency[0].p99_ms
-        != serde.from_json(TargetResult, data).latency[0].p99_ms
-    )
+    assert data["observation"]["latency"][0]["p99_ms"] is None
+    p99 = serde.from_json(TargetResult, data).observed.latency[0].p99_ms
+    assert p99 != p99
 
 
 def test_decoding_rejects_unknown_and_missing_keys_and_wrong_types() -> None:

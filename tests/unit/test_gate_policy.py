@@ -11,6 +11,7 @@ from ci_onnx.plan import Plan
 from ci_onnx.report import gate, policy, render, view
 from ci_onnx.report.collect import merge
 from tests.golden import scenarios
+from tests.support.results import observed
 from tests.unit.test_report_gate import baseline_of, failed
 
 CATCH_ALL = ExpectedFailure("*", "*", "known", "2099-12-31", "", 0)
@@ -130,12 +131,12 @@ def test_a_budget_the_pull_request_loosened_is_judged_by_the_bases() -> None:
     from ci_onnx.contracts.results import ServingFigures
 
     plan, results = scenarios.all_passing()
-    slow = [dataclasses.replace(r, serving=ServingFigures(cold_start_ms=800.0)) for r in results]
+    slow = [observed(r, serving=ServingFigures(cold_start_ms=800.0)) for r in results]
     base_plan, loosened = _with_budget(plan, 500.0), _with_budget(plan, 5000.0)
     g = _decide(loosened, slow, base_plan, results)
     assert g.blocks and len(g.blocking) == len(slow)
     summary = g.blocking[0].result.summary  # type: ignore[union-attr]
     assert "cold start 800 ms over the base's budgets.cold_start_ms (500)" in summary, summary
     assert any("budgets.cold_start_ms 500 → 5000" in c and "loosens" in c for c in g.policy_changes)
-    fast = [dataclasses.replace(r, serving=ServingFigures(cold_start_ms=300.0)) for r in results]
+    fast = [observed(r, serving=ServingFigures(cold_start_ms=300.0)) for r in results]
     assert not _decide(loosened, fast, base_plan, results).blocks  # within the base's budget too

@@ -154,7 +154,7 @@ def test_a_verify_job_fetches_the_base_commits_bundle_and_times_it_beside_its_ow
     assert "the base bundle: the onnx-gate-bundle-op17-onnx artifact of run" in result.output
     written = json.loads((out / "results" / "ort1.32.0-cpu-op17-onnx.json").read_text())
     assert (
-        written["paired"]["base_bundle"]
+        written["observation"]["paired"]["base_bundle"]
         == json.loads((base / "manifest.json").read_text())["files"]["model.onnx"]
     )
     assert (

@@ -11,11 +11,19 @@ from ci_onnx import config
 from ci_onnx import plan as planning
 from ci_onnx.contracts.errors import ConfigError
 from ci_onnx.contracts.progress import Progress
-from ci_onnx.contracts.results import DecisionStats, LatencyStat, OutputParity, TargetResult, write_result
+from ci_onnx.contracts.results import (
+    RESULT_SCHEMA_VERSION,
+    DecisionStats,
+    LatencyStat,
+    OutputParity,
+    TargetResult,
+    write_result,
+)
 from ci_onnx.contracts.target import Status, Target
 from ci_onnx.matrix import platform_tag
 from ci_onnx.orchestration import localrun
 from tests.conftest import EXAMPLE_CONFIG, FakeIndex
+from tests.support.results import observed
 
 NO_INDEX = FakeIndex({})
 
@@ -91,13 +99,15 @@ def test_terminal_table_has_a_line_per_planned_target(tmp_path: Path) -> None:
     lost = Target("1.20.1", "cpu", 17, "dynamo")
     write_result(
         tmp_path,
-        TargetResult(
-            1,
-            ok,
-            Status.PASSED,
-            "",
-            parity=(OutputParity("logits", 2.5e-6, 1e-5, 0, 100, 1e-4, 1e-3),),
-            decisions=DecisionStats("logits", 1, 0, 40),
+        observed(
+            TargetResult(
+                RESULT_SCHEMA_VERSION,
+                ok,
+                Status.PASSED,
+                "",
+                parity=(OutputParity("logits", 2.5e-6, 1e-5, 0, 100, 1e-4, 1e-3),),
+                decisions=DecisionStats("logits", 1, 0, 40),
+            ),
             latency=(LatencyStat(1, 0.1, 0.1, 0.1, 5), LatencyStat(8, 0.4, 0.5, 0.6, 5)),
         ),
     )

@@ -11,6 +11,7 @@ from ci_onnx.contracts.gate_settings import GateSettings
 from ci_onnx.contracts.results import LatencyStat, PairedLatency, PlacedNode, ServingFigures, TargetResult
 from ci_onnx.report import diff, noise
 from tests.golden import scenarios
+from tests.support.results import observed
 
 SETTINGS = GateSettings()
 HEAD = "sha-head"
@@ -29,7 +30,7 @@ def samples(median: float, n: int = 20, spread: float = 0.03, seed: int = 0) -> 
 
 
 def with_latency(r: TargetResult, *stats: LatencyStat, bundle: str = "sha-base") -> TargetResult:
-    return dataclasses.replace(r, latency=stats, bundle=bundle, serving=None, peak_rss_mb=None)
+    return observed(dataclasses.replace(r, bundle=bundle), latency=stats, serving=None, peak_rss_mb=None)
 
 
 def stat(batch: int, values: tuple[float, ...]) -> LatencyStat:
@@ -91,22 +92,21 @@ def test_parity_drift_is_a_warning_past_the_threshold_only() -> None:
 
 def test_placement_counts_nodes_moved_to_the_cpu_and_new_fallback_ops_not_shape_arithmetic() -> None:
     base, _ = pair()
-    assert base.placement is not None
+    placement = base.observed.placement
+    assert placement is not None
     moved = (
-        *base.placement.fallback_nodes,
+        *placement.fallback_nodes,
         PlacedNode("/a/IsNaN", "IsNaN", "CPUExecutionProvider"),
         PlacedNode("/a/IsNaN_1", "IsNaN", "CPUExecutionProvider"),
         PlacedNode("/a/Shape", "Shape", "CPUExecutionProvider"),  # onnxruntime keeps it there by design
     )
-    head = dataclasses.replace(base, placement=dataclasses.replace(base.placement, fallback_nodes=moved))
+    head = observed(base, placement=dataclasses.replace(placement, fallback_nodes=moved))
     (found,) = [f for f in diff.compare(head, base, SETTINGS) if f.kind == diff.PLACEMENT]
     assert found.figure == "+2 node(s) moved to the CPU; new fallback op(s): IsNaN"
-    only_shape = dataclasses.replace(
-        base.placement, fallback_nodes=(*base.placement.fallback_nodes, moved[-1])
-    )
+    only_shape = dataclasses.replace(placement, fallback_nodes=(*placement.fallback_nodes, moved[-1]))
     assert not [
         f
-        for f in diff.compare(dataclasses.replace(base, placement=only_shape), base, SETTINGS)
+        for f in diff.compare(observed(base, placement=only_shape), base, SETTINGS)
         if f.kind == diff.PLACEMENT
     ]
 
@@ -136,7 +136,7 @@ def test_side_by_side_figures_use_the_tighter_threshold_when_the_pair_is_of_this
     base, _ = pair()
     b = with_latency(base, stat(8, samples(1.0, seed=1)), bundle="sha-base")
     paired = PairedLatency("sha-base", (stat(8, samples(1.2, seed=3)),), (stat(8, samples(1.0, seed=4)),))
-    head = dataclasses.replace(with_latency(base, stat(8, samples(1.0, seed=5)), bundle=HEAD), paired=paired)
+    head = observed(with_latency(base, stat(8, samples(1.0, seed=5)), bundle=HEAD), paired=paired)
     found = serving(diff.compare(head, b, SETTINGS))
     assert found["p50 latency, batch 8"].regression and found["p50 latency, batch 8"].test.startswith(
         diff.SIDE_BY_SIDE
@@ -150,12 +150,11 @@ def test_side_by_side_figures_use_the_tighter_threshold_when_the_pair_is_of_this
 
 def test_single_figures_use_their_threshold_and_an_improvement_is_said() -> None:
     base, _ = pair()
-    b = dataclasses.replace(
+    b = observed(
         base, latency=(), peak_rss_mb=100.0, serving=ServingFigures(cold_start_ms=300.0, model_bytes=1 << 20)
     )
-    h = dataclasses.replace(
-        b,
-        bundle=HEAD,
+    h = observed(
+        dataclasses.replace(b, bundle=HEAD),
         peak_rss_mb=130.0,
         serving=ServingFigures(cold_start_ms=100.0, model_bytes=(1 << 20) + 1000),
     )
@@ -192,8 +191,8 @@ def test_side_by_side_pairs_are_judged_run_for_run_against_the_threshold() -> No
 
 def test_a_cold_start_past_its_threshold_is_a_warning_never_a_block() -> None:
     base, _ = pair()
-    b = dataclasses.replace(base, latency=(), serving=ServingFigures(cold_start_ms=300.0))
-    h = dataclasses.replace(b, bundle=HEAD, serving=ServingFigures(cold_start_ms=1200.0))
+    b = observed(base, latency=(), serving=ServingFigures(cold_start_ms=300.0))
+    h = observed(dataclasses.replace(b, bundle=HEAD), serving=ServingFigures(cold_start_ms=1200.0))
     found = serving(diff.compare(h, b, SETTINGS))["cold start"]
     assert found.warning and not found.regression and "a warning only" in found.test
 
@@ -206,10 +205,9 @@ def test_identical_model_bytes_runtime_and_providers_are_shown_not_compared() ->
     found = diff.compare(noisy, b, dataclasses.replace(SETTINGS, stored_figures="block"))
     assert [f.kind for f in found if f.kind in (diff.SERVING, diff.NOT_COMPARED)] == [diff.NOT_COMPARED]
     assert not any(f.regression for f in found) and "shown, not compared" in found[-1].test
-    assert base.environment is not None
-    other_runtime = dataclasses.replace(
-        noisy, environment=dataclasses.replace(base.environment, runtime_version="9.9.9")
-    )
+    env = base.observed.environment
+    assert env is not None
+    other_runtime = observed(noisy, environment=dataclasses.replace(env, runtime_version="9.9.9"))
     for head in (with_latency(base, stat(8, samples(1.4, seed=2)), bundle=HEAD), other_runtime):
         assert not diff.identical(head, b)
         assert serving(diff.compare(head, b, SETTINGS))["p50 latency, batch 8"].test.startswith(diff.STORED)

@@ -20,6 +20,7 @@ from ci_onnx.report.collect import merge
 from ci_onnx.verify import accuracy as verify_accuracy
 from tests import bundles
 from tests.golden import scenarios
+from tests.support.results import observed
 
 
 def _view(plan, results) -> view.ReportView:  # type: ignore[no-untyped-def]
@@ -107,7 +108,7 @@ def test_the_grid_has_a_legend_and_the_serving_ratios_a_reading() -> None:
     assert "| runtime |" in text and "`·` no such cell in the plan" in text
     plan, results = scenarios.all_passing()
     serving = ServingFigures(cold_start_ms=400.0, first_run_ms=50.0, warm_median_ms=1.0)
-    text = _report(plan, [dataclasses.replace(results[0], serving=serving), *results[1:]])
+    text = _report(plan, [observed(results[0], serving=serving), *results[1:]])
     assert "50 vs 1 (50.0×)" in text
     assert "send one warm-up request before taking traffic" in text
 

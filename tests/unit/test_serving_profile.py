@@ -13,7 +13,14 @@ import pytest
 
 from ci_onnx import config
 from ci_onnx.contracts.errors import ConfigError
-from ci_onnx.contracts.results import SCHEMA_VERSION, Environment, LatencyStat, Observation, TargetResult
+from ci_onnx.contracts.results import (
+    RESULT_SCHEMA_VERSION,
+    SCHEMA_VERSION,
+    Environment,
+    LatencyStat,
+    Observation,
+    TargetResult,
+)
 from ci_onnx.contracts.target import Status, Target
 from ci_onnx.contracts.verify_options import Budgets
 from ci_onnx.report import charts, profile, render
@@ -95,7 +102,8 @@ def test_min_throughput_fails_with_the_figure_and_the_margin() -> None:
 
 def entry(target_id: str, latency: tuple[LatencyStat, ...], sweep: tuple[LatencyStat, ...] = ()) -> Entry:
     t = Target.from_id(target_id)
-    r = TargetResult(SCHEMA_VERSION, t, Status.PASSED, "", latency=latency, sweep_latency=sweep)
+    obs = Observation(SCHEMA_VERSION, t.id, None, latency=latency, sweep_latency=sweep)
+    r = TargetResult(RESULT_SCHEMA_VERSION, t, Status.PASSED, "", observation=obs)
     return Entry(t, Status.PASSED, r)
 
 

@@ -143,8 +143,10 @@ def test_a_healthy_dynamic_length_graph_passes_at_every_point_and_each_is_timed(
     swept = checks(result, "sweep[")
     assert list(swept) == ["sweep[seq=1]", "sweep[seq=5]", "sweep[seq=8]", "sweep[seq=16]"]
     assert all(c.status is Status.PASSED for c in swept.values()), swept
-    assert [s.point for s in result.sweep_latency] == ["seq=1", "seq=5", "seq=8", "seq=16"]
-    assert all(s.batch_size == 2 and s.runs == 5 and s.first_ms is not None for s in result.sweep_latency)
+    assert [s.point for s in result.observed.sweep_latency] == ["seq=1", "seq=5", "seq=8", "seq=16"]
+    assert all(
+        s.batch_size == 2 and s.runs == 5 and s.first_ms is not None for s in result.observed.sweep_latency
+    )
     assert "items/s" in swept["sweep[seq=5]"].message
 
 
@@ -226,7 +228,7 @@ def test_a_fixed_shape_model_is_checked_and_timed_at_its_own_size(
     result = verified(path, tmp_path, declared_batch_sizes=declared)
     one, eight = result.check("batch[1]"), result.check("batch[8]")
     assert one is not None and one.status is Status.PASSED and "the model's fixed size" in one.message
-    assert [s.batch_size for s in result.latency] == [1]
+    assert [s.batch_size for s in result.observed.latency] == [1]
     assert result.check("latency").status is Status.PASSED  # type: ignore[union-attr]
     assert result.check("memory").status is Status.PASSED  # type: ignore[union-attr]
     assert eight is not None

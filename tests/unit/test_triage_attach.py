@@ -13,7 +13,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from ci_onnx.contracts.bundle import TensorSpec
-from ci_onnx.contracts.results import CheckResult, TargetResult
+from ci_onnx.contracts.results import RESULT_SCHEMA_VERSION, CheckResult, TargetResult
 from ci_onnx.contracts.target import Status, Target
 from ci_onnx.contracts.verify_options import VerifyOptions
 from ci_onnx.runners.base import RunnerEnv
@@ -90,7 +90,7 @@ def test_a_triage_out_of_time_says_so_and_leaves_the_verdict_as_it_was(tmp_path:
 
 def test_the_check_triaged_is_the_first_failing_parity_or_decision() -> None:
     manifest = None  # without a manifest, a decision has no output to name
-    base = TargetResult(1, target(), Status.FAILED, "")
+    base = TargetResult(RESULT_SCHEMA_VERSION, target(), Status.FAILED, "")
     fail = lambda name, figures=None: CheckResult(name, Status.FAILED, "", figures or {})  # noqa: E731
     assert attach.failing_check(dataclasses.replace(base, checks=(fail("fallback"),)), manifest) is None
     assert attach.failing_check(dataclasses.replace(base, checks=(fail("parity[y]"),)), manifest) == (
@@ -111,7 +111,13 @@ def test_a_runner_that_cannot_start_stops_the_triage_with_its_reason_and_not_the
         tmp_path / "op17-onnx", denormal_model(), SPEC, bundles.random_sets(SPEC.inputs, 4), numpy_reference
     )
     web = dataclasses.replace(target(), runner="web", provider="wasm", session_options="default")
-    r = TargetResult(1, web, Status.FAILED, "parity", checks=(CheckResult("parity[y]", Status.FAILED, ""),))
+    r = TargetResult(
+        RESULT_SCHEMA_VERSION,
+        web,
+        Status.FAILED,
+        "parity",
+        checks=(CheckResult("parity[y]", Status.FAILED, ""),),
+    )
     env = RunnerEnv("web", web.runtime, tmp_path / "no-such-env", str(tmp_path / "no-such-node"))
     # a browser that is not there, named: the same on a machine with Chromium and one without
     no_browser = {"ONNX_GATE_CHROMIUM": str(tmp_path / "no-such-chromium")}

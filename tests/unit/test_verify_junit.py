@@ -9,9 +9,16 @@ from pathlib import Path
 import pytest
 import xmlschema
 
-from ci_onnx.contracts.results import SCHEMA_VERSION, CheckResult, Environment, LatencyStat, TargetResult
+from ci_onnx.contracts.results import (
+    RESULT_SCHEMA_VERSION,
+    CheckResult,
+    Environment,
+    LatencyStat,
+    TargetResult,
+)
 from ci_onnx.contracts.target import Status, Target
 from ci_onnx.verify import junit
+from tests.support.results import observation
 
 XSD = Path(__file__).parent.parent / "data" / "jenkins-xunit-junit-10.xsd"
 
@@ -29,15 +36,18 @@ def assert_valid_junit(path: Path) -> ET.Element:
 
 def _result(*checks: CheckResult, duration: float = 1234.5678) -> TargetResult:
     return TargetResult(
-        schema_version=SCHEMA_VERSION,
-        target=Target("1.32.0", "openvino", 17, "dynamo"),
+        schema_version=RESULT_SCHEMA_VERSION,
+        target=(target := Target("1.32.0", "openvino", 17, "dynamo")),
         status=Status.FAILED,
         summary="parity[logits]: 3 of 10 out",
         checks=checks,
-        environment=Environment("1.32.0", ("CPUExecutionProvider",), ("CPUExecutionProvider",), "Linux"),
-        latency=(LatencyStat(8, 1.0, 2.0, 3.0, 20),),
-        session_create_ms=12.5,
-        peak_rss_mb=100.0,
+        observation=observation(
+            target.id,
+            Environment("1.32.0", ("CPUExecutionProvider",), ("CPUExecutionProvider",), "Linux"),
+            latency=(LatencyStat(8, 1.0, 2.0, 3.0, 20),),
+            session_create_ms=12.5,
+            peak_rss_mb=100.0,
+        ),
         started_at="2026-01-01T00:00:00+00:00",
         duration_s=duration,
     )

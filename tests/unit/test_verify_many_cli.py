@@ -102,6 +102,6 @@ def test_baseline_pairs_every_target_with_its_own_base_bundle(
     )
     assert code == 0, output
     for target, key in ((PLAIN, "op17-onnx"), (op18, "op18-onnx")):
-        paired = json.loads((tmp_path / "results" / f"{target}.json").read_text())["paired"]
+        paired = json.loads((tmp_path / "results" / f"{target}.json").read_text())["observation"]["paired"]
         # the base bundle it was timed beside, named by its model's sha256 as its manifest lists it
         assert paired["base_bundle"] == read_manifest(base / key).files[MODEL], (target, paired)

@@ -166,13 +166,17 @@ def test_fork_text_in_results_cannot_start_a_workflow_command(tmp_path: Path) ->
     from click.testing import CliRunner
 
     from ci_onnx.cli import cli
-    from ci_onnx.contracts.results import CheckResult, TargetResult, write_result
+    from ci_onnx.contracts.results import RESULT_SCHEMA_VERSION, CheckResult, TargetResult, write_result
     from ci_onnx.contracts.target import Status, Target
 
     target = Target("1.32.0", "cpu", 17, "dynamo")
     forged = "x\n::set-output name=verdict::pass\n::error::all good"
     result = TargetResult(
-        1, target, Status.FAILED, forged, checks=(CheckResult("load\n::warning::x", Status.FAILED, forged),)
+        RESULT_SCHEMA_VERSION,
+        target,
+        Status.FAILED,
+        forged,
+        checks=(CheckResult("load\n::warning::x", Status.FAILED, forged),),
     )
     write_result(tmp_path / "results", result)
     env = {"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": str(tmp_path / "out.txt"), "GITHUB_TOKEN": ""}

@@ -325,7 +325,8 @@ def read_result(path: Path) -> TargetResult:
         data = json.loads(path.read_bytes())
     except (OSError, ValueError, RecursionError) as exc:
         raise UsageError(f"{path}: not a TargetResult written by onnx-gate ({_short(exc)})") from None
-    version_1 = isinstance(data, dict) and type(data.get("schema_version")) is int and data["schema_version"] == 1
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    version_1 = type(version) is int and version == 1  # 1.0 and True are not version 1
     if version_1:
         data = _from_version_1(data)
     check_schema_version(data, RESULT_SCHEMA_VERSION, path, "TargetResult")

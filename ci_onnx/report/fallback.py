@@ -54,7 +54,7 @@ def _row(entry: Entry, r: TargetResult) -> FallbackRow | None:
 
 
 def _delta(gate: Gate, row: FallbackRow) -> str:
-    base = gate.baseline.results.get(row.target) if gate.baseline is not None else None
+    base = gate.base(row.target)
     if base is None or base.observed.placement is None:
         return "new cell" if (c := gate.cell(row.target)) and c.change is Change.NEW else "—"
     before = base.observed.placement.nodes_by_provider.get(cpu_ep(), 0)

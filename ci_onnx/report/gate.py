@@ -140,6 +140,10 @@ class Gate:
     def cell(self, target_id: str) -> Cell | None:
         return next((c for c in self.cells if c.target.id == target_id), None)
 
+    def base(self, target_id: str) -> TargetResult | None:
+        """The baseline's result for this target, if there is a baseline and it holds one."""
+        return self.baseline.results.get(target_id) if self.baseline is not None else None
+
     def summary(self) -> Summary:
         judged = [c for c in self.cells if c.outcome is not Status.EXPECTED or c.change is Change.NEW]
         regressed = {c.target.id for c in self.cells if c.blocks} | {

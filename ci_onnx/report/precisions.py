@@ -15,6 +15,7 @@ from typing import Any
 from ci_onnx.contracts.results import TargetResult
 from ci_onnx.contracts.target import PRECISIONS
 from ci_onnx.report.collect import Entry
+from ci_onnx.report.gate import Gate
 from ci_onnx.report.model import PrecisionRow
 
 
@@ -41,7 +42,29 @@ def _points(value: float | None, base: float | None) -> str:
     return f"{d:+.2f} pts".replace("-", "−")
 
 
-def rows(entries: Sequence[Entry]) -> tuple[PrecisionRow, ...]:
+def rows(entries: Sequence[Entry], gate: Gate | None = None) -> tuple[PrecisionRow, ...]:
+    """A row per precision of each cell that has more than one; against ``gate``'s baseline, what
+    moved (size and accuracy: latency has its own comparison, with a noise rule, in the serving diff)."""
+    found = _rows(entries)
+    b = gate.baseline if gate is not None else None
+    if b is None:
+        return found
+    before = {r.target: r for r in _rows([Entry(x.target, x.status, x) for x in b.results.values()])}
+    return tuple(dataclasses.replace(r, delta=_delta(before.get(r.target), r)) for r in found)
+
+
+def _delta(was: PrecisionRow | None, now: PrecisionRow) -> str:
+    if was is None:
+        return "—"
+    moved = [
+        f"{what} {a} → {h}"
+        for what, a, h in (("size", was.size, now.size), ("top-1", was.accuracy, now.accuracy))
+        if a != h
+    ]
+    return "; ".join(moved) or "="
+
+
+def _rows(entries: Sequence[Entry]) -> tuple[PrecisionRow, ...]:
     groups: dict[tuple[Any, ...], dict[str, TargetResult]] = {}
     for e in entries:
         if e.result is not None:

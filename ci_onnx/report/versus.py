@@ -1,11 +1,9 @@
-"""The report against the base: the "vs base" column of every table, the regressions table, the
-placement and serving diffs, and the line that says what the change did. Formatting only: what
+"""The report against the base: the regressions table, the placement and serving diffs, the line
+that says what the change did, and the serving diff's verdict as a table's "vs base" cell
+(``serving_delta``; each table computes its own other deltas). Formatting only: what
 changed and what blocks come from the gate (ci_onnx/report/gate.py, ci_onnx/report/diff.py)."""
 
 from __future__ import annotations
-
-import dataclasses
-from collections.abc import Sequence
 
 from ci_onnx.contracts.gate_settings import Mode
 from ci_onnx.contracts.results import TargetResult
@@ -14,11 +12,7 @@ from ci_onnx.report.gate import Change, Gate, Summary
 from ci_onnx.report.model import (
     Comparison,
     DiffRow,
-    LatencyTable,
-    ParityRow,
-    PrecisionRow,
     Regression,
-    ServingRow,
 )
 
 
@@ -58,29 +52,9 @@ def judged_by(gate: Gate) -> str:
     return text
 
 
-def _base(gate: Gate, target_id: str) -> TargetResult | None:
-    return gate.baseline.results.get(target_id) if gate.baseline is not None else None
-
-
-def _parity_delta(gate: Gate, row: ParityRow) -> str:
-    cell = gate.cell(row.target)
-    base = _base(gate, row.target)
-    if cell is not None and cell.change is Change.NEW:
-        return "new cell"
-    if base is None:
-        return "—"
-    b = next((p for p in base.parity if p.output == row.output), None)
-    if b is None:
-        return "new output"
-    worst = f"{100 * b.worst_share:.0f} %" if b.worst_share is not None else "—"
-    if not b.passed and not row.failed:
-        return f"✅ fixed (was out of tolerance, worst {worst})"
-    if b.passed and row.failed:
-        return f"❌ was within tolerance (worst {worst})"
-    return "=" if worst == row.worst else f"worst {worst} → {row.worst}"
-
-
-def _serving_delta(gate: Gate, target: str, latency: bool) -> str:
+def serving_delta(gate: Gate, target: str, *, latency: bool) -> str:
+    """The "vs base" cell of the latency table (``latency``) or of the serving table (the other
+    serving figures): the serving diff's verdict on the figures that moved."""
     found = [
         f
         for f in gate.findings
@@ -96,54 +70,6 @@ def _serving_delta(gate: Gate, target: str, latency: bool) -> str:
     return "; ".join(f"{'❌' if f.regression else '✅'} {f.what} {f.figure}" for f in moved)
 
 
-def _precision_deltas(gate: Gate, rows: Sequence[PrecisionRow]) -> tuple[PrecisionRow, ...]:
-    """Size and accuracy against the same precision of the same cell on the base (latency has its
-    own comparison, with a noise rule, in the serving diff)."""
-    from ci_onnx.report import precisions
-    from ci_onnx.report.collect import Entry
-
-    b = gate.baseline
-    results = b.results.values() if b is not None else ()
-    before = {r.target: r for r in precisions.rows([Entry(x.target, x.status, x) for x in results])}
-    out = []
-    for r in rows:
-        was = before.get(r.target)
-        if was is None:
-            delta = "—"
-        else:
-            moved = [
-                f"{what} {a} → {h}"
-                for what, a, h in (("size", was.size, r.size), ("top-1", was.accuracy, r.accuracy))
-                if a != h
-            ]
-            delta = "; ".join(moved) or "="
-        out.append(dataclasses.replace(r, delta=delta))
-    return tuple(out)
-
-
-def with_deltas(
-    gate: Gate,
-    parity: Sequence[ParityRow],
-    latency: LatencyTable,
-    serving: Sequence[ServingRow],
-    precision: Sequence[PrecisionRow] = (),
-) -> tuple[
-    tuple[ParityRow, ...],
-    LatencyTable,
-    tuple[ServingRow, ...],
-    tuple[PrecisionRow, ...],
-]:
-    return (
-        tuple(dataclasses.replace(r, delta=_parity_delta(gate, r)) for r in parity),
-        LatencyTable(
-            latency.batch_sizes,
-            tuple(dataclasses.replace(r, delta=_serving_delta(gate, r.target, True)) for r in latency.rows),
-        ),
-        tuple(dataclasses.replace(r, delta=_serving_delta(gate, r.target, False)) for r in serving),
-        _precision_deltas(gate, precision),
-    )
-
-
 def _regressions(gate: Gate) -> list[Regression]:
     out: list[Regression] = []
     for c in gate.cells:
@@ -151,7 +77,7 @@ def _regressions(gate: Gate) -> list[Regression]:
             continue
         r = _result(gate, c.target.id)
         head = {k.name: k for k in (r.checks if r else ())}
-        base = _base(gate, c.target.id)
+        base = gate.base(c.target.id)
         before = {k.name: k.status.value for k in base.checks} if base else {}
         for check in c.failing:
             if base is not None and check in before and before[check] in ("failed", "error"):

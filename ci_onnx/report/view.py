@@ -1,146 +1,42 @@
 """Building the view model (ci_onnx/report/model.py) from a Collection and the gate's decision.
 
 What blocks is the gate's to say (ci_onnx/report/gate.py); this module formats its answer and every
-figure, and templates only lay the view out. With a baseline, each row's ``delta`` (the "vs base"
-column) and the comparison's tables come from ci_onnx/report/versus.py.
+figure, and templates only lay the view out. Each table is its own module (report/parity.py,
+fallback.py, latency.py, serving.py, precisions.py…), its rows' ``delta`` (the "vs base" column)
+with it; the comparison's own tables and lines come from ci_onnx/report/versus.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections import Counter
 from collections.abc import Sequence
 
-from ci_onnx.contracts.results import SQNR_CAP_DB, TargetResult
 from ci_onnx.contracts.target import Status
-from ci_onnx.report import accuracy, charts, failures, models, precisions, profile, triage, versus
-from ci_onnx.report import fallback as fallback_table
+from ci_onnx.report import (
+    accuracy,
+    charts,
+    failures,
+    fallback,
+    latency,
+    models,
+    parity,
+    precisions,
+    profile,
+    serving,
+    triage,
+    versus,
+)
 from ci_onnx.report.collect import Collection, Entry
-from ci_onnx.report.figures import fmt_ms, fmt_num
 from ci_onnx.report.gate import Gate
 from ci_onnx.report.junit_reader import JUnitSummary
 from ci_onnx.report.model import (
     Commit,
     Counts,
-    LatencyRow,
-    LatencyTable,
     Overview,
-    ParityRow,
     ReportView,
-    ServingRow,
     Skip,
 )
-
-
-def _parity_rows(entry: Entry, r: TargetResult) -> list[ParityRow]:
-    """One row per output: its worst differences, its tolerance and how many elements fell outside."""
-    d = r.decisions
-    decisions_changed = bool(d and d.changed)
-    rows = []
-    for i, p in enumerate(r.parity):
-        why = [
-            w
-            for w, bad in (("out of tolerance", not p.passed), ("decisions changed", decisions_changed))
-            if bad
-        ]
-        outside = f"{p.out_of_tolerance} of {p.elements}"
-        if p.shape_mismatch:
-            outside = f"shape: {p.shape_mismatch}"
-        rows.append(
-            ParityRow(
-                target=entry.target.id,
-                runtime=entry.target.runtime,
-                provider=entry.target.provider,
-                opset=entry.target.opset,
-                exporter=entry.target.exporter,
-                output=p.output,
-                max_abs=fmt_num(p.max_abs),
-                max_rel=fmt_num(p.max_rel),
-                tolerance=f"atol {p.atol:g} + rtol {p.rtol:g}",
-                outside=outside,
-                worst=f"{100 * p.worst_share:.0f} %" if p.worst_share is not None else "—",
-                error=_error_figures(p.sqnr_db, p.cosine),
-                decisions=(f"{d.changed} / {d.total}" if d else "—") if i == 0 else "",
-                verdict="❌ " + ", ".join(why) if why else "✅",
-                failed=bool(why),
-            )
-        )
-    return rows
-
-
-def _error_figures(sqnr_db: float | None, cosine: float | None) -> str:
-    if sqnr_db is None and cosine is None:
-        return "—"
-    db = "—" if sqnr_db is None else ("exact" if sqnr_db >= SQNR_CAP_DB else f"{sqnr_db:.1f} dB")
-    return f"{db}, {'—' if cosine is None else f'{cosine:.5f}'}"
-
-
-def _latency(entries: Sequence[Entry]) -> LatencyTable:
-    sizes = sorted({s.batch_size for e in entries if e.result for s in e.result.observed.latency})
-    rows = []
-    for e in entries:
-        if not e.result or not e.result.observed.latency:
-            continue
-        by_size = {s.batch_size: s for s in e.result.observed.latency}
-        cells = tuple(
-            f"{fmt_ms(by_size[b].p50_ms)} / {fmt_ms(by_size[b].p90_ms)}" if b in by_size else "—"
-            for b in sizes
-        )
-        check = e.result.check("latency")
-        obs = e.result.observed
-        rss = obs.peak_rss_mb
-        rows.append(
-            LatencyRow(
-                e.target.id,
-                cells,
-                bool(check and check.status.failing),
-                session=fmt_ms(obs.session_create_ms) if obs.session_create_ms else "—",
-                peak_rss=f"{rss:.0f}" if rss and not math.isnan(rss) else "—",
-            )
-        )
-    return LatencyTable(tuple(sizes), tuple(rows))
-
-
-def _serving(entries: Sequence[Entry]) -> tuple[ServingRow, ...]:
-    rows = []
-    for e in entries:
-        s = e.result.observed.serving if e.result else None
-        if e.result is None or s is None:
-            continue
-        cold = "—"
-        if s.cold_start_ms is not None:
-            cold = (
-                f"{fmt_ms(s.cold_start_ms)} ({fmt_ms(s.import_ms or math.nan)} / "
-                f"{fmt_ms(s.session_ms or math.nan)} / {fmt_ms(s.first_run_ms or math.nan)})"
-            )
-        elif (c := e.result.check("cold-start")) is not None:
-            cold = f"not measured: {c.message.removeprefix('not measured: ').split(';')[0]}"
-        first = "—"
-        if s.first_run_ms is not None and s.warm_median_ms:
-            ratio = s.first_run_ms / s.warm_median_ms
-            first = f"{s.first_run_ms:.3g} vs {s.warm_median_ms:.3g} ({ratio:.1f}×)"
-        budget_checks = [c for c in e.result.checks if c.name.startswith("budget[")]
-        budgets = "; ".join(
-            f"{'❌' if c.status.failing else '✅' if c.status.value == 'passed' else '⏭️'} {c.message}"
-            for c in budget_checks
-        )
-        rows.append(
-            ServingRow(
-                e.target.id,
-                cold,
-                first,
-                _mb(s.env_bytes),
-                _mb(s.model_bytes),
-                budgets or "—",
-                any(c.status.failing for c in budget_checks),
-            )
-        )
-    return tuple(rows)
-
-
-def _mb(n: int | None) -> str:
-    return "—" if n is None else f"{n / (1 << 20):.1f}" if n >= 1 << 20 else f"{n / (1 << 20):.3f}"
 
 
 def _bindings(entries: Sequence[Entry]) -> tuple[str, ...]:
@@ -252,15 +148,6 @@ def build(
     """The view of ``collection`` as ``gate`` judged it (ci_onnx.report.gate.decide)."""
     entries = collection.entries
     judged = [e for e in entries if e.result is not None and e.outcome not in (Status.EXPECTED,)]
-    fallback = fallback_table.rows(judged, gate)
-    parity = tuple(row for e in judged if e.result for row in _parity_rows(e, e.result))
-    latency = _latency(judged)
-    serving = _serving(judged)
-    by_precision = precisions.rows(judged)
-    if gate.baseline is not None:
-        parity, latency, serving, by_precision = versus.with_deltas(
-            gate, parity, latency, serving, by_precision
-        )
     the_view = ReportView(
         title=title,
         headline=headline(gate, failing_kinds(gate)),
@@ -270,9 +157,9 @@ def build(
         run_url=run_url,
         failures=failures.failures(entries, gate, collection.config_path, blocking=True),
         problems=collection.problems,
-        parity=parity,
-        fallback=fallback,
-        latency=latency,
+        parity=parity.rows(judged, gate),
+        fallback=fallback.rows(judged, gate),
+        latency=latency.table(judged, gate),
         skips=tuple(
             Skip(e.target.id, e.reason) for e in entries if e.outcome in (Status.EXPECTED, Status.SKIPPED)
         ),
@@ -280,8 +167,8 @@ def build(
         baseline=gate.baseline.commit or "(unknown commit)" if gate.baseline is not None else "",
         report_file=report_file,
         overview=_overview(entries),
-        precisions=by_precision,
-        serving=serving,
+        precisions=precisions.rows(judged, gate),
+        serving=serving.rows(judged, gate),
         reused=_reused(entries),
         bindings=_bindings(entries),
         accuracy=accuracy.rows(entries),

@@ -96,12 +96,12 @@ def test_a_non_blocking_check_status_is_not_a_failure() -> None:
 
 
 def test_number_formatting() -> None:
-    assert view.fmt_num(float("nan")) == "—"
-    assert view.fmt_num(0.0) == "0"
-    assert view.fmt_num(3.07e-6) == "3.07e-06"
-    assert view.fmt_num(0.0307) == "0.0307"
+    assert figures.fmt_num(float("nan")) == "—"
+    assert figures.fmt_num(0.0) == "0"
+    assert figures.fmt_num(3.07e-6) == "3.07e-06"
+    assert figures.fmt_num(0.0307) == "0.0307"
     assert figures.fmt_share(0.41211) == "41.2 %"
-    assert (view.fmt_ms(4.96), view.fmt_ms(0.353), view.fmt_ms(1234.5)) == ("4.96", "0.35", "1234")
+    assert (figures.fmt_ms(4.96), figures.fmt_ms(0.353), figures.fmt_ms(1234.5)) == ("4.96", "0.35", "1234")
 
 
 def test_an_export_finding_names_its_check_in_the_headline() -> None:

@@ -16,7 +16,7 @@ from ci_onnx import plan as planning
 from ci_onnx.contracts.errors import ConfigError, UsageError
 from ci_onnx.contracts.target import Target
 from ci_onnx.host.resolve import NoRelease, resolve
-from ci_onnx.plan import cijobs
+from ci_onnx.plan import cijobs, expansion
 from tests.conftest import EXAMPLE_CONFIG, FakeIndex
 
 BASE = config.load(EXAMPLE_CONFIG)
@@ -109,7 +109,7 @@ def test_expansion_properties(rt, pv, ops, ex, excl) -> None:  # type: ignore[no
         except NoRelease:
             version = spec.removesuffix(".*")
         target = Target(version, provider, opset, exporter, runtime_spec="" if spec == version else spec)
-        if not planning._excluded(target, excl):
+        if not expansion._excluded(target, excl):
             expected.add(target.id)
     assert set(ids) == expected
 
@@ -134,7 +134,7 @@ def _an_exact_release_is_missing(
         releases = INDEX.versions(matrix.providers()[provider].package)
         if (
             spec not in releases
-            and not planning._excluded(target, excl)
+            and not expansion._excluded(target, excl)
             and not planning.with_skip_reason(target).expected_skip
         ):
             return True

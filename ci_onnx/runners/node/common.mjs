@@ -80,6 +80,44 @@ export async function latency(run, feeds, n, runs, warmups = WARMUP_RUNS) {
   return { batch_size: n, p50_ms: p50, p90_ms: p90, p99_ms: p99, runs };
 }
 
+// The batch runs: the first test data set's rows one sample at a time (stacked, the reference each
+// batch is compared with: batch_reference), then each of `sizes` (ascending) at once (batch_<n>);
+// the runtime's message where one fails. Sets obs.batch_reference or batch_reference_error,
+// batch_outputs and batch_errors; gives the rows and the sizes that ran, which are then timed.
+// `run(feeds, phase)` runs the session once ('single', 'batch') and gives outputs on the CPU;
+// `save(dir, outputs)` writes them, giving their files.
+export async function batchRuns(ort, manifest, readBytes, readTensor, run, save, sizes, obs) {
+  const working = [];
+  if (!sizes.length || !manifest.test_data_sets.length) return { samples: null, working };
+  const max = sizes[sizes.length - 1];
+  let samples;
+  try {
+    const first = manifest.test_data_sets[0].directory;
+    samples = rows(ort, await readInputs(ort, manifest, first, readBytes, readTensor), range(max));
+  } catch (e) {
+    obs.batch_reference_error = `reading the inputs failed: ${message(e)}`;
+    return { samples: null, working };
+  }
+  try {
+    const singles = [];
+    for (const i of range(max)) singles.push(await run(rows(ort, samples, [i]), 'single'));
+    const stacked = {};
+    for (const name of Object.keys(singles[0])) stacked[name] = stack(singles.map((s) => s[name]));
+    obs.batch_reference = await save('batch_reference', stacked);
+  } catch (e) {
+    obs.batch_reference_error = `single-sample runs failed: ${message(e)}`;
+  }
+  for (const n of sizes) {
+    try {
+      obs.batch_outputs[String(n)] = await save(`batch_${n}`, await run(rows(ort, samples, range(n)), 'batch'));
+      working.push(n);
+    } catch (e) {
+      obs.batch_errors[String(n)] = message(e);
+    }
+  }
+  return { samples, working };
+}
+
 // The bundle's sweep points (manifest.sweep_sets): each run once for its outputs (that first run at
 // the shape timed alone), then timed like a batch size for as many runs as fit the budget (sweepRuns); the runtime's message where one fails. Sets
 // obs.sweep_outputs, sweep_errors and sweep_latency. `run(feeds, phase)` runs the session once

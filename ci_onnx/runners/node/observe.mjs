@@ -15,7 +15,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { latency, message, range, readInputs, round, rows, stack, sweepPoints } from './common.mjs';
+import { batchRuns, latency, message, range, readInputs, round, rows, sweepPoints } from './common.mjs';
 import { readTensor, writeTensor } from './tensorproto.mjs';
 
 function parseArgs(argv) {
@@ -118,38 +118,10 @@ async function observe(args) {
   else if (!verboseLog(args)) obs.unmeasured.placement = 'onnxruntime-node wrote no profile trace and no verbose log';
 
   const sizes = [...args.batchSizes].sort((a, b) => a - b);
-  const working = [];
-  let samples = null;
-  if (sizes.length && manifest.test_data_sets.length) {
-    const max = sizes[sizes.length - 1];
-    try {
-      const first = manifest.test_data_sets[0].directory;
-      samples = rows(ort, await readInputs(ort, manifest, first, bundleFile, readTensor), range(max));
-    } catch (e) {
-      obs.batch_reference_error = `reading the inputs failed: ${message(e)}`;
-    }
-    if (samples) {
-      try {
-        const singles = [];
-        for (const i of range(max)) singles.push(await sess.run(rows(ort, samples, [i])));
-        const stacked = {};
-        for (const name of Object.keys(singles[0])) stacked[name] = stack(singles.map((s) => s[name]));
-        obs.batch_reference = save(args.out, 'batch_reference', manifest, stacked);
-      } catch (e) {
-        obs.batch_reference_error = `single-sample runs failed: ${message(e)}`;
-      }
-      for (const n of sizes) {
-        try {
-          obs.batch_outputs[String(n)] = save(args.out, `batch_${n}`, manifest, await sess.run(rows(ort, samples, range(n))));
-          working.push(n);
-        } catch (e) {
-          obs.batch_errors[String(n)] = message(e);
-        }
-      }
-    }
-  }
-  obs.latency = [];
+  const saved = (dir, got) => save(args.out, dir, manifest, got);
   const timed = (feeds) => sess.run(feeds);
+  const { samples, working } = await batchRuns(ort, manifest, bundleFile, readTensor, timed, saved, sizes, obs);
+  obs.latency = [];
   for (const n of working) obs.latency.push(await latency(timed, rows(ort, samples, range(n)), n, args.latencyRuns));
   if (working.length) {
     const largest = rows(ort, samples, range(Math.max(...working)));
@@ -162,7 +134,6 @@ async function observe(args) {
     obs.memory_threads = args.memoryThreads;
     obs.notes.push('peak RSS is the process lifetime peak (process.resourceUsage().maxRSS), an upper bound');
   }
-  const saved = (dir, got) => save(args.out, dir, manifest, got);
   await sweepPoints(ort, manifest, bundleFile, readTensor, timed, saved, args.latencyRuns, obs); // after the memory figure, as the python runner does
   await sess.release?.();
   return obs;

@@ -7,7 +7,7 @@
 // Every URL is relative to the page's, which carries the cell's secret (drive.mjs refuses the rest).
 
 import './buffer.mjs'; // before the codec: it needs Buffer
-import { latency, message, range, readInputs, round, rows, stack, sweepPoints } from '../codec/common.mjs';
+import { batchRuns, latency, message, range, readInputs, round, rows, sweepPoints } from '../codec/common.mjs';
 import { readTensor, writeTensor } from '../codec/tensorproto.mjs';
 
 const MEMORY_WAIT_MS = 2000; // it answers within 0.2 s when it answers at all (bench/WEB.md)
@@ -138,41 +138,13 @@ async function observe(cfg) {
 
   const tb = performance.now();
   const sizes = [...cfg.batchSizes].sort((a, b) => a - b);
-  const working = [];
-  let samples = null;
-  if (sizes.length && manifest.test_data_sets.length) {
-    const max = sizes[sizes.length - 1];
-    try {
-      const first = manifest.test_data_sets[0].directory;
-      samples = rows(ort, await readInputs(ort, manifest, first, bundleFile, readTensor), range(max));
-    } catch (e) {
-      obs.batch_reference_error = `reading the inputs failed: ${message(e)}`;
-    }
-    if (samples) {
-      try {
-        const singles = [];
-        for (const i of range(max)) {
-          const got = await run(sess, rows(ort, samples, [i]), 'single');
-          const cpu = {};
-          for (const [k, v] of Object.entries(got)) cpu[k] = await cpuData(v);
-          singles.push(cpu);
-        }
-        const stacked = {};
-        for (const name of Object.keys(singles[0])) stacked[name] = stack(singles.map((s) => s[name]));
-        obs.batch_reference = await save('batch_reference', manifest, stacked);
-      } catch (e) {
-        obs.batch_reference_error = `single-sample runs failed: ${message(e)}`;
-      }
-      for (const n of sizes) {
-        try {
-          obs.batch_outputs[String(n)] = await save(`batch_${n}`, manifest, await run(sess, rows(ort, samples, range(n)), 'batch'));
-          working.push(n);
-        } catch (e) {
-          obs.batch_errors[String(n)] = message(e);
-        }
-      }
-    }
-  }
+  const saved = (dir, got) => save(dir, manifest, got);
+  const onCpu = async (feeds, phase) => {
+    const cpu = {};
+    for (const [k, v] of Object.entries(await run(sess, feeds, phase))) cpu[k] = await cpuData(v);
+    return cpu;
+  };
+  const { samples, working } = await batchRuns(ort, manifest, bundleFile, readTensor, onCpu, saved, sizes, obs);
   timings.batch_ms = round(performance.now() - tb, 3);
   const t3 = performance.now();
   obs.latency = [];
@@ -191,7 +163,6 @@ async function observe(cfg) {
   }
   timings.memory_ms = round(performance.now() - t4, 3);
   const t5 = performance.now(); // after the memory figure, as the other observers do
-  const saved = (dir, got) => save(dir, manifest, got);
   await sweepPoints(ort, manifest, bundleFile, readTensor, timed, saved, cfg.latencyRuns, obs);
   timings.sweep_ms = round(performance.now() - t5, 3);
   timings.session_create_ms = obs.session_create_ms;

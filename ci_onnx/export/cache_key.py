@@ -12,7 +12,7 @@ What goes into it:
 - the sha256 of the value of each variable ``model.env`` names (the factory reads them; a value is
   never stored);
 - the torch, onnx, onnxscript and onnxruntime versions of the export interpreter, its Python, and
-  onnx-gate's own version.
+  onnx-gate's own build (its version and a digest of its files: ci_onnx.contracts.provenance).
 
 What the factory reads (its sources wherever they live, its weights, a settings file, the versions
 of the packages it imports) is no guess here: the export child records it (ci_onnx.export.record),
@@ -33,15 +33,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ci_onnx import __version__
 from ci_onnx.config import Config, key_location
 from ci_onnx.contracts import serde
 from ci_onnx.contracts.bundle import sha256_of
 from ci_onnx.contracts.errors import ConfigError
+from ci_onnx.contracts.provenance import build_id
 from ci_onnx.export.files import name_of as _name
 from ci_onnx.export.parent import Job
 
-FORMAT = 2
+FORMAT = 3
 """Bumped when what goes into a key, or an entry's layout, changes."""
 VERSIONED = ("torch", "onnx", "onnxscript", "onnxruntime")
 
@@ -78,7 +78,7 @@ def key_for(
     }
     material: dict[str, Any] = {
         "format": FORMAT,
-        "onnx-gate": __version__,
+        "onnx-gate": build_id(),
         "python": sys.version.split()[0],
         "versions": {p: _version(p) for p in VERSIONED},
         "job": {"opset": job.opset, "exporter": job.exporter, "precisions": list(cfg.export.precisions)},

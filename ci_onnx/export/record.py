@@ -11,11 +11,12 @@ them). At the end each file is keyed by where it lives:
 - anywhere else (a download cache, an absolute path): its sha256, by its absolute path;
 - a connection to another host: what came from there cannot be checked, so nothing is reused.
 
-onnx-gate's own package is keyed by its version in the cache key, not here; files the child wrote
-(the bundle, temporary files) are no input. The record travels in the bundle (the export finding's
-``inputs`` figure), the export cache stores it, and :func:`changes` checks it: a reuse holds only
-when every recorded file hashes the same and every recorded version is the same; what cannot be
-checked is a change (fail closed). Standard library only: the plan checks records without torch.
+onnx-gate's own package is keyed by its build (its version and its files' digest) in the cache key,
+not here; files the child wrote (the bundle, temporary files) are no input. The record travels in
+the bundle (the export finding's ``inputs`` figure), the export cache stores it, and
+:func:`changes` checks it: a reuse holds only when every recorded file hashes the same and every
+recorded version is the same; what cannot be checked is a change (fail closed). Standard library
+only: the plan checks records without torch.
 """
 
 from __future__ import annotations

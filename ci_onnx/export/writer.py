@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ci_onnx import __version__
 from ci_onnx.config import Config
 from ci_onnx.contracts.bundle import (
     SCHEMA_VERSION,
@@ -27,6 +26,7 @@ from ci_onnx.contracts.bundle import (
     hash_files,
     write_manifest,
 )
+from ci_onnx.contracts.provenance import build_id
 from ci_onnx.contracts.results import CheckResult
 from ci_onnx.contracts.target import Status
 from ci_onnx.export import CHECKS
@@ -61,7 +61,7 @@ def write_dir(bundle_dir: Path, directory: str, inputs: Arrays, outputs: Arrays)
 
 
 def versions(*packages: str) -> dict[str, str]:
-    out = {"onnx-gate": __version__}
+    out = {"onnx-gate": build_id()}
     for package in packages:
         try:
             out[package] = importlib.metadata.version(package)

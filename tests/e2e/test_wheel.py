@@ -148,3 +148,15 @@ def test_the_installed_command_runs_away_from_the_checkout(
     assert "Exit codes:" in _run([command, "--help"], cwd=tmp_path, env=clean).stdout
     _run([command, "init"], cwd=tmp_path, env=clean)
     assert (tmp_path / "onnx-gate.yml").is_file() and (tmp_path / ".github/workflows/onnx-gate.yml").is_file()
+
+
+def test_the_installed_wheel_is_the_checkout_s_build(installed: tuple[Path, Path], tmp_path: Path) -> None:
+    """The export cache and the reuse of the base's results key on onnx-gate's build: the wheel
+    (its data inside the package) and the checkout it was built from (the data at the root) are one."""
+    from ci_onnx.contracts.provenance import build_id
+
+    _, python = installed
+    clean = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "PYTHONHOME"}}
+    probe = "from ci_onnx.contracts.provenance import build_id; print(build_id())"
+    done = _run([str(python), "-c", probe], cwd=tmp_path, env=clean)
+    assert done.stdout.strip() == build_id()

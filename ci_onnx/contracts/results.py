@@ -327,15 +327,10 @@ def read_result(path: Path) -> TargetResult:
         raise UsageError(f"{path}: not a TargetResult written by onnx-gate ({_short(exc)})") from None
     version = data.get("schema_version") if isinstance(data, dict) else None
     version_1 = type(version) is int and version == 1  # 1.0 and True are not version 1
-    if version_1:
-        data = _from_version_1(data)
-    check_schema_version(data, RESULT_SCHEMA_VERSION, path, "TargetResult")
+    if not version_1:
+        check_schema_version(data, RESULT_SCHEMA_VERSION, path, "TargetResult")
     try:
-        result = serde.from_json(TargetResult, data)
-        if version_1 and result.observation is not None:
-            observation = dataclasses.replace(result.observation, target_id=result.target.id)
-            result = dataclasses.replace(result, observation=observation)
-        return result
+        return serde.from_json(TargetResult, _from_version_1(data) if version_1 else data)
     except (ValueError, TypeError, KeyError, RecursionError) as exc:
         raise UsageError(f"{path}: not a TargetResult written by onnx-gate ({_short(exc)})") from None
 
@@ -359,8 +354,9 @@ def _from_version_1(data: dict[str, Any]) -> dict[str, Any]:
     change is then compared like any other, figure for figure."""
     data = dict(data)
     observed = {k: data.pop(k) for k in _VERSION_1_OBSERVED if k in data}
-    if any(v not in (None, [], ()) for v in observed.values()):
-        data["observation"] = {"schema_version": SCHEMA_VERSION, "target_id": "", **observed}
+    if any(v not in (None, []) for v in observed.values()):
+        target_id = serde.from_json(Target, data.get("target")).id
+        data["observation"] = {"schema_version": SCHEMA_VERSION, "target_id": target_id, **observed}
     data["schema_version"] = RESULT_SCHEMA_VERSION
     return data
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import json
 import platform
 import time
@@ -29,7 +28,7 @@ from ci_onnx.contracts.bundle import Manifest, read_manifest
 from ci_onnx.contracts.results import SCHEMA_VERSION, Environment, Observation
 from ci_onnx.contracts.target import Target
 from ci_onnx.contracts.tensorproto import Tensor, data_type_of
-from ci_onnx.observer import coldstart, feeds, measure, ort, sweep_runs
+from ci_onnx.observer import coldstart, ort, sweep_runs
 
 MEMORY_THREADS = ort.MEMORY_THREADS
 
@@ -111,37 +110,18 @@ def observe(
     try:
         opened = open_model(bundle, manifest)
     except Exception as exc:  # the engine's refusal: the load check fails with its words
-        return dataclasses.replace(obs, load_error=ort._message(exc))
+        return dataclasses.replace(obs, load_error=ort.message(exc))
     create_ms = (time.perf_counter() - start) * 1000.0
     sess = opened.session
     env = dataclasses.replace(env, providers_registered=(ep,))
     obs = dataclasses.replace(obs, environment=env, session_create_ms=round(create_ms, 3), notes=opened.notes)
-    obs = ort._parity_runs(sess, manifest, bundle, out, obs)
-    obs, first_ms = ort._batch_runs(sess, manifest, bundle, out, obs)
-    working = sorted(first_ms)
-    data = feeds.read_inputs(manifest, bundle, manifest.test_data_sets[0].directory) if working else {}
-    feeds_by_n = {n: feeds.first(data, n, feeds.input_axes(manifest)) for n in working}
-    stats = tuple(
-        measure.latency(n, functools.partial(feeds.run, sess, inputs), latency_runs, first_ms=first_ms[n])
-        for n, inputs in sorted(feeds_by_n.items())
-    )
-    obs = dataclasses.replace(obs, latency=stats)
-    if working:
-        largest = feeds_by_n[max(working)]
-        before = measure.rss_mb()
-        try:
-            peak = measure.peak_rss_while(
-                functools.partial(feeds.run, sess, largest), memory_threads, max(2, latency_runs // 4)
-            )
-            obs = dataclasses.replace(
-                obs,
-                peak_rss_mb=peak,
-                rss_before_mb=round(before, 2) if before is not None else None,
-                memory_threads=memory_threads,
-            )
-        except Exception as exc:
-            why = f"serving the largest batch from {memory_threads} threads failed: {ort._message(exc)}"
-            obs = dataclasses.replace(obs, unmeasured={**obs.unmeasured, "memory": why})
+    obs = ort.parity_runs(sess, manifest, bundle, out, obs)
+    obs, feeds_by_n = ort.serving_runs(sess, manifest, bundle, out, obs, latency_runs)
+    try:
+        obs = ort.peak_memory(sess, feeds_by_n, memory_threads, latency_runs, obs)
+    except Exception as exc:  # an engine that cannot serve from threads: memory not measured, said why
+        why = f"serving the largest batch from {memory_threads} threads failed: {ort.message(exc)}"
+        obs = dataclasses.replace(obs, unmeasured={**obs.unmeasured, "memory": why})
     obs = sweep_runs.observe(sess, manifest, bundle, out, obs, latency_runs)
     if opened.annotate is not None:
         obs = opened.annotate(obs)

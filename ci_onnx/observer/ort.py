@@ -86,44 +86,21 @@ def observe(bundle: Path, target: Target, options: Options, out: Path) -> Observ
             try:
                 sess = _session(ort, model, [options.ep], strict=True, profile=profile, preset=preset)
             except Exception as exc:
-                obs = dataclasses.replace(obs, strict_fallback_error=_message(exc))
+                obs = dataclasses.replace(obs, strict_fallback_error=message(exc))
                 start = time.perf_counter()
                 sess = _session(ort, model, providers, profile=profile, preset=preset)
         else:
             sess = _session(ort, model, providers, profile=profile, preset=preset)
     except Exception as exc:
-        return dataclasses.replace(obs, load_error=_message(exc))
+        return dataclasses.replace(obs, load_error=message(exc))
     create_ms = (time.perf_counter() - start) * 1000.0
     env = dataclasses.replace(env, providers_registered=tuple(sess.get_providers()))
     obs = dataclasses.replace(obs, environment=env, session_create_ms=round(create_ms, 3))
 
-    obs = _parity_runs(sess, manifest, bundle, out, obs)
+    obs = parity_runs(sess, manifest, bundle, out, obs)
     obs = _placement(ort, sess if profile else None, model, providers, out, obs, options.placement)
-    obs, first_ms = _batch_runs(sess, manifest, bundle, out, obs)
-    working = sorted(first_ms)
-    data = feeds.read_inputs(manifest, bundle, manifest.test_data_sets[0].directory) if working else {}
-    feeds_by_n = {n: feeds.first(data, n, feeds.input_axes(manifest)) for n in working}
-    stats = tuple(
-        measure.latency(
-            n, functools.partial(feeds.run, sess, inputs), options.latency_runs, first_ms=first_ms[n]
-        )
-        for n, inputs in sorted(feeds_by_n.items())
-    )
-    obs = dataclasses.replace(obs, latency=stats)
-    if working:
-        largest = feeds_by_n[max(working)]
-        before = measure.rss_mb()
-        peak = measure.peak_rss_while(
-            functools.partial(feeds.run, sess, largest),
-            options.memory_threads,
-            max(2, options.latency_runs // 4),
-        )
-        obs = dataclasses.replace(
-            obs,
-            peak_rss_mb=peak,
-            rss_before_mb=round(before, 2) if before is not None else None,
-            memory_threads=options.memory_threads,
-        )
+    obs, feeds_by_n = serving_runs(sess, manifest, bundle, out, obs, options.latency_runs)
+    obs = peak_memory(sess, feeds_by_n, options.memory_threads, options.latency_runs, obs)
     obs = sweep_runs.observe(
         sess, manifest, bundle, out, obs, options.latency_runs
     )  # after the memory figure
@@ -169,14 +146,14 @@ def _paired(
             for n, inputs in sorted(feeds_by_n.items())
         ]
     except Exception as exc:  # another input signature, a model the runtime refuses: say so
-        return dataclasses.replace(obs, paired_error=f"the base bundle {base} was not timed: {_message(exc)}")
+        return dataclasses.replace(obs, paired_error=f"the base bundle {base} was not timed: {message(exc)}")
     del head_sess, base_sess
     head, paired_base = zip(*pairs, strict=True)
     return dataclasses.replace(obs, paired=PairedLatency(sha, tuple(head), tuple(paired_base)))
 
 
 def _cached_runs(sess: Any, *, manifest: Manifest, bundle: Path, out: Path, obs: Observation) -> Any:
-    return _parity_runs(sess, manifest, bundle, out / optcache.OUTPUTS, obs).outputs
+    return parity_runs(sess, manifest, bundle, out / optcache.OUTPUTS, obs).outputs
 
 
 def _session(
@@ -202,24 +179,59 @@ def _session(
     return ort.InferenceSession(model, so, providers=providers)
 
 
-def _parity_runs(sess: Any, manifest: Manifest, bundle: Path, out: Path, obs: Observation) -> Observation:
+def parity_runs(sess: Any, manifest: Manifest, bundle: Path, out: Path, obs: Observation) -> Observation:
+    """Each test data set run once; its outputs saved, or the runtime's message where it failed."""
     outputs: dict[str, dict[str, str]] = {}
     errors: dict[str, str] = {}
     for ds in manifest.test_data_sets:
         try:
             got = feeds.run_set(sess, manifest, feeds.read_inputs(manifest, bundle, ds.directory))
         except Exception as exc:
-            errors[ds.directory] = _message(exc)
+            errors[ds.directory] = message(exc)
             continue
         outputs[ds.directory] = feeds.save(out, ds.directory, manifest, got)
     return dataclasses.replace(obs, outputs=outputs, run_errors=errors)
 
 
+def serving_runs(
+    sess: Any, manifest: Manifest, bundle: Path, out: Path, obs: Observation, latency_runs: int
+) -> tuple[Observation, dict[int, dict[str, Any]]]:
+    """The batch runs (_batch_runs), then each size that ran timed; the sizes that ran → their
+    feeds, for what is measured after (memory, the paired timing)."""
+    obs, first_ms, samples = _batch_runs(sess, manifest, bundle, out, obs)
+    axes = feeds.input_axes(manifest)
+    feeds_by_n = {n: feeds.first(samples, n, axes) for n in sorted(first_ms)}
+    stats = tuple(
+        measure.latency(n, functools.partial(feeds.run, sess, inputs), latency_runs, first_ms=first_ms[n])
+        for n, inputs in feeds_by_n.items()
+    )
+    return dataclasses.replace(obs, latency=stats), feeds_by_n
+
+
+def peak_memory(
+    sess: Any, feeds_by_n: dict[int, dict[str, Any]], threads: int, latency_runs: int, obs: Observation
+) -> Observation:
+    """The peak RSS while ``threads`` threads serve the largest batch that ran (none ran: nothing)."""
+    if not feeds_by_n:
+        return obs
+    before = measure.rss_mb()
+    peak = measure.peak_rss_while(
+        functools.partial(feeds.run, sess, feeds_by_n[max(feeds_by_n)]), threads, max(2, latency_runs // 4)
+    )
+    return dataclasses.replace(
+        obs,
+        peak_rss_mb=peak,
+        rss_before_mb=round(before, 2) if before is not None else None,
+        memory_threads=threads,
+    )
+
+
 def _batch_runs(
     sess: Any, manifest: Manifest, bundle: Path, out: Path, obs: Observation
-) -> tuple[Observation, dict[int, float]]:
+) -> tuple[Observation, dict[int, float], dict[str, Any]]:
     """Each served batch size in one run, and the same samples one at a time as its reference; the
-    sizes that ran → how long that first run at the size took (ms).
+    sizes that ran → how long that first run at the size took (ms), and the samples read (as many
+    as the largest size: each size's feeds are their first rows).
 
     Only where the inputs have one batch axis (dynamic or declared), or at the model's own size where
     its batch axis is fixed (feeds.served: the judge compares that run with the bundle's reference;
@@ -227,16 +239,18 @@ def _batch_runs(
     """
     sizes = feeds.served(manifest)
     if not sizes or not manifest.test_data_sets:
-        return obs, {}
+        return obs, {}, {}
     fixed = feeds.batch_axis_problem(manifest) != ""
     try:
         data = feeds.read_inputs(manifest, bundle, manifest.test_data_sets[0].directory)
         axes = feeds.input_axes(manifest)
         samples = feeds.first(data, max(sizes), axes)
     except Exception as exc:
-        return dataclasses.replace(
-            obs, batch_reference_error=f"reading the inputs failed: {_message(exc)}"
-        ), {}
+        return (
+            dataclasses.replace(obs, batch_reference_error=f"reading the inputs failed: {message(exc)}"),
+            {},
+            {},
+        )
     ref_error = ""
     singles: list[dict[str, Any]] = []
     try:
@@ -244,7 +258,7 @@ def _batch_runs(
             [] if fixed else [feeds.run(sess, feeds.sample(samples, i, axes)) for i in range(max(sizes))]
         )
     except Exception as exc:
-        ref_error = f"single-sample runs failed: {_message(exc)}"
+        ref_error = f"single-sample runs failed: {message(exc)}"
     reference = {}
     if singles:
         try:
@@ -252,7 +266,7 @@ def _batch_runs(
             stacked = {k: _stack([s[k] for s in singles], batched[k]) for k in singles[0] if k in batched}
             reference = feeds.save(out, "batch_reference", manifest, stacked)
         except Exception as exc:
-            ref_error = f"the single-sample outputs do not stack on their batch axis: {_message(exc)}"
+            ref_error = f"the single-sample outputs do not stack on their batch axis: {message(exc)}"
     files: dict[str, dict[str, str]] = {}
     errors: dict[str, str] = {}
     working: dict[int, float] = {}
@@ -272,7 +286,7 @@ def _batch_runs(
             got = feeds.run(sess, batch)
             first = (time.perf_counter() - start) * 1000.0
         except Exception as exc:
-            errors[str(n)] = _message(exc)
+            errors[str(n)] = message(exc)
             continue
         files[str(n)] = feeds.save(out, f"batch_{n}", manifest, got)
         working[n] = first
@@ -283,7 +297,7 @@ def _batch_runs(
         batch_reference=reference,
         batch_reference_error=ref_error,
     )
-    return obs, working
+    return obs, working, samples
 
 
 def _stack(parts: list[Any], axis: int = 0) -> Tensor:
@@ -322,11 +336,11 @@ def _placement(
                 return dataclasses.replace(obs, placement=summarise(providers[0], profiled, assigned or None))
             error = "the profile trace holds no node events"
         except Exception as exc:
-            error = f"profiling failed: {_message(exc)}"
+            error = f"profiling failed: {message(exc)}"
     try:
         placement = from_verbose_log(providers[0], _verbose_log(ort, model, providers, out / "verbose.log"))
     except Exception as exc:
-        placement, error = None, f"{error}; the verbose log failed: {_message(exc)}".lstrip("; ")
+        placement, error = None, f"{error}; the verbose log failed: {message(exc)}".lstrip("; ")
     if placement is None:
         return dataclasses.replace(obs, placement_error=error or "the verbose log holds no node placements")
     return dataclasses.replace(obs, placement=placement)
@@ -356,7 +370,8 @@ def _verbose_log(ort: Any, model: str, providers: list[str], path: Path) -> str:
     return text
 
 
-def _message(exc: BaseException) -> str:
+def message(exc: BaseException) -> str:
+    """The exception's text on one line, at most 2,000 characters."""
     text = " ".join(str(exc).split())
     return text[:2000] or type(exc).__name__
 

@@ -21,15 +21,14 @@ def table(entries: Sequence[Entry], gate: Gate) -> LatencyTable:
     sizes = sorted({s.batch_size for e in entries if e.result for s in e.result.observed.latency})
     rows = []
     for e in entries:
-        if not e.result or not e.result.observed.latency:
+        if e.result is None or not (obs := e.result.observed).latency:
             continue
-        by_size = {s.batch_size: s for s in e.result.observed.latency}
+        by_size = {s.batch_size: s for s in obs.latency}
         cells = tuple(
             f"{fmt_ms(by_size[b].p50_ms)} / {fmt_ms(by_size[b].p90_ms)}" if b in by_size else "—"
             for b in sizes
         )
         check = e.result.check("latency")
-        obs = e.result.observed
         rss = obs.peak_rss_mb
         rows.append(
             LatencyRow(
